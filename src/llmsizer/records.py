@@ -1,0 +1,189 @@
+"""One flat `RequestRecord` per request, written by the simulator and the benchmark alike.
+
+Records hold raw facts (when the request arrived, when each output token appeared, how long
+the prompt and output were, what went wrong); every metric is computed later from them by
+`llmsizer.metrics`, the same way for simulated and measured runs.
+
+Times are absolute seconds on the run's own clock (the simulator starts at 0; the benchmark
+client uses a monotonic clock and shifts it so that its first request is sent at 0).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+
+EMPTY_TIMES = np.zeros(0, dtype=np.float64)
+EMPTY_TIMES.setflags(write=False)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class RequestRecord:
+    """What happened to one request.
+
+    `token_times_s[i]` is when output token i reached the client (simulator: the end of the
+    engine step that produced it). Its length is the number of output tokens produced, which
+    can be shorter than `num_output_tokens_requested` when the request failed.
+    """
+
+    request_id: int
+    arrival_s: float  # when the request was sent (benchmark) or arrived at the engine (sim)
+    num_prompt_tokens: int
+    num_output_tokens_requested: int
+    token_times_s: np.ndarray = field(default_factory=lambda: EMPTY_TIMES)
+    scheduled_s: float | None = None  # first time the engine scheduled it (sim only)
+    finish_s: float | None = None  # last token, or the moment the error was seen
+    num_cached_tokens: int = 0  # prompt tokens served from the prefix cache
+    num_preemptions: int = 0
+    error: str | None = None
+
+    @property
+    def num_output_tokens(self) -> int:
+        return int(self.token_times_s.shape[0])
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.num_output_tokens > 0
+
+    @property
+    def ttft_s(self) -> float | None:
+        return float(self.token_times_s[0]) - self.arrival_s if self.num_output_tokens else None
+
+    @property
+    def e2el_s(self) -> float | None:
+        return None if self.finish_s is None else self.finish_s - self.arrival_s
+
+    @property
+    def tpot_s(self) -> float | None:
+        """(E2E - TTFT) / (output tokens - 1), vLLM's TPOT; None for a single-token output."""
+        n = self.num_output_tokens
+        if n < 2:
+            return None
+        return float(self.token_times_s[-1] - self.token_times_s[0]) / (n - 1)
+
+    @property
+    def queue_s(self) -> float | None:
+        return None if self.scheduled_s is None else self.scheduled_s - self.arrival_s
+
+
+CSV_FIELDS = (
+    "request_id",
+    "arrival_s",
+    "scheduled_s",
+    "first_token_s",
+    "finish_s",
+    "num_prompt_tokens",
+    "num_output_tokens",
+    "num_output_tokens_requested",
+    "num_cached_tokens",
+    "num_preemptions",
+    "ttft_ms",
+    "tpot_ms",
+    "e2el_ms",
+    "queue_ms",
+    "error",
+)
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else seconds * 1e3
+
+
+def record_to_row(r: RequestRecord) -> dict[str, Any]:
+    """A flat row (no per-token times) for CSV output; latencies in ms as in vLLM's output."""
+    return {
+        "request_id": r.request_id,
+        "arrival_s": r.arrival_s,
+        "scheduled_s": r.scheduled_s,
+        "first_token_s": float(r.token_times_s[0]) if r.num_output_tokens else None,
+        "finish_s": r.finish_s,
+        "num_prompt_tokens": r.num_prompt_tokens,
+        "num_output_tokens": r.num_output_tokens,
+        "num_output_tokens_requested": r.num_output_tokens_requested,
+        "num_cached_tokens": r.num_cached_tokens,
+        "num_preemptions": r.num_preemptions,
+        "ttft_ms": _ms(r.ttft_s),
+        "tpot_ms": _ms(r.tpot_s),
+        "e2el_ms": _ms(r.e2el_s),
+        "queue_ms": _ms(r.queue_s),
+        "error": r.error,
+    }
+
+
+def record_to_json(r: RequestRecord) -> dict[str, Any]:
+    """Everything in the record, token times included: the lossless form."""
+    return {
+        "request_id": r.request_id,
+        "arrival_s": r.arrival_s,
+        "num_prompt_tokens": r.num_prompt_tokens,
+        "num_output_tokens_requested": r.num_output_tokens_requested,
+        "token_times_s": r.token_times_s.tolist(),
+        "scheduled_s": r.scheduled_s,
+        "finish_s": r.finish_s,
+        "num_cached_tokens": r.num_cached_tokens,
+        "num_preemptions": r.num_preemptions,
+        "error": r.error,
+    }
+
+
+def record_from_json(d: dict[str, Any]) -> RequestRecord:
+    times = np.asarray(d.get("token_times_s", []), dtype=np.float64)
+    return RequestRecord(
+        request_id=int(d["request_id"]),
+        arrival_s=float(d["arrival_s"]),
+        num_prompt_tokens=int(d["num_prompt_tokens"]),
+        num_output_tokens_requested=int(d["num_output_tokens_requested"]),
+        token_times_s=times,
+        scheduled_s=d.get("scheduled_s"),
+        finish_s=d.get("finish_s"),
+        num_cached_tokens=int(d.get("num_cached_tokens", 0)),
+        num_preemptions=int(d.get("num_preemptions", 0)),
+        error=d.get("error"),
+    )
+
+
+def write_csv(records: Iterable[RequestRecord], path: Path) -> None:
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=CSV_FIELDS)
+        w.writeheader()
+        for r in records:
+            w.writerow(record_to_row(r))
+
+
+class JsonlWriter:
+    """Appends one record per line and flushes it, so an interrupted run keeps what it has."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self._stream = stream
+
+    def write(self, record: RequestRecord) -> None:
+        self._stream.write(json.dumps(record_to_json(record)) + "\n")
+        self._stream.flush()
+
+
+def write_jsonl(records: Iterable[RequestRecord], path: Path) -> None:
+    with path.open("w") as f:
+        w = JsonlWriter(f)
+        for r in records:
+            w.write(r)
+
+
+def read_jsonl(path: Path) -> Iterator[RequestRecord]:
+    with path.open() as f:
+        for line in f:
+            if line.strip():
+                yield record_from_json(json.loads(line))
+
+
+def write_records(records: list[RequestRecord], path: Path) -> None:
+    """Write records as CSV (one flat row each) or JSONL (lossless), by the file's suffix."""
+    if path.suffix.lower() == ".csv":
+        write_csv(records, path)
+    else:
+        write_jsonl(records, path)

@@ -1,0 +1,55 @@
+"""What the scheduler decided to run in one engine step, as plain data for the step cost.
+
+A `Batch` is the whole interface between batching policies (which requests, how many tokens
+each) and performance models (how long that takes). Decode requests are described in
+aggregate because a step's cost depends on their number and total context, not on which
+requests they are; prefill chunks are listed because attention over a chunk depends on its
+own length and the context before it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class PrefillChunk:
+    """`num_new_tokens` prompt tokens computed this step, after `num_context_tokens` already in KV."""
+
+    num_new_tokens: int
+    num_context_tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """One engine step's work.
+
+    - `prefill_chunks`: prompt tokens being computed (a whole prompt or a chunk of one).
+    - `num_decode_seqs`: sequences generating one token each (static batching counts padded
+      slots here too: they compute even though their output is thrown away).
+    - `num_decode_context_tokens`: sum over those sequences of the tokens already in KV that
+      their attention reads.
+    """
+
+    prefill_chunks: tuple[PrefillChunk, ...] = ()
+    num_decode_seqs: int = 0
+    num_decode_context_tokens: int = 0
+
+    @property
+    def num_prefill_tokens(self) -> int:
+        return sum(c.num_new_tokens for c in self.prefill_chunks)
+
+    @property
+    def num_tokens(self) -> int:
+        """Tokens in the forward pass (vLLM's `num_scheduled_tokens` total)."""
+        return self.num_prefill_tokens + self.num_decode_seqs
+
+    @property
+    def num_seqs(self) -> int:
+        return len(self.prefill_chunks) + self.num_decode_seqs
+
+
+StepCost = Callable[[Batch], float]
+"""Seconds one engine step takes for a batch. Any callable works: a fixed tick, a linear fit,
+the roofline model in `llmsizer.perf`, or a measured table."""
