@@ -104,9 +104,7 @@ def summarize(
         return out
     if duration_s is None:
         start = min(r.arrival_s for r in records)
-        end = max(
-            (r.finish_s if r.finish_s is not None else r.arrival_s) for r in records
-        )
+        end = max((r.finish_s if r.finish_s is not None else r.arrival_s) for r in records)
         duration_s = end - start
     out["duration_s"] = duration_s
     in_tok = sum(r.num_prompt_tokens for r in ok)

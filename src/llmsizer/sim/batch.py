@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True, slots=True)
 class PrefillChunk:
-    """`num_new_tokens` prompt tokens computed this step, after `num_context_tokens` already in KV."""
+    """`num_new_tokens` prompt tokens computed this step, after `num_context_tokens` in KV."""
 
     num_new_tokens: int
     num_context_tokens: int = 0

@@ -1,0 +1,125 @@
+"""In-flight (continuous) batching: Orca's iteration-level scheduling with vLLM's knobs.
+
+Every step: finished requests have left, running requests continue, and waiting requests join
+while the step's token budget (`max_num_batched_tokens`), the batch's slots (`max_num_seqs`)
+and the KV cache allow. Two orders engines actually use:
+
+- `decode_first` (vLLM v1, TensorRT-LLM): every decoding request gets its token first, prompt
+  chunks fill the rest of the budget, so decodes never stall behind a long prompt.
+- `prefill_first` (SGLang's default without mixed chunks): when prompt work can be scheduled,
+  the step runs only prompt tokens and decoding requests wait a step.
+
+KV blocks are either allocated as tokens are scheduled (`incremental`, vLLM and SGLang: a
+request that cannot grow preempts the lowest-priority running request, which recomputes
+later) or reserved for prompt plus maximum output at admission (`full`, TensorRT-LLM's
+GUARANTEED_NO_EVICT: no preemption, fewer requests at once).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from llmsizer.sim.batch import Batch, PrefillChunk
+from llmsizer.sim.batching.base import Scheduler, SchedulerOutput
+from llmsizer.sim.kv_cache import KVCacheManager
+from llmsizer.sim.request import SimRequest
+
+SchedulePolicy = Literal["decode_first", "prefill_first"]
+KvReservation = Literal["incremental", "full"]
+
+
+class ContinuousScheduler(Scheduler):
+    def __init__(
+        self,
+        kv: KVCacheManager,
+        *,
+        max_num_seqs: int,
+        max_num_batched_tokens: int,
+        enable_chunked_prefill: bool = True,
+        policy: SchedulePolicy = "decode_first",
+        kv_reservation: KvReservation = "incremental",
+    ) -> None:
+        super().__init__(kv, max_num_seqs)
+        self.max_num_batched_tokens = max_num_batched_tokens
+        self.enable_chunked_prefill = enable_chunked_prefill
+        self.policy = policy
+        self.kv_reservation = kv_reservation
+
+    def schedule(self, now: float, next_arrival_s: float | None) -> SchedulerOutput | None:
+        self.decode_blocks_reserved = False
+        budget = self.max_num_batched_tokens
+        run_decodes = len(self.decoding) > 0
+        if run_decodes and self.policy == "decode_first":
+            self._grow_decodes()
+            budget -= len(self.decoding)
+        prefills = self._schedule_prefills(budget, now)
+        if prefills and self.policy == "prefill_first":
+            run_decodes = False
+        elif run_decodes and self.policy == "prefill_first":
+            self._grow_decodes()
+        run_decodes = run_decodes and len(self.decoding) > 0
+        if not prefills and not run_decodes:
+            return None
+        chunks = tuple(PrefillChunk(n, r.num_computed_tokens) for r, n in prefills)
+        batch = Batch(
+            prefill_chunks=chunks,
+            num_decode_seqs=len(self.decoding) if run_decodes else 0,
+            num_decode_context_tokens=self.decoding.num_context_tokens if run_decodes else 0,
+        )
+        return SchedulerOutput(batch=batch, prefills=prefills, decoded=run_decodes)
+
+    def _grow_decodes(self) -> None:
+        """Find a KV slot for every decoding request's next token, preempting when short."""
+        if self.kv_reservation == "full":
+            return
+        while not self.kv.allocate(self.decoding.num_blocks_needed()):
+            self._preempt_last()
+        # Booked in aggregate: each member's share is recovered from its token count when it
+        # leaves the decode set (see `Scheduler._release`).
+        self.decode_blocks_reserved = True
+
+    def _schedule_prefills(self, budget: int, now: float) -> list[tuple[SimRequest, int]]:
+        out: list[tuple[SimRequest, int]] = []
+        for r in list(self.prefilling):
+            if budget <= 0:
+                return out
+            n = self._chunk(r.num_remaining_prefill, budget)
+            if n == 0 or r not in self.running:
+                continue
+            if not self._allocate_for(r, n):
+                continue  # r itself was preempted
+            out.append((r, n))
+            budget -= n
+        while self.waiting and budget > 0 and len(self.running) < self.max_num_seqs:
+            r = self.waiting[0]
+            k = self._lookup_prefix(r)
+            n = self._chunk(r.num_remaining_prefill, budget)
+            need = self._blocks_to_admit(r, n)
+            if n == 0 or not self.kv.allocate(need):
+                if k:
+                    self._undo_lookup(r)
+                break
+            r.num_blocks += need
+            self._admit(r, now)
+            out.append((r, n))
+            budget -= n
+        return out
+
+    def _chunk(self, remaining: int, budget: int) -> int:
+        if self.enable_chunked_prefill:
+            return min(remaining, budget)
+        return remaining if remaining <= budget else 0
+
+    def _blocks_to_admit(self, r: SimRequest, n: int) -> int:
+        total = r.num_tokens + r.num_output_tokens - r.num_generated
+        tokens = total if self.kv_reservation == "full" else r.num_computed_tokens + n
+        return self.kv.blocks_for(tokens) - self._num_blocks_held(r)
+
+    def _allocate_for(self, r: SimRequest, n: int) -> bool:
+        """Blocks for `n` more tokens of a running prompt; preempts others (or `r`) when short."""
+        need = self.kv.blocks_for(r.num_computed_tokens + n) - self._num_blocks_held(r)
+        while not self.kv.allocate(need):
+            if self._preempt_last() is r:
+                return False
+        r.num_blocks += max(need, 0)
+        return True

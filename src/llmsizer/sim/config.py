@@ -1,0 +1,124 @@
+"""`EngineConfig`: how the simulated engine batches, with presets named after real engines.
+
+Every field's description is its documentation and its CLI `--help`. Knob names are vLLM's.
+
+Presets (`engine:`) fill the fields a user did not set:
+
+- `vllm`: vLLM v1 `vllm serve` on an 80 GB-class GPU: continuous batching, decode-first
+  with chunked prefill, `max_num_seqs` 1024, `max_num_batched_tokens` 8192 (vLLM's
+  `EngineArgs` defaults for the OpenAI server on GPUs with >= 70 GiB; 256 / 2048 on
+  smaller GPUs), KV blocks allocated as tokens are scheduled, recompute preemption, prefix
+  caching on, `block_size` 16.
+- `trtllm`: TensorRT-LLM's in-flight batching with the LLM API defaults: context and
+  generation in one step, chunked context off, `max_batch_size` 2048, `max_num_tokens` 8192,
+  and the GUARANTEED_NO_EVICT capacity policy (KV for prompt plus maximum output reserved at
+  admission, so no preemption), `tokens_per_block` 32.
+- `sglang`: SGLang's scheduler: a step with new prompt work runs only prompt tokens
+  (prefill-first, mixed chunks off), `chunked_prefill_size` 8192, radix prefix cache on,
+  retraction (preemption) when KV runs out, page size 1 (`block_size` 1 here is exact but
+  slower; 16 is used as an accounting granularity), `max_running_requests` left to memory
+  (1024 here).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+EngineName = Literal["vllm", "trtllm", "sglang"]
+
+PRESETS: dict[str, dict[str, Any]] = {
+    "vllm": {
+        "batching": "continuous",
+        "max_num_seqs": 1024,
+        "max_num_batched_tokens": 8192,
+        "enable_chunked_prefill": True,
+        "schedule_policy": "decode_first",
+        "kv_reservation": "incremental",
+        "enable_prefix_caching": True,
+        "block_size": 16,
+    },
+    "trtllm": {
+        "batching": "continuous",
+        "max_num_seqs": 2048,
+        "max_num_batched_tokens": 8192,
+        "enable_chunked_prefill": False,
+        "schedule_policy": "decode_first",
+        "kv_reservation": "full",
+        "enable_prefix_caching": True,
+        "block_size": 32,
+    },
+    "sglang": {
+        "batching": "continuous",
+        "max_num_seqs": 1024,
+        "max_num_batched_tokens": 8192,
+        "enable_chunked_prefill": True,
+        "schedule_policy": "prefill_first",
+        "kv_reservation": "incremental",
+        "enable_prefix_caching": True,
+        "block_size": 16,
+    },
+}
+
+
+class EngineConfig(BaseModel):
+    """The batching engine's knobs (vLLM names; TensorRT-LLM/SGLang equivalents in the docs)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    engine: EngineName | None = Field(
+        None, description="Engine preset filling unset fields: vllm, trtllm or sglang."
+    )
+    batching: Literal["static", "dynamic", "continuous"] = Field(
+        "continuous",
+        description="static: full batches run to their longest member; dynamic: like static "
+        "but a partial batch launches after batch_timeout_ms; continuous: in-flight batching.",
+    )
+    max_num_seqs: int = Field(
+        256, ge=1, description="Most requests in a batch (TensorRT-LLM max_batch_size)."
+    )
+    max_num_batched_tokens: int = Field(
+        8192, ge=1, description="Token budget of one step (TensorRT-LLM max_num_tokens)."
+    )
+    enable_chunked_prefill: bool = Field(
+        True, description="Split long prompts across steps to fit the token budget."
+    )
+    schedule_policy: Literal["decode_first", "prefill_first"] = Field(
+        "decode_first",
+        description="decode_first: decodes every step, prompts fill the rest (vLLM); "
+        "prefill_first: steps with prompt work pause decodes (SGLang).",
+    )
+    kv_reservation: Literal["incremental", "full"] = Field(
+        "incremental",
+        description="incremental: allocate KV as tokens are scheduled, preempt when full; "
+        "full: reserve prompt + max output at admission, never preempt (TRT-LLM).",
+    )
+    block_size: int = Field(16, ge=1, le=1024, description="Tokens per KV-cache block.")
+    num_gpu_blocks: int | None = Field(
+        None,
+        ge=1,
+        description="KV-cache blocks available (unset: unlimited, or from the GPU model).",
+    )
+    enable_prefix_caching: bool = Field(
+        True, description="Reuse KV blocks of shared prompt prefixes (hash_ids, system prompt)."
+    )
+    batch_timeout_ms: float = Field(
+        50.0, gt=0, description="Dynamic batching: longest wait before a partial batch launches."
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _apply_preset(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("engine") in PRESETS:
+            return {**PRESETS[data["engine"]], **{k: v for k, v in data.items() if v is not None}}
+        return data
+
+    @model_validator(mode="after")
+    def _check_budget(self) -> EngineConfig:
+        if self.batching == "continuous" and self.max_num_batched_tokens < self.max_num_seqs:
+            raise ValueError(
+                f"max_num_batched_tokens ({self.max_num_batched_tokens}) must be >= "
+                f"max_num_seqs ({self.max_num_seqs}) so every running request can decode"
+            )
+        return self

@@ -1,0 +1,168 @@
+"""The serving engine's event loop: decide a batch, price it, apply it.
+
+Simulated time only moves by engine steps (a step takes what the `StepCost` says) and, when
+the engine is idle, jumps to the next arrival or policy timeout. Nothing reads the clock and
+all randomness lives in the workload, so a run is a pure function of its inputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from llmsizer.records import RequestRecord
+from llmsizer.sim.arrivals import Arrivals
+from llmsizer.sim.batch import Batch, StepCost
+from llmsizer.sim.batching.base import Scheduler
+from llmsizer.sim.batching.continuous import ContinuousScheduler
+from llmsizer.sim.batching.static import StaticScheduler
+from llmsizer.sim.config import EngineConfig
+from llmsizer.sim.kv_cache import KVCacheManager
+from llmsizer.sim.request import SimRequest
+from llmsizer.sim.result import SimResult, StepLogBuilder
+from llmsizer.sim.token_times import token_times
+from llmsizer.units import MS
+from llmsizer.workload import Workload
+
+Progress = Callable[[int, int], None]  # (requests finished, requests in total)
+
+
+@dataclass(frozen=True, slots=True)
+class Engine:
+    """A batching configuration plus a step-cost function: everything a run needs but the load."""
+
+    config: EngineConfig
+    step_cost: StepCost
+
+    def run(self, workload: Workload, progress: Progress | None = None) -> SimResult:
+        return _Run(self, workload, progress).run()
+
+
+def simulate(engine: Engine, workload: Workload) -> list[RequestRecord]:
+    """Run `workload` through `engine`; one record per request, in request-id order."""
+    return engine.run(workload).records
+
+
+def make_scheduler(cfg: EngineConfig, kv: KVCacheManager) -> Scheduler:
+    if cfg.batching == "continuous":
+        return ContinuousScheduler(
+            kv,
+            max_num_seqs=cfg.max_num_seqs,
+            max_num_batched_tokens=cfg.max_num_batched_tokens,
+            enable_chunked_prefill=cfg.enable_chunked_prefill,
+            policy=cfg.schedule_policy,
+            kv_reservation=cfg.kv_reservation,
+        )
+    timeout = cfg.batch_timeout_ms * MS if cfg.batching == "dynamic" else None
+    return StaticScheduler(kv, max_num_seqs=cfg.max_num_seqs, batch_timeout_s=timeout)
+
+
+class _Run:
+    """One simulation: mutable state kept apart from the immutable `Engine`."""
+
+    def __init__(self, engine: Engine, workload: Workload, progress: Progress | None) -> None:
+        cfg = engine.config
+        check_fits(cfg, workload)
+        self.cost = engine.step_cost
+        self.cfg = cfg
+        self.progress = progress
+        self.arrivals = Arrivals(workload, cfg.block_size, cfg.enable_prefix_caching)
+        self.kv = KVCacheManager(
+            cfg.num_gpu_blocks,
+            cfg.block_size,
+            enable_prefix_caching=cfg.enable_prefix_caching,
+            blocks_per_hash=self.arrivals.blocks_per_hash,
+        )
+        self.scheduler = make_scheduler(cfg, self.kv)
+        self.log = StepLogBuilder()
+        self.finished: list[SimRequest] = []
+        self.num_requests = workload.num_requests
+
+    def run(self) -> SimResult:
+        now = 0.0
+        while True:
+            for r in self.arrivals.pop_until(now):
+                self.scheduler.add(r)
+            out = self.scheduler.schedule(now, self.arrivals.next_s())
+            if out is None:
+                wake = self._next_wakeup(now)
+                if wake is None:
+                    break
+                now = wake
+                continue
+            end = now + self.cost(out.batch)
+            self._log(now, end, out.batch, out.num_padding_seqs, out.decoded)
+            for r in self.scheduler.update(out, len(self.log) - 1):
+                self.finished.append(r)
+                self.arrivals.on_finish(end)
+            self._report_progress()
+            now = end
+        return self._result()
+
+    def _next_wakeup(self, now: float) -> float | None:
+        times = [t for t in (self.arrivals.next_s(), self.scheduler.wakeup_s(now)) if t is not None]
+        if times:
+            return max(now, min(times))
+        if self.scheduler.has_unfinished():  # pragma: no cover - guarded by check_fits
+            raise RuntimeError("simulation stalled with requests that can never be scheduled")
+        return None
+
+    def _log(self, start: float, end: float, batch: Batch, padding: int, decoded: bool) -> None:
+        s = self.scheduler
+        self.log.append(
+            (
+                start,
+                end,
+                batch.num_prefill_tokens,
+                batch.num_decode_seqs,
+                padding,
+                s.num_running + padding,
+                s.num_waiting,
+                self.kv.num_used,
+            ),
+            decoded,
+        )
+
+    def _report_progress(self) -> None:
+        if self.progress is not None and len(self.log) % 2048 == 0:
+            self.progress(len(self.finished), self.num_requests)
+
+    def _result(self) -> SimResult:
+        steps = self.log.build()
+        if self.progress is not None:
+            self.progress(len(self.finished), self.num_requests)
+        records = token_times(self.finished, steps)
+        return SimResult(
+            records=records,
+            steps=steps,
+            num_preemptions=self.scheduler.num_preemptions,
+            peak_kv_blocks_used=self.kv.peak_used,
+            num_kv_blocks=self.kv.capacity,
+            holds_slots_until_batch_end=self.cfg.batching != "continuous",
+        )
+
+
+def check_fits(cfg: EngineConfig, workload: Workload) -> None:
+    """Reject requests no configuration of this engine could ever run, naming the first."""
+    total = workload.num_prompt_tokens + workload.num_output_tokens
+    if cfg.num_gpu_blocks is not None:
+        blocks = -(-total // cfg.block_size)
+        bad = np.flatnonzero(blocks > cfg.num_gpu_blocks)
+        if bad.size:
+            i = int(bad[0])
+            raise ValueError(
+                f"request {i} needs {int(total[i])} tokens of KV cache "
+                f"({int(blocks[i])} blocks) but only {cfg.num_gpu_blocks} blocks of "
+                f"{cfg.block_size} tokens exist ({bad.size} such requests)"
+            )
+    if cfg.batching == "continuous" and not cfg.enable_chunked_prefill:
+        bad = np.flatnonzero(workload.num_prompt_tokens > cfg.max_num_batched_tokens)
+        if bad.size:
+            i = int(bad[0])
+            raise ValueError(
+                f"request {i} has a {int(workload.num_prompt_tokens[i])}-token prompt, over "
+                f"max_num_batched_tokens={cfg.max_num_batched_tokens} with chunked prefill off "
+                f"({bad.size} such requests): enable chunked prefill or raise the budget"
+            )
