@@ -25,12 +25,12 @@ class DecodeSet:
         self.block_size = block_size
         self.clock = 0
         self.num_context_tokens = 0  # sum of computed tokens over members, at `clock`
-        self._members: dict[SimRequest, None] = {}
+        self.members: dict[SimRequest, None] = {}  # insertion-ordered set
         self._buckets = [0] * block_size
         self._heap: list[tuple[int, int, SimRequest]] = []  # (finish clock, id, request)
 
     def __len__(self) -> int:
-        return len(self._members)
+        return len(self.members)
 
     def _bucket(self, r: SimRequest) -> int:
         return (r.num_computed_tokens - r.decode_entry_clock) % self.block_size
@@ -40,7 +40,7 @@ class DecodeSet:
         r.status = Status.DECODING
         r.decode_entry_clock = self.clock
         r.finish_clock = self.clock + r.num_output_tokens - r.num_generated
-        self._members[r] = None
+        self.members[r] = None
         self._buckets[self._bucket(r)] += 1
         self.num_context_tokens += r.num_computed_tokens
         heapq.heappush(self._heap, (r.finish_clock, r.request_id, r))
@@ -57,7 +57,7 @@ class DecodeSet:
     def remove(self, r: SimRequest) -> None:
         """Take `r` out early (preemption); its heap entry goes stale and is skipped later."""
         self._buckets[self._bucket(r)] -= 1
-        del self._members[r]
+        del self.members[r]
         self.sync(r)
         self.num_context_tokens -= r.num_computed_tokens
 
@@ -67,20 +67,17 @@ class DecodeSet:
 
     def advance(self) -> list[SimRequest]:
         """One decode step ran: tick the clock, return members that produced their last token."""
-        self.num_context_tokens += len(self._members)
+        self.num_context_tokens += len(self.members)
         self.clock += 1
         done: list[SimRequest] = []
         heap = self._heap
         while heap and heap[0][0] <= self.clock:
             finish_clock, _, r = heapq.heappop(heap)
-            if r.finish_clock != finish_clock or r not in self._members:
+            if r.finish_clock != finish_clock or r not in self.members:
                 continue  # stale: the request was preempted after this entry was pushed
             self._buckets[self._bucket(r)] -= 1
-            del self._members[r]
+            del self.members[r]
             self.sync(r)
             self.num_context_tokens -= r.num_computed_tokens
             done.append(r)
         return done
-
-    def members(self) -> list[SimRequest]:
-        return list(self._members)

@@ -94,7 +94,7 @@ class _Run:
                 continue
             end = now + self.cost(out.batch)
             self._log(now, end, out.batch, out.num_padding_seqs, out.decoded)
-            for r in self.scheduler.update(out, len(self.log) - 1):
+            for r in self.scheduler.update(out, self.log.num_steps - 1):
                 self.finished.append(r)
                 self.arrivals.on_finish(end)
             self._report_progress()
@@ -118,15 +118,15 @@ class _Run:
                 batch.num_prefill_tokens,
                 batch.num_decode_seqs,
                 padding,
-                s.num_running + padding,
-                s.num_waiting,
+                len(s.running) + padding,
+                len(s.waiting),
                 self.kv.num_used,
-            ),
-            decoded,
+                1.0 if decoded else 0.0,
+            )
         )
 
     def _report_progress(self) -> None:
-        if self.progress is not None and len(self.log) % 2048 == 0:
+        if self.progress is not None and self.log.num_steps % 2048 == 0:
             self.progress(len(self.finished), self.num_requests)
 
     def _result(self) -> SimResult:

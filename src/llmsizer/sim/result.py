@@ -22,23 +22,23 @@ STEP_FIELDS = (
 
 
 class StepLogBuilder:
-    """Appends one row per step into compact typed arrays (8 bytes a value)."""
+    """Appends one row per step to a flat typed array (8 bytes a value, one C call a step)."""
+
+    width = len(STEP_FIELDS) + 1  # the fields, then `decoded` as 0.0 / 1.0
 
     def __init__(self) -> None:
-        self.columns = {name: array("d") for name in STEP_FIELDS}
-        self.decoded = array("b")
+        self.data = array("d")
+        self.num_steps = 0
 
-    def append(self, values: tuple[float, ...], decoded: bool) -> None:
-        for col, v in zip(self.columns.values(), values, strict=True):
-            col.append(v)
-        self.decoded.append(decoded)
-
-    def __len__(self) -> int:
-        return len(self.decoded)
+    def append(self, row: tuple[float, ...]) -> None:
+        """`row`: the STEP_FIELDS values in order, then 1.0 if decodes ran else 0.0."""
+        self.data.extend(row)
+        self.num_steps += 1
 
     def build(self) -> StepLog:
-        cols = {k: np.frombuffer(v, dtype=np.float64) for k, v in self.columns.items()}
-        return StepLog(**cols, decoded=np.frombuffer(self.decoded, dtype=np.int8).astype(bool))
+        table = np.frombuffer(self.data, dtype=np.float64).reshape(-1, self.width)
+        cols = {name: np.ascontiguousarray(table[:, i]) for i, name in enumerate(STEP_FIELDS)}
+        return StepLog(**cols, decoded=table[:, -1] > 0.5)
 
 
 @dataclass(frozen=True, slots=True, eq=False)

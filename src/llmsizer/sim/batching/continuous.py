@@ -47,26 +47,24 @@ class ContinuousScheduler(Scheduler):
 
     def schedule(self, now: float, next_arrival_s: float | None) -> SchedulerOutput | None:
         self.decode_blocks_reserved = False
+        preemptions_before = self.num_preemptions
         budget = self.max_num_batched_tokens
-        run_decodes = len(self.decoding) > 0
-        if run_decodes and self.policy == "decode_first":
+        decoding = self.decoding.members
+        decode_first = self.policy == "decode_first"
+        if decoding and decode_first:
             self._grow_decodes()
-            budget -= len(self.decoding)
-        prefills = self._schedule_prefills(budget, now)
-        if prefills and self.policy == "prefill_first":
-            run_decodes = False
-        elif run_decodes and self.policy == "prefill_first":
+            budget -= len(decoding)
+        prefills = self._schedule_prefills(budget, now, preemptions_before)
+        if decoding and not decode_first and not prefills:
             self._grow_decodes()
-        run_decodes = run_decodes and len(self.decoding) > 0
+        run_decodes = bool(decoding) and (decode_first or not prefills)
         if not prefills and not run_decodes:
             return None
         chunks = tuple(PrefillChunk(n, r.num_computed_tokens) for r, n in prefills)
-        batch = Batch(
-            prefill_chunks=chunks,
-            num_decode_seqs=len(self.decoding) if run_decodes else 0,
-            num_decode_context_tokens=self.decoding.num_context_tokens if run_decodes else 0,
-        )
-        return SchedulerOutput(batch=batch, prefills=prefills, decoded=run_decodes)
+        if not run_decodes:
+            return SchedulerOutput(Batch(prefill_chunks=chunks), prefills)
+        batch = Batch(chunks, len(decoding), self.decoding.num_context_tokens)
+        return SchedulerOutput(batch=batch, prefills=prefills, decoded=True)
 
     def _grow_decodes(self) -> None:
         """Find a KV slot for every decoding request's next token, preempting when short."""
@@ -78,7 +76,11 @@ class ContinuousScheduler(Scheduler):
         # leaves the decode set (see `Scheduler._release`).
         self.decode_blocks_reserved = True
 
-    def _schedule_prefills(self, budget: int, now: float) -> list[tuple[SimRequest, int]]:
+    def _schedule_prefills(
+        self, budget: int, now: float, preemptions_before: int
+    ) -> list[tuple[SimRequest, int]]:
+        """Running prompts first, in priority order, then new requests (FCFS). As in vLLM, no
+        request is admitted in a step that preempted one."""
         out: list[tuple[SimRequest, int]] = []
         for r in list(self.prefilling):
             if budget <= 0:
@@ -90,6 +92,8 @@ class ContinuousScheduler(Scheduler):
                 continue  # r itself was preempted
             out.append((r, n))
             budget -= n
+        if self.num_preemptions != preemptions_before:
+            return out
         while self.waiting and budget > 0 and len(self.running) < self.max_num_seqs:
             r = self.waiting[0]
             k = self._lookup_prefix(r)
