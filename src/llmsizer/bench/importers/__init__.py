@@ -1,0 +1,65 @@
+"""Read other tools' benchmark results as `RequestRecord`s: vLLM, AIPerf, guidellm, llmsizer.
+
+`import_results(path)` recognises the format from the file's content; each reader documents
+the schema it follows, where it was taken from, and what it has to reconstruct.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
+
+from llmsizer.bench.importers.aiperf import read_aiperf
+from llmsizer.bench.importers.guidellm import read_guidellm
+from llmsizer.bench.importers.llmsizer import read_llmsizer
+from llmsizer.bench.importers.run import ImportedRun
+from llmsizer.bench.importers.vllm import read_vllm
+
+ResultFormat = Literal["auto", "vllm", "aiperf", "guidellm", "llmsizer"]
+
+READERS: dict[str, Callable[[Path], list[ImportedRun]]] = {
+    "vllm": read_vllm,
+    "aiperf": read_aiperf,
+    "guidellm": read_guidellm,
+    "llmsizer": read_llmsizer,
+}
+
+__all__ = ["READERS", "ImportedRun", "ResultFormat", "detect_format", "import_results"]
+
+
+def import_results(path: Path, fmt: ResultFormat = "auto") -> list[ImportedRun]:
+    """The runs in a result file of the given (or detected) format."""
+    return READERS[detect_format(path) if fmt == "auto" else fmt](path)
+
+
+def detect_format(path: Path) -> str:
+    """Which tool wrote `path`, from its first JSON object; raises ValueError if none fits."""
+    first = _first_object(path)
+    if "metadata" in first and "metrics" in first:
+        return "aiperf"
+    if "benchmarks" in first:
+        return "guidellm"
+    if first.get("tool") == "llmsizer" or "token_times_s" in first:
+        return "llmsizer"
+    if "ttfts" in first or "input_lens" in first:
+        return "vllm"
+    raise ValueError(
+        f"{path}: not a known result format (vLLM --save-detailed JSON, AIPerf "
+        "profile_export.jsonl, guidellm benchmarks.json, llmsizer results or records)"
+    )
+
+
+def _first_object(path: Path) -> dict[str, Any]:
+    text = path.read_text()
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        line = next((line for line in text.splitlines() if line.strip()), "{}")
+        data = json.loads(line)
+    if isinstance(data, list):
+        data = data[0] if data else {}
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected JSON objects")
+    return data

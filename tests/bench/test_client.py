@@ -1,0 +1,141 @@
+"""The client against a fake vLLM: exact records when all is well, error records otherwise."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import numpy as np
+import pytest
+
+from llmsizer.bench.client import ClientOptions, Endpoint, RequestPlan, build_payload, send_request
+from llmsizer.records import RequestRecord
+from tests.bench.fakes import FakeVllm, PieceStream, sse
+
+PLAN = RequestPlan(request_id=7, prompt="a b c d", num_prompt_tokens=4, max_tokens=5)
+
+
+async def send(fake: FakeVllm, plan: RequestPlan = PLAN, **options: object) -> RequestRecord:
+    opts = ClientOptions(model="tiny", **options)  # type: ignore[arg-type]
+    async with httpx.AsyncClient(transport=fake.transport(), base_url="http://fake") as http:
+        return await send_request(http, plan, opts, fake.clock.now)
+
+
+def test_payload_asks_for_exact_lengths_and_usage() -> None:
+    body = build_payload(PLAN, ClientOptions(model="tiny"))
+    assert body["max_tokens"] == 5 and body["ignore_eos"] is True and body["stream"] is True
+    assert body["stream_options"] == {"include_usage": True}
+    chat = build_payload(PLAN, ClientOptions(model="tiny", endpoint=Endpoint.CHAT))
+    assert chat["messages"] == [{"role": "user", "content": "a b c d"}]
+    assert chat["max_completion_tokens"] == 5
+
+
+async def test_ok_record_has_exact_token_times() -> None:
+    fake = FakeVllm(ttft_s=0.1, itl_s=0.01)
+    fake.clock.t = 2.0
+    record = await send(fake)
+    assert record.error is None and record.ok
+    assert (record.request_id, record.arrival_s, record.num_prompt_tokens) == (7, 2.0, 4)
+    assert record.num_output_tokens == 5 == record.num_output_tokens_requested
+    np.testing.assert_allclose(record.token_times_s, 2.1 + 0.01 * np.arange(5))
+    assert record.finish_s == pytest.approx(2.14)
+    assert record.ttft_s == pytest.approx(0.1)
+    assert record.tpot_s == pytest.approx(0.01)
+
+
+async def test_chat_skips_the_role_chunk() -> None:
+    record = await send(FakeVllm(chat=True), endpoint=Endpoint.CHAT)
+    assert record.ok and record.num_output_tokens == 5
+    assert record.ttft_s == pytest.approx(0.1)
+
+
+async def test_bundled_tokens_sit_with_the_last_chunk() -> None:
+    """5 tokens in chunks of 2, 2, 1: usage says 5, three chunks were timed."""
+    record = await send(FakeVllm(bundle=2))
+    assert record.num_output_tokens == 5
+    np.testing.assert_allclose(record.token_times_s, [0.11, 0.13, 0.14, 0.14, 0.14])
+    assert record.tpot_s == pytest.approx(0.03 / 4)  # first and last times are exact
+
+
+async def test_http_error_is_a_record() -> None:
+    record = await send(FakeVllm(status=500))
+    assert record.error == "HTTP 500: internal error"
+    assert not record.ok and record.num_output_tokens == 0
+
+
+async def test_dropped_stream_keeps_the_tokens_before_the_drop() -> None:
+    record = await send(FakeVllm(cut_after=3))
+    assert record.error is not None and record.error.startswith("stream dropped: ")
+    np.testing.assert_allclose(record.token_times_s, [0.1, 0.11, 0.12])
+
+
+async def test_stream_without_done_is_dropped() -> None:
+    async def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=b'data: {"choices": [{"text": "a"}]}\n\n')
+
+    opts = ClientOptions(model="tiny")
+    async with httpx.AsyncClient(transport=httpx.MockTransport(handler), base_url="http://f") as h:
+        record = await send_request(h, PLAN, opts, lambda: 0.0)
+    assert record.error == "stream dropped: ended before [DONE]"
+    assert record.num_output_tokens == 1
+
+
+async def test_total_timeout_is_a_record() -> None:
+    record = await send(FakeVllm(stall_s=5.0), request_timeout_s=0.05)
+    assert record.error == "timeout: request exceeded 0.05 s"
+    assert record.num_output_tokens == 1
+
+
+async def test_read_timeout_is_a_record() -> None:
+    async def handler(request: httpx.Request) -> httpx.Response:
+        raise httpx.ReadTimeout("no data", request=request)
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(handler), base_url="http://f") as h:
+        record = await send_request(h, PLAN, ClientOptions(model="tiny"), lambda: 0.0)
+    assert record.error is not None and record.error.startswith("timeout: ReadTimeout")
+
+
+async def test_refused_connection_is_a_record() -> None:
+    record = await send(FakeVllm(fail_from_request=0))
+    assert record.error == "connection failed: connection refused"
+
+
+@pytest.mark.parametrize(
+    ("body", "error"),
+    [
+        (b"data: {not json\n\n", "bad JSON in stream: "),
+        (b'data: {"error": {"message": "boom"}}\n\n', "server error in stream: boom"),
+        (b'data: {"choices": [{"text": "a"}]}\n\ndata: [DONE]\n\n', "no usage in stream: "),
+        (
+            b'data: {"choices": [], "usage": {"completion_tokens": 0}}\n\ndata: [DONE]\n\n',
+            "no tokens: ",
+        ),
+    ],
+)
+async def test_bad_streams_are_records(body: bytes, error: str) -> None:
+    async def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=body)
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(handler), base_url="http://f") as h:
+        record = await send_request(h, PLAN, ClientOptions(model="tiny"), lambda: 0.0)
+    assert record.error is not None and record.error.startswith(error)
+
+
+async def test_continuous_usage_gives_exact_counts() -> None:
+    chunks = [
+        {"choices": [{"text": "a"}], "usage": {"prompt_tokens": 4, "completion_tokens": 1}},
+        {"choices": [{"text": "bc"}], "usage": {"prompt_tokens": 4, "completion_tokens": 3}},
+        {"choices": [{"text": "d"}], "usage": {"prompt_tokens": 4, "completion_tokens": 4}},
+        {"choices": [], "usage": {"prompt_tokens": 4, "completion_tokens": 4}},
+    ]
+    times = iter([1.0, 2.0, 3.0, 3.5, 4.0, 4.5, 5.0])
+
+    async def handler(request: httpx.Request) -> httpx.Response:
+        assert json.loads(request.content)["stream_options"]["continuous_usage_stats"] is True
+        pieces = [sse(c) for c in chunks] + [sse("[DONE]")]
+        return httpx.Response(200, stream=PieceStream(pieces))
+
+    opts = ClientOptions(model="tiny", continuous_usage_stats=True)
+    async with httpx.AsyncClient(transport=httpx.MockTransport(handler), base_url="http://f") as h:
+        record = await send_request(h, PLAN, opts, lambda: next(times))
+    np.testing.assert_allclose(record.token_times_s, [2.0, 3.0, 3.0, 3.5])
