@@ -1,0 +1,93 @@
+"""Simulator speed: continuous batching on the Azure conversation trace's lengths.
+
+    .venv/bin/python bench/sim_speed.py [NUM_REQUESTS ...]     (default: 100000 1000000)
+
+Setting (issue 2's bar): vLLM-style continuous batching, max_num_seqs 256, chunked prefill,
+prompt and output lengths drawn from the Azure LLM inference conversation trace, Poisson
+arrivals at 80 % of the engine's measured capacity. Each size runs in its own process so
+that its peak memory (max RSS) is its own. Prints one row per size: wall time, engine steps,
+steps per second, requests per second of wall time, peak memory.
+
+Capacity is measured, not assumed: a saturated run (all requests at t=0) gives the
+engine's maximum request throughput with this step cost.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from llmsizer.metrics import summarize
+from llmsizer.sim import Engine, EngineConfig, LinearStepCost
+from llmsizer.workload import Workload, WorkloadSpec, make_workload
+
+TRACE = Path(__file__).resolve().parents[2] / "shared" / "traces" / "AzureLLMInferenceTrace_conv.csv"
+CONFIG = EngineConfig(engine="vllm", max_num_seqs=256, max_num_batched_tokens=8192)
+# A Llama-3.1-8B-on-H100-like linear step: 6 ms fixed, 25 us per prompt token,
+# 40 us per decoding sequence, 20 ns per KV token read (bandwidth-bound attention).
+COST = LinearStepCost(6e-3, 25e-6, 40e-6, 20e-9)
+
+
+def lengths_workload(n: int, rate: float | None, seed: int = 0) -> Workload:
+    spec = WorkloadSpec(
+        arrival="poisson" if rate else "burst",
+        request_rate=rate or 1.0,
+        num_requests=n,
+        trace=TRACE,
+        seed=seed,
+    )
+    return make_workload(spec)
+
+
+def capacity_req_s() -> float:
+    res = Engine(CONFIG, COST).run(lengths_workload(5000, None))
+    return summarize(res.records)["request_throughput"]
+
+
+def one(n: int, rate: float) -> dict[str, float]:
+    w = lengths_workload(n, rate)
+    t0 = time.perf_counter()
+    res = Engine(CONFIG, COST).run(w)
+    wall = time.perf_counter() - t0
+    peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    s = summarize(res.records[:100_000])
+    return {
+        "num_requests": n,
+        "wall_s": wall,
+        "num_steps": res.steps.num_steps,
+        "steps_per_s": res.steps.num_steps / wall,
+        "requests_per_wall_s": n / wall,
+        "peak_rss_mib": peak_mib,
+        "offered_req_s": rate,
+        "achieved_req_s": n / res.duration_s,
+        "mean_batch": float(res.steps.num_decode_seqs.mean()),
+        "mean_ttft_ms": s["mean_ttft_ms"],
+    }
+
+
+def main(sizes: list[int]) -> None:
+    rate = 0.8 * capacity_req_s()
+    print(f"capacity {rate / 0.8:.1f} req/s; offering {rate:.1f} req/s (80 %)")
+    print(f"{'requests':>9} {'wall s':>8} {'steps':>9} {'steps/s':>9} {'req/s':>9} {'peak MiB':>9}")
+    for n in sizes:
+        cmd = [sys.executable, __file__, "--one", str(n), str(rate)]
+        row = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+        print(
+            f"{row['num_requests']:>9} {row['wall_s']:>8.1f} {row['num_steps']:>9} "
+            f"{row['steps_per_s']:>9.0f} {row['requests_per_wall_s']:>9.0f} "
+            f"{row['peak_rss_mib']:>9.0f}   mean batch {row['mean_batch']:.0f}, "
+            f"mean TTFT {row['mean_ttft_ms']:.0f} ms"
+        )
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--one"]:
+        print(json.dumps(one(int(sys.argv[2]), float(sys.argv[3]))))
+    else:
+        main([int(a) for a in sys.argv[1:]] or [100_000, 1_000_000])
