@@ -1,0 +1,154 @@
+"""Scenario files: YAML in, validated frozen models out, errors that name the key and value.
+
+A scenario is what `llmsizer simulate` runs:
+
+    name: notebook-static              # optional, for reports
+    workload: {arrival: burst, num_requests: 100, isl: 1000, osl: 100}
+    engine:   {batching: static, max_num_seqs: 4}
+    step_cost: {kind: fixed, step_time_ms: 10}
+    slo:      {ttft_ms: 500, tpot_ms: 50}   # optional: goodput
+    num_gpus: 1                          # per-GPU throughput normalisation
+
+Every key is optional; unknown keys are errors. CLI flags override the file's values.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from llmsizer.metrics import Slo
+from llmsizer.sim import EngineConfig, FixedTicks, LinearStepCost, StepCost
+from llmsizer.units import MS
+from llmsizer.workload import WorkloadSpec
+
+
+class ConfigError(ValueError):
+    """A user's file or flags are invalid; the message says where and what is allowed."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class FixedStepCostSpec(_Strict):
+    """The course notebook's model: every step takes a fixed number of ticks."""
+
+    kind: Literal["fixed"] = "fixed"
+    step_time_ms: float = Field(10.0, gt=0, description="Length of one tick in ms.")
+    prefill_ticks: int = Field(1, ge=1, description="Ticks a step with prompt work takes.")
+    decode_ticks: int = Field(1, ge=1, description="Ticks a decode-only step takes.")
+
+    def build(self) -> StepCost:
+        return FixedTicks(self.step_time_ms * MS, self.prefill_ticks, self.decode_ticks)
+
+
+class LinearStepCostSpec(_Strict):
+    """step = base + per_prefill_token x prompt tokens + per_decode_seq x decodes
+    + per_context_token x KV tokens read (all in ms)."""
+
+    kind: Literal["linear"] = "linear"
+    base_ms: float = Field(5.0, ge=0, description="Fixed cost of every step in ms.")
+    per_prefill_token_ms: float = Field(0.0, ge=0, description="ms per prompt token computed.")
+    per_decode_seq_ms: float = Field(0.0, ge=0, description="ms per decoding sequence.")
+    per_context_token_ms: float = Field(
+        0.0, ge=0, description="ms per KV-cache token read by attention."
+    )
+
+    def build(self) -> StepCost:
+        return LinearStepCost(
+            self.base_ms * MS,
+            self.per_prefill_token_ms * MS,
+            self.per_decode_seq_ms * MS,
+            self.per_context_token_ms * MS,
+        )
+
+
+StepCostSpec = Annotated[FixedStepCostSpec | LinearStepCostSpec, Field(discriminator="kind")]
+
+
+class SloSpec(_Strict):
+    """Latency limits for goodput (vLLM --goodput); unset limits don't apply."""
+
+    ttft_ms: float | None = Field(None, gt=0, description="Time-to-first-token limit in ms.")
+    tpot_ms: float | None = Field(None, gt=0, description="Time-per-output-token limit in ms.")
+    e2el_ms: float | None = Field(None, gt=0, description="End-to-end latency limit in ms.")
+
+    def build(self) -> Slo:
+        def s(v: float | None) -> float | None:
+            return None if v is None else v * MS
+
+        return Slo(ttft_s=s(self.ttft_ms), tpot_s=s(self.tpot_ms), e2el_s=s(self.e2el_ms))
+
+
+class Scenario(_Strict):
+    """Everything one simulation needs."""
+
+    name: str = Field("default", description="A name for reports.")
+    workload: WorkloadSpec = Field(
+        default_factory=WorkloadSpec,
+        description="The offered load: arrivals and lengths.",
+    )
+    engine: EngineConfig = Field(
+        default_factory=EngineConfig,  # type: ignore[arg-type]
+        description="How the engine batches and how much KV cache it has.",
+    )
+    step_cost: StepCostSpec = Field(
+        default_factory=FixedStepCostSpec,  # type: ignore[arg-type]
+        description="What one engine step costs: fixed ticks, a linear model, or a GPU.",
+    )
+    slo: SloSpec | None = Field(None, description="Latency limits for goodput.")
+    num_gpus: int = Field(1, ge=1, description="GPUs per instance, for per-GPU throughput.")
+
+
+def format_validation_error(err: ValidationError, source: str) -> str:
+    """One line per problem: where (dotted key), the value given, and what is allowed."""
+    lines = [f"invalid {source}:"]
+    for e in err.errors():
+        where = ".".join(str(p) for p in e["loc"]) or "(top level)"
+        msg = e["msg"].removeprefix("Value error, ")
+        if e["type"] == "extra_forbidden":
+            lines.append(f"  {where}: unknown key")
+        elif "input" in e and not isinstance(e["input"], dict):
+            lines.append(f"  {where} = {e['input']!r}: {msg}")
+        else:
+            lines.append(f"  {where}: {msg}")
+    return "\n".join(lines)
+
+
+def read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as e:
+        raise ConfigError(f"cannot read scenario file '{path}': {e.strerror}") from e
+    except yaml.YAMLError as e:
+        raise ConfigError(f"scenario file '{path}' is not valid YAML: {e}") from e
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"scenario file '{path}' must hold a mapping of keys, not {data!r}")
+    return data
+
+
+def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """`override` wins; nested mappings merge key by key."""
+    out = dict(base)
+    for k, v in override.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = deep_merge(out[k], v)
+        else:
+            out[k] = v
+    return out
+
+
+def load_scenario(path: Path | None, overrides: dict[str, Any] | None = None) -> Scenario:
+    """Read a scenario file (or the defaults), apply flag overrides, validate everything."""
+    data = read_yaml(path) if path is not None else {}
+    data = deep_merge(data, overrides or {})
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as e:
+        raise ConfigError(format_validation_error(e, f"scenario '{path or 'defaults'}'")) from e
