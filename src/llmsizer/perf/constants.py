@@ -1,0 +1,179 @@
+"""Everything in a step's cost that does not depend on the batch, computed once.
+
+All quantities are per GPU of a tensor-parallel group and summed over all layers unless the
+name says `per_layer`; rates are achievable rates (datasheet peak times efficiency). The
+formulas they feed are in `llmsizer.perf.step`.
+
+Activation traffic counts each tensor a kernel reads or writes once, in the activation
+dtype: GEMM inputs and outputs go with the GEMMs; norms (read + write h, twice per layer),
+residual adds (two reads and a write of h, twice), the gated activation (read 2I, write I),
+rotary embedding (read + write Q and K) and MoE token permutation (read + write h per routed
+copy) are the memory-bound "elementwise" part.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from llmsizer.perf.deployment import Deployment
+from llmsizer.perf.efficiency import EfficiencyFactors
+from llmsizer.specs.dtypes import Precision
+
+_LOGIT_BYTES = 4.0  # logits are FP32; the sampler reads what the output projection writes
+_UNQUANTIZED_BYTES = Precision.BF16.bytes_per_element
+
+
+@dataclass(frozen=True, slots=True)
+class StepConstants:
+    """Per-configuration numbers for the step cost (see the module docstring for units)."""
+
+    window: int
+    full_layers: int
+    window_layers: int
+    linear_flops_per_s: float
+    lm_head_flops_per_s: float
+    attention_flops_per_s: float
+    gemm_bytes_per_s: float
+    attention_bytes_per_s: float
+    dense_weight_bytes: float
+    dense_flops_per_token: float
+    dense_act_bytes_per_token: float
+    num_moe_layers: int
+    num_experts: int
+    expert_miss_per_token: float
+    expert_weight_bytes: float
+    expert_flops_per_token: float
+    expert_act_bytes_per_token: float
+    lm_head_weight_bytes: float
+    lm_head_flops_per_seq: float
+    lm_head_bytes_per_seq: float
+    prefill_flops_per_pair: float
+    decode_flops_per_pair: float
+    kv_bytes_per_token_per_layer: float
+    attention_act_bytes_per_token: float
+    elementwise_bytes_per_token: float
+    num_allreduces: int
+    allreduce_latency_s: float
+    allreduce_s_per_token: float
+    num_pipeline_sends: int
+    send_latency_s: float
+    send_s_per_token: float
+    step_overhead_s: float
+    layer_overhead_s: float
+    fixed_overhead_s: float
+    stage_fraction: float
+
+
+def build_constants(d: Deployment, eff: EfficiencyFactors) -> StepConstants:
+    """Precompute the batch-independent part of the step cost for `d` under `eff`."""
+    m = d.model
+    tp = d.tensor_parallel_size
+    pp = d.pipeline_parallel_size
+    act = d.activation_precision.bytes_per_element
+    w = d.weight_bytes_per_element
+    h = m.hidden_size
+    sparse_speedup = 1.0 if d.sparsity is None else d.sparsity.math_speedup
+    moe = m.moe
+    router_params = m.num_moe_layers * m.router_params  # replicated on every rank, 16-bit
+    expert_width = 0 if moe is None else moe.expert_intermediate_size
+    top_k = 0 if moe is None else moe.num_experts_per_tok
+    link = d.link_bytes_per_s(tp) * eff.interconnect_efficiency
+    send_link = d.link_bytes_per_s(tp * pp) * eff.interconnect_efficiency
+    return StepConstants(
+        window=m.sliding_window or 0,
+        full_layers=m.num_layers - m.num_sliding_window_layers,
+        window_layers=m.num_sliding_window_layers,
+        linear_flops_per_s=d.matmul_flops_per_s * eff.gemm_compute_efficiency * sparse_speedup,
+        lm_head_flops_per_s=d.attention_flops_per_s * eff.gemm_compute_efficiency,
+        attention_flops_per_s=d.attention_flops_per_s * eff.attention_compute_efficiency,
+        gemm_bytes_per_s=d.gpu.hbm_bytes_per_s * eff.gemm_bandwidth_efficiency,
+        attention_bytes_per_s=d.gpu.hbm_bytes_per_s * eff.attention_bandwidth_efficiency,
+        dense_weight_bytes=m.dense_linear_params * w / tp + router_params * _UNQUANTIZED_BYTES,
+        dense_flops_per_token=2.0 * (m.dense_linear_params / tp + router_params),
+        dense_act_bytes_per_token=act * _dense_gemm_act_elements(d),
+        num_moe_layers=m.num_moe_layers,
+        num_experts=0 if moe is None else moe.num_experts,
+        expert_miss_per_token=1.0 if moe is None else 1.0 - top_k / moe.num_experts,
+        expert_weight_bytes=m.expert_params * w / tp,
+        expert_flops_per_token=2.0 * top_k * m.expert_params / tp,
+        # per routed copy: read h, write 2I/tp (gate, up), read I/tp, write h
+        expert_act_bytes_per_token=act * top_k * (2 * h + 3 * expert_width / tp),
+        lm_head_weight_bytes=m.vocab_size * h * _UNQUANTIZED_BYTES / tp,
+        lm_head_flops_per_seq=2.0 * m.vocab_size * h / tp,
+        lm_head_bytes_per_seq=act * h + 2 * _LOGIT_BYTES * m.vocab_size / tp,
+        prefill_flops_per_pair=m.attention_flops_per_key / tp,
+        decode_flops_per_pair=_decode_flops_per_pair(d),
+        kv_bytes_per_token_per_layer=d.kv_bytes_per_token_per_layer_per_gpu,
+        # each layer reads Q and writes O for every token
+        attention_act_bytes_per_token=act * m.num_layers * (m.q_dim + m.attention_output_dim) / tp,
+        elementwise_bytes_per_token=act * _elementwise_elements(d),
+        num_allreduces=2 * m.num_layers if tp > 1 else 0,
+        allreduce_latency_s=2 * (tp - 1) * eff.collective_hop_latency_s,
+        allreduce_s_per_token=2 * (tp - 1) / tp * h * act / link,
+        num_pipeline_sends=pp - 1,
+        send_latency_s=eff.collective_hop_latency_s,
+        send_s_per_token=h * act / send_link,
+        step_overhead_s=eff.step_overhead_s,
+        layer_overhead_s=eff.layer_overhead_s,
+        fixed_overhead_s=eff.step_overhead_s + m.num_layers * eff.layer_overhead_s,
+        stage_fraction=math.ceil(m.num_layers / pp) / m.num_layers,
+    )
+
+
+def _decode_flops_per_pair(d: Deployment) -> float:
+    """Per (query, cached key) pair per layer. MLA decode absorbs the up-projections into
+    the query and output (DeepSeek-V2 report, sec. 2.1.2; vLLM and SGLang do this), so each
+    head scores against the latent plus rope key and sums over the latent."""
+    m = d.model
+    if m.mla is None:
+        return m.attention_flops_per_key / d.tensor_parallel_size
+    latent = m.mla.kv_lora_rank
+    heads = m.num_attention_heads / d.tensor_parallel_size
+    return 2.0 * heads * (latent + m.mla.qk_rope_head_dim) + 2.0 * heads * latent
+
+
+def _mlp_gemm_elements(d: Deployment, width: int) -> float:
+    """GEMM inputs and outputs per token of one MLP of `width`: h in, gate/up out,
+    down in, h out."""
+    h = d.model.hidden_size
+    up_outputs = 2 if d.model.gated_mlp else 1
+    return 2 * h + (up_outputs + 1) * width / d.tensor_parallel_size
+
+
+def _dense_gemm_act_elements(d: Deployment) -> float:
+    """Activation elements per token read or written by the always-on GEMMs, all layers."""
+    m = d.model
+    tp = d.tensor_parallel_size
+    h = m.hidden_size
+    attention = 2 * h + (m.q_dim + 2 * m.kv_dim + m.attention_output_dim) / tp
+    shared_width = 0 if m.moe is None else m.moe.shared_expert_intermediate_size
+    shared = _mlp_gemm_elements(d, shared_width) if shared_width else 0.0
+    return (
+        m.num_layers * attention
+        + m.num_dense_layers * _mlp_gemm_elements(d, m.intermediate_size)
+        + m.num_moe_layers * shared
+    )
+
+
+def _elementwise_elements(d: Deployment) -> float:
+    """Activation elements per token moved by the memory-bound non-GEMM kernels."""
+    m = d.model
+    tp = d.tensor_parallel_size
+    h = m.hidden_size
+    norms_and_residuals = 4 * h + 6 * h
+    rotary = 2 * (m.q_dim + m.kv_dim) / tp
+    per_layer = norms_and_residuals + rotary
+    activation = 3 * m.intermediate_size / tp if m.gated_mlp else 2 * m.intermediate_size / tp
+    routed = 0.0
+    if m.moe is not None:
+        copies = m.moe.num_experts_per_tok
+        width = copies * m.moe.expert_intermediate_size + m.moe.shared_expert_intermediate_size
+        routed = 3 * width / tp + 2 * copies * h
+    embedding = h
+    return (
+        m.num_layers * per_layer
+        + m.num_dense_layers * activation
+        + m.num_moe_layers * routed
+        + embedding
+    )

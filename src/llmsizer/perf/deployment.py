@@ -1,0 +1,142 @@
+"""One model instance on hardware: model, GPU, parallelism, precisions, sparsity.
+
+Parallelism follows Megatron-LM as vLLM and TensorRT-LLM implement it (Shoeybi et al. 2019):
+tensor parallelism shards every weight matrix and the attention heads over
+`tensor_parallel_size` GPUs, which all-reduce activations twice per layer; pipeline
+parallelism gives each of `pipeline_parallel_size` stages a contiguous slice of layers.
+
+Which math runs where:
+- weights in `precision` use the GPU's tensor cores for that format when it has them;
+  otherwise (FP8 on A100, FP4 on Hopper, INT4 anywhere) weights are dequantised and the
+  matrix multiply runs in 16 bits (weight-only kernels such as Marlin), so only the weight
+  bytes shrink;
+- activations are BF16, or FP16 when the weights are FP16;
+- the KV cache is in `kv_cache_dtype`, or the activation dtype when it is `None` (vLLM's
+  `auto`).
+
+The tensor-parallel all-reduce runs on the scale-up fabric (NVLink) when the group fits in
+the GPU's NVLink domain, else over PCIe.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llmsizer.perf.sparsity import StructuredSparsity
+from llmsizer.specs.dtypes import Precision
+from llmsizer.specs.gpus import GpuSpec, get_gpu
+from llmsizer.specs.model_catalog import get_model
+from llmsizer.specs.models import ModelSpec
+
+
+@dataclass(frozen=True, slots=True)
+class Deployment:
+    """A model replica: `tensor_parallel_size * pipeline_parallel_size` GPUs of one type."""
+
+    model: ModelSpec
+    gpu: GpuSpec
+    precision: Precision = Precision.BF16
+    kv_cache_dtype: Precision | None = None
+    tensor_parallel_size: int = 1
+    pipeline_parallel_size: int = 1
+    sparsity: StructuredSparsity | None = None
+
+    def __post_init__(self) -> None:
+        tp, pp = self.tensor_parallel_size, self.pipeline_parallel_size
+        if tp < 1 or pp < 1:
+            raise ValueError(f"parallel sizes must be >= 1, got tp={tp}, pp={pp}")
+        heads = self.model.num_attention_heads
+        if heads % tp:
+            raise ValueError(
+                f"tensor_parallel_size {tp} does not divide the {heads} attention heads of "
+                f"{self.model.name}"
+            )
+        if pp > self.model.num_layers:
+            raise ValueError(f"pipeline_parallel_size {pp} > {self.model.num_layers} layers")
+
+    @classmethod
+    def from_names(
+        cls,
+        model: str,
+        gpu: str,
+        precision: str | Precision = Precision.BF16,
+        kv_cache_dtype: str | Precision | None = None,
+        tensor_parallel_size: int = 1,
+        pipeline_parallel_size: int = 1,
+        sparsity: StructuredSparsity | None = None,
+    ) -> Deployment:
+        """Look names up leniently (`"llama-3.1-70b"`, `"H100 SXM"`, `"FP8"`, `"auto"`)."""
+        kv = None
+        if kv_cache_dtype is not None and str(kv_cache_dtype).lower() != "auto":
+            kv = Precision.parse(kv_cache_dtype)
+        return cls(
+            model=get_model(model),
+            gpu=get_gpu(gpu),
+            precision=Precision.parse(precision),
+            kv_cache_dtype=kv,
+            tensor_parallel_size=tensor_parallel_size,
+            pipeline_parallel_size=pipeline_parallel_size,
+            sparsity=sparsity,
+        )
+
+    @property
+    def num_gpus(self) -> int:
+        return self.tensor_parallel_size * self.pipeline_parallel_size
+
+    @property
+    def activation_precision(self) -> Precision:
+        return Precision.FP16 if self.precision is Precision.FP16 else Precision.BF16
+
+    @property
+    def kv_precision(self) -> Precision:
+        return self.kv_cache_dtype or self.activation_precision
+
+    @property
+    def matmul_precision(self) -> Precision:
+        """The tensor-core math the linear layers run in (module docstring)."""
+        if self.gpu.supports(self.precision) and not self.precision.is_weight_only:
+            return self.precision.tensor_core_precision
+        return self.activation_precision
+
+    @property
+    def matmul_flops_per_s(self) -> float:
+        """Dense peak of `matmul_precision` on this GPU (sparsity not applied)."""
+        peak = self.gpu.dense_flops_per_s(self.matmul_precision)
+        assert peak is not None  # 16-bit math exists on every catalog GPU
+        return peak
+
+    @property
+    def attention_flops_per_s(self) -> float:
+        """Attention scores and weighted sums run in the activation precision."""
+        peak = self.gpu.dense_flops_per_s(self.activation_precision)
+        assert peak is not None
+        return peak
+
+    @property
+    def weight_bytes_per_element(self) -> float:
+        """Bytes per linear-layer weight, 2:4 compression included."""
+        ratio = 1.0 if self.sparsity is None else StructuredSparsity.bytes_ratio(self.precision)
+        return self.precision.bytes_per_element * ratio
+
+    @property
+    def kv_heads_per_gpu(self) -> int:
+        """KV heads each tensor-parallel rank stores; heads are replicated when tp > heads,
+        and MLA's single latent is replicated on every rank (vLLM)."""
+        if self.model.mla is not None:
+            return 1
+        return -(-self.model.num_key_value_heads // self.tensor_parallel_size)
+
+    @property
+    def kv_bytes_per_token_per_layer_per_gpu(self) -> float:
+        per_layer = self.model.kv_bytes_per_token_per_layer(self.kv_precision)
+        if self.model.mla is not None:
+            return per_layer
+        return per_layer * self.kv_heads_per_gpu / self.model.num_key_value_heads
+
+    def link_bytes_per_s(self, group_size: int) -> float:
+        """Per-direction bandwidth between `group_size` GPUs: the scale-up fabric when the
+        group fits in the NVLink domain, PCIe otherwise."""
+        gpu = self.gpu
+        if gpu.scale_up_bytes_per_s is not None and group_size <= gpu.scale_up_domain_size:
+            return gpu.scale_up_bytes_per_s
+        return gpu.pcie_bytes_per_s

@@ -1,0 +1,143 @@
+"""The gap between datasheet peak and what an engine achieves, as numbers a user can see.
+
+A roofline priced at datasheet peak is a lower bound on time; real kernels reach a fraction
+of peak, and every step pays fixed costs (scheduler, kernel launches, collective latency).
+`EfficiencyFactors` holds those fractions and costs, one factor per mechanism, so each can be
+checked against a measurement and fitted (`bounds()` gives a fitter its search box).
+
+The defaults are priors from public measurements, not fits; the calibration step replaces
+them with values fitted on the calibration set:
+
+- `gemm_compute_efficiency` 0.6: cuBLAS reaches ~0.7-0.75 of dense peak on large BF16 GEMMs
+  on H100 at sustained clocks; tensor-parallel shards are skinnier (end-to-end prefill MFU
+  of 40-60 % is typical).
+- `gemm_bandwidth_efficiency` 0.75: weight-streaming GEMV/GEMM kernels reach 70-90 % of HBM
+  peak (STREAM-like copies ~90 %); batched decode GEMMs re-read some tiles.
+- `attention_compute_efficiency` 0.5: FlashAttention-2 forward reaches ~35-50 % of H100 BF16
+  peak, FlashAttention-3 ~60-75 % (Shah et al. 2024).
+- `attention_bandwidth_efficiency` 0.7: paged decode attention reads scattered KV blocks,
+  below dense streaming.
+- `interconnect_efficiency` 0.75: NCCL all-reduce bus bandwidth on NVLink reaches ~70-85 % of
+  the per-direction link rate (nccl-tests).
+- `collective_hop_latency_s` 2 us: small all-reduces take ~10-30 us on 4-8 GPUs, i.e.
+  2 (n - 1) ring steps of ~2 us.
+- `layer_overhead_s` 50 us: a decode layer runs ~12 kernels (4 GEMMs, attention, norms,
+  rotary, activation, residuals, all-reduces), each with a few microseconds of launch gap,
+  ramp-up and tail that no byte count captures.
+- `step_overhead_s`: vLLM 0.5 ms, TensorRT-LLM 0.3 ms, SGLang 0.4 ms: scheduling, input
+  preparation and sampling on the host per step; TensorRT-LLM's C++ runtime is leanest.
+
+With these, Llama 2 70B FP16 on 4 H100 SXM at batch 8 (the course's example) predicts 2.2 s
+for the 3500-token prefill and 21 ms per output token against the course's 2.6 s and
+26.8 ms; tests/validation/test_perf_course.py states the assumptions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from types import MappingProxyType
+
+from llmsizer.specs.names import normalize_name
+from llmsizer.units import US
+
+
+class Engine(StrEnum):
+    """An inference engine whose efficiency defaults we keep. `Engine.parse` is lenient."""
+
+    VLLM = "vllm"
+    TRTLLM = "trtllm"
+    SGLANG = "sglang"
+
+    @classmethod
+    def parse(cls, text: str | Engine) -> Engine:
+        """`vLLM`, `TensorRT-LLM`, `trt-llm`, `trtllm`, `SGLang` ... unknown -> error."""
+        if isinstance(text, Engine):
+            return text
+        found = _ENGINE_ALIASES.get(normalize_name(text))
+        if found is None:
+            allowed = ", ".join(e.value for e in cls)
+            raise ValueError(f"unknown engine {text!r}; allowed: {allowed}")
+        return found
+
+
+_ENGINE_ALIASES = MappingProxyType(
+    {
+        "vllm": Engine.VLLM,
+        "trtllm": Engine.TRTLLM,
+        "tensorrtllm": Engine.TRTLLM,
+        "tensorrt": Engine.TRTLLM,
+        "trt": Engine.TRTLLM,
+        "sglang": Engine.SGLANG,
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class EfficiencyFactors:
+    """Achieved fractions of peak and fixed costs, one per mechanism (module docstring).
+
+    Efficiencies are fractions in (0, 1]; times are seconds >= 0.
+    """
+
+    gemm_compute_efficiency: float = 0.6
+    gemm_bandwidth_efficiency: float = 0.75
+    attention_compute_efficiency: float = 0.5
+    attention_bandwidth_efficiency: float = 0.7
+    interconnect_efficiency: float = 0.75
+    collective_hop_latency_s: float = 2 * US
+    layer_overhead_s: float = 50 * US
+    step_overhead_s: float = 500 * US
+
+    def __post_init__(self) -> None:
+        for name, (low, high) in _BOUNDS.items():
+            value = getattr(self, name)
+            if not low <= value <= high or (name.endswith("efficiency") and value == 0):
+                raise ValueError(f"{name} = {value!r} is outside its range [{low}, {high}]")
+
+    @staticmethod
+    def bounds() -> Mapping[str, tuple[float, float]]:
+        """Allowed range of each factor: the search box for a fit."""
+        return _BOUNDS
+
+    def replace(self, **changes: float) -> EfficiencyFactors:
+        """A copy with some factors changed (validated)."""
+        return dataclasses.replace(self, **changes)
+
+    def as_dict(self) -> dict[str, float]:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, float]) -> EfficiencyFactors:
+        """Strict: unknown names are an error naming the allowed ones."""
+        unknown = set(values) - set(_BOUNDS)
+        if unknown:
+            raise ValueError(
+                f"unknown efficiency factors {sorted(unknown)}; known: {list(_BOUNDS)}"
+            )
+        return cls(**{k: float(v) for k, v in values.items()})
+
+
+_BOUNDS: Mapping[str, tuple[float, float]] = MappingProxyType(
+    {
+        "gemm_compute_efficiency": (0.0, 1.0),
+        "gemm_bandwidth_efficiency": (0.0, 1.0),
+        "attention_compute_efficiency": (0.0, 1.0),
+        "attention_bandwidth_efficiency": (0.0, 1.0),
+        "interconnect_efficiency": (0.0, 1.0),
+        "collective_hop_latency_s": (0.0, 100 * US),
+        "layer_overhead_s": (0.0, 500 * US),
+        "step_overhead_s": (0.0, 50_000 * US),
+    }
+)
+
+_STEP_OVERHEAD_S = MappingProxyType(
+    {Engine.VLLM: 500 * US, Engine.TRTLLM: 300 * US, Engine.SGLANG: 400 * US}
+)
+
+
+def default_efficiency(engine: Engine | str = Engine.VLLM) -> EfficiencyFactors:
+    """The unfitted priors for `engine` (module docstring); replaced by fitted values later."""
+    return EfficiencyFactors(step_overhead_s=_STEP_OVERHEAD_S[Engine.parse(engine)])

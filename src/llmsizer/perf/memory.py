@@ -1,0 +1,155 @@
+"""GPU memory: weights per GPU, activation and runtime reserve, and the KV blocks left.
+
+vLLM's rule (`gpu_memory_utilization`, default 0.9): of each GPU's memory, that fraction is
+the budget; weights, the peak activation memory of a profiling forward pass and non-torch
+memory (CUDA context, NCCL and cuBLAS workspaces) come off it, and what remains becomes KV
+cache, cut into blocks of `block_size` tokens (default 16). The simulator's block manager
+takes `MemoryPlan.num_kv_blocks`.
+
+Assumptions, stated once:
+- weights: the stage with most bytes. Layers are split evenly over pipeline stages (the
+  first stage also holds the embedding, the last the output projection); every matrix is
+  sharded over `tensor_parallel_size` (vocab-parallel embedding and output projection).
+- activations: the profiling pass runs `max_num_batched_tokens` tokens (vLLM V1's default
+  8192 for online serving). Its peak is the residual stream and hidden state (2h per
+  token) plus the widest layer output, the MLP's gate/up and activation (3I/tp; MoE: the
+  routed copies' widths), in the activation dtype, plus FP32 logits and probabilities for
+  `max_num_seqs` sequences (2 x 4 bytes x vocab/tp).
+- runtime: `runtime_overhead_bytes` per GPU, default 1 GiB (CUDA context ~0.5 GiB, NCCL and
+  cuBLAS workspaces; vLLM logs 0.3-1 GiB of non-torch memory).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from llmsizer.perf.deployment import Deployment
+from llmsizer.specs.dtypes import Precision
+from llmsizer.units import GB, GiB
+
+DEFAULT_RUNTIME_OVERHEAD_BYTES = 1.0 * GiB
+_LOGIT_BYTES = 4.0
+_UNQUANTIZED_BYTES = Precision.BF16.bytes_per_element
+
+
+class DoesNotFitError(ValueError):
+    """A configuration whose weights, activations or one sequence's KV do not fit."""
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryPlan:
+    """Where each GPU's memory goes (bytes, per GPU) and the KV blocks that result."""
+
+    gpu_memory_bytes: float
+    gpu_memory_utilization: float
+    weight_bytes: float
+    activation_bytes: float
+    runtime_overhead_bytes: float
+    kv_cache_bytes: float
+    kv_bytes_per_token: float
+    block_size: int
+    num_kv_blocks: int
+
+    @property
+    def budget_bytes(self) -> float:
+        return self.gpu_memory_bytes * self.gpu_memory_utilization
+
+    @property
+    def max_num_kv_tokens(self) -> int:
+        """Tokens of context the KV cache holds across all sequences."""
+        return self.num_kv_blocks * self.block_size
+
+
+def weight_bytes_per_gpu(d: Deployment) -> float:
+    """Weight bytes on the fullest GPU (module docstring)."""
+    m = d.model
+    tp, pp = d.tensor_parallel_size, d.pipeline_parallel_size
+    layer_weights = (m.dense_linear_params + m.routed_expert_params) * d.weight_bytes_per_element
+    layer_other = m.num_layers * m.norm_params_per_layer + m.num_moe_layers * m.router_params
+    per_layer = (layer_weights / tp + layer_other * _UNQUANTIZED_BYTES) / m.num_layers
+    stage_layers = math.ceil(m.num_layers / pp)
+    vocab_matrix = m.vocab_size * m.hidden_size * _UNQUANTIZED_BYTES / tp
+    # one stage holds embedding and output projection (one matrix when tied); with
+    # pipelining the first holds the embedding and the last its own output projection
+    num_vocab_matrices = 1 if pp > 1 or m.tie_word_embeddings else 2
+    ends = num_vocab_matrices * vocab_matrix
+    return stage_layers * per_layer + ends + m.hidden_size * _UNQUANTIZED_BYTES
+
+
+def activation_bytes_per_gpu(
+    d: Deployment, max_num_batched_tokens: int = 8192, max_num_seqs: int = 256
+) -> float:
+    """Peak activation memory of vLLM's profiling forward pass (module docstring)."""
+    m = d.model
+    tp = d.tensor_parallel_size
+    width = m.intermediate_size
+    if m.moe is not None:
+        routed = m.moe.num_experts_per_tok * m.moe.expert_intermediate_size
+        width = max(
+            width if m.num_dense_layers else 0, routed + m.moe.shared_expert_intermediate_size
+        )
+    per_token = 2 * m.hidden_size + 3 * width / tp
+    hidden = max_num_batched_tokens * per_token * d.activation_precision.bytes_per_element
+    sampled = min(max_num_seqs, max_num_batched_tokens)
+    logits = sampled * 2 * _LOGIT_BYTES * m.vocab_size / tp
+    return hidden + logits
+
+
+def plan_memory(
+    d: Deployment,
+    gpu_memory_utilization: float = 0.9,
+    block_size: int = 16,
+    max_num_batched_tokens: int = 8192,
+    max_num_seqs: int = 256,
+    max_model_len: int | None = None,
+    runtime_overhead_bytes: float = DEFAULT_RUNTIME_OVERHEAD_BYTES,
+) -> MemoryPlan:
+    """KV blocks per GPU for `d`; `DoesNotFitError` says by how many GB it falls short.
+
+    With `max_model_len`, the KV cache must also hold one sequence of that length (vLLM
+    refuses to start otherwise).
+    """
+    if not 0 < gpu_memory_utilization <= 1:
+        raise ValueError(f"gpu_memory_utilization must be in (0, 1], got {gpu_memory_utilization}")
+    if block_size < 1:
+        raise ValueError(f"block_size must be >= 1, got {block_size}")
+    memory = d.gpu.memory_bytes
+    weights = weight_bytes_per_gpu(d)
+    activations = activation_bytes_per_gpu(d, max_num_batched_tokens, max_num_seqs)
+    kv_cache = memory * gpu_memory_utilization - weights - activations - runtime_overhead_bytes
+    per_token = d.kv_bytes_per_token_per_layer_per_gpu * math.ceil(
+        d.model.num_layers / d.pipeline_parallel_size
+    )
+    num_blocks = max(0, math.floor(kv_cache / (per_token * block_size)))
+    plan = MemoryPlan(
+        gpu_memory_bytes=memory,
+        gpu_memory_utilization=gpu_memory_utilization,
+        weight_bytes=weights,
+        activation_bytes=activations,
+        runtime_overhead_bytes=runtime_overhead_bytes,
+        kv_cache_bytes=max(0.0, kv_cache),
+        kv_bytes_per_token=per_token,
+        block_size=block_size,
+        num_kv_blocks=num_blocks,
+    )
+    needed_tokens = max_model_len or block_size
+    if plan.max_num_kv_tokens < needed_tokens:
+        short = needed_tokens * per_token - kv_cache
+        raise DoesNotFitError(_explain(d, plan, needed_tokens, short))
+    return plan
+
+
+def _explain(d: Deployment, plan: MemoryPlan, needed_tokens: int, short_bytes: float) -> str:
+    kv_needed = needed_tokens * plan.kv_bytes_per_token
+    return (
+        f"{d.model.name} ({d.precision.value} weights) on {d.num_gpus}x {d.gpu.key} "
+        f"(tp={d.tensor_parallel_size}, pp={d.pipeline_parallel_size}) does not fit: per GPU "
+        f"weights need {plan.weight_bytes / GB:.1f} GB, activations "
+        f"{plan.activation_bytes / GB:.1f} GB and runtime {plan.runtime_overhead_bytes / GB:.1f} "
+        f"GB, and {needed_tokens} tokens of KV cache {kv_needed / GB:.2f} GB, "
+        f"but gpu_memory_utilization={plan.gpu_memory_utilization} of "
+        f"{plan.gpu_memory_bytes / GB:.0f} GB leaves {plan.budget_bytes / GB:.1f} GB: short by "
+        f"{short_bytes / GB:.1f} GB. Use more GPUs (tensor or pipeline parallel), a narrower "
+        f"precision, or a GPU with more memory."
+    )
