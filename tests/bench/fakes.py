@@ -25,8 +25,8 @@ class FakeClock:
         return self.t
 
     async def sleep_until(self, t_s: float) -> None:
+        await asyncio.sleep(0)  # like a real sleep, tasks already due run before time moves
         self.t = max(self.t, t_s)
-        await asyncio.sleep(0)
 
 
 class _Stream(httpx.AsyncByteStream):
@@ -96,6 +96,10 @@ class FakeVllm:
             raise httpx.ConnectError("connection refused")
         if self.status != 200:
             return httpx.Response(self.status, text="internal error")
+        if not body.get("stream"):
+            prompt = body.get("prompt") or body["messages"][0]["content"]
+            usage = {"prompt_tokens": len(prompt.split()), "completion_tokens": 1}
+            return httpx.Response(200, json={"choices": [{"text": "x"}], "usage": usage})
         return httpx.Response(200, stream=_Stream(lambda: self._pieces(body)))
 
     async def _pieces(self, body: dict[str, Any]) -> AsyncIterator[bytes]:

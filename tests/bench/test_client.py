@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import httpx
 import numpy as np
 import pytest
 
 from llmsizer.bench.client import ClientOptions, Endpoint, RequestPlan, build_payload, send_request
+from llmsizer.metrics import summarize
 from llmsizer.records import RequestRecord
 from tests.bench.fakes import FakeVllm, PieceStream, sse
 
@@ -122,7 +124,7 @@ async def test_bad_streams_are_records(body: bytes, error: str) -> None:
 
 
 async def test_continuous_usage_gives_exact_counts() -> None:
-    chunks = [
+    chunks: list[dict[str, Any]] = [
         {"choices": [{"text": "a"}], "usage": {"prompt_tokens": 4, "completion_tokens": 1}},
         {"choices": [{"text": "bc"}], "usage": {"prompt_tokens": 4, "completion_tokens": 3}},
         {"choices": [{"text": "d"}], "usage": {"prompt_tokens": 4, "completion_tokens": 4}},
@@ -139,3 +141,25 @@ async def test_continuous_usage_gives_exact_counts() -> None:
     async with httpx.AsyncClient(transport=httpx.MockTransport(handler), base_url="http://f") as h:
         record = await send_request(h, PLAN, opts, lambda: next(times))
     np.testing.assert_allclose(record.token_times_s, [2.0, 3.0, 3.0, 3.5])
+
+
+async def test_summary_of_client_records_matches_the_server_schedule() -> None:
+    """Known server timing in, vLLM's metric definitions out (through `summarize`)."""
+    fake = FakeVllm(ttft_s=0.2, itl_s=0.025, bundle=1)
+    plans = [RequestPlan(i, "a b", 2, n) for i, n in enumerate((4, 9, 17))]
+    opts = ClientOptions(model="tiny")
+    records = []
+    async with httpx.AsyncClient(transport=fake.transport(), base_url="http://fake") as http:
+        for plan in plans:
+            records.append(await send_request(http, plan, opts, fake.clock.now))
+            fake.clock.t += 1.0  # think time between requests
+    s = summarize(records)
+    assert s["completed"] == 3 and s["total_output_tokens"] == 4 + 9 + 17
+    assert s["mean_ttft_ms"] == pytest.approx(200.0)
+    assert s["mean_tpot_ms"] == pytest.approx(25.0)
+    assert s["mean_itl_ms"] == pytest.approx(25.0)  # every gap is one ITL
+    e2e = [200.0 + 25.0 * (n - 1) for n in (4, 9, 17)]
+    assert s["mean_e2el_ms"] == pytest.approx(np.mean(e2e))
+    assert s["mean_ntpot_ms"] == pytest.approx(
+        np.mean([e / n for e, n in zip(e2e, (4, 9, 17), strict=True)])
+    )

@@ -45,68 +45,85 @@ class BenchSpec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     base_url: str = Field(
-        "http://127.0.0.1:8000", description="Server address, without the /v1 path."
+        default="http://127.0.0.1:8000", description="Server address, without the /v1 path."
     )
     model: str | None = Field(
-        None, description="Served model name; by default the first one /v1/models lists."
+        default=None, description="Served model name; by default the first one /v1/models lists."
     )
     endpoint: Endpoint = Field(
-        Endpoint.COMPLETIONS, description="API to call: completions or chat (completions)."
+        default=Endpoint.COMPLETIONS, description="API to call: completions or chat (completions)."
     )
-    isl: int = Field(512, ge=1, description="Prompt length in tokens (when not from a trace).")
-    osl: int = Field(128, ge=1, description="Output length in tokens (when not from a trace).")
-    num_prompts: int = Field(200, ge=1, description="Measured requests per sweep point.")
+    isl: int = Field(
+        default=512, ge=1, description="Prompt length in tokens (when not from a trace)."
+    )
+    osl: int = Field(
+        default=128, ge=1, description="Output length in tokens (when not from a trace)."
+    )
+    num_prompts: int = Field(default=200, ge=1, description="Measured requests per sweep point.")
     num_warmups: int = Field(
-        2, ge=0, description="Unmeasured requests sent before each sweep point."
+        default=2, ge=0, description="Unmeasured requests sent before each sweep point."
     )
     concurrency: tuple[int, ...] = Field(
-        (),
+        default=(),
         description="Closed-loop concurrency levels to sweep, e.g. 1,4,16 (1 if no rate or trace).",
     )
     request_rate: tuple[float, ...] = Field(
-        (), description="Open-loop request rates to sweep in req/s, e.g. 2,4,8 (inf: all at once)."
+        default=(),
+        description="Open-loop request rates to sweep in req/s, e.g. 2,4,8 (inf: all at once).",
     )
     burstiness: float = Field(
-        1.0, gt=0, description="Gamma shape of inter-arrival times: 1 Poisson, <1 burstier."
+        default=1.0, gt=0, description="Gamma shape of inter-arrival times: 1 Poisson, <1 burstier."
     )
-    trace: Path | None = Field(None, description="Trace file to replay (arrivals and lengths).")
+    trace: Path | None = Field(
+        default=None, description="Trace file to replay (arrivals and lengths)."
+    )
     time_scale: float = Field(
-        1.0, gt=0, description="Trace replay speed-up: inter-arrival times divided by this."
+        default=1.0, gt=0, description="Trace replay speed-up: inter-arrival times divided by this."
     )
     system_prompt_tokens: int = Field(
-        0, ge=0, description="Tokens of a system prompt shared by every request (prefix cache)."
+        default=0,
+        ge=0,
+        description="Tokens of a system prompt shared by every request (prefix cache).",
     )
     seed: int = Field(
-        0, ge=0, description="Seed of the one random generator (arrivals and prompts)."
+        default=0, ge=0, description="Seed of the one random generator (arrivals and prompts)."
     )
     tokenizer: Path | None = Field(
-        None, description="Local tokenizer.json for exact prompt lengths (needs `tokenizers`)."
+        default=None,
+        description="Local tokenizer.json for exact prompt lengths (needs `tokenizers`).",
     )
     prompt_tokens_from: CounterChoice = Field(
-        "auto",
+        default="auto",
         description="How prompt tokens are counted: auto, tokenizer, tokenize-endpoint, usage.",
     )
     ignore_eos: bool = Field(
-        True, description="Send ignore_eos so outputs have exactly osl tokens."
+        default=True, description="Send ignore_eos so outputs have exactly osl tokens."
     )
     continuous_usage_stats: bool = Field(
-        False, description="Ask vLLM for usage in every chunk: exact per-token times (vLLM only)."
+        default=False,
+        description="Ask vLLM for usage in every chunk: exact per-token times (vLLM only).",
     )
     timeout_s: float = Field(
-        60.0, gt=0, description="Longest wait for any byte from the server before a request fails."
+        default=60.0,
+        gt=0,
+        description="Longest wait for any byte from the server before a request fails.",
     )
     request_timeout_s: float = Field(
-        3600.0, gt=0, description="Longest a single request may take before it fails."
+        default=3600.0, gt=0, description="Longest a single request may take before it fails."
     )
-    api_key: str | None = Field(None, description="Bearer token sent in the Authorization header.")
+    api_key: str | None = Field(
+        default=None, description="Bearer token sent in the Authorization header."
+    )
     server_metrics: bool = Field(
-        False, description="Read vLLM's /metrics before and after each point: server-side means."
+        default=False,
+        description="Read vLLM's /metrics before and after each point: server-side means.",
     )
     result_path: Path | None = Field(
-        None, description="JSON file for the results: one object per sweep point."
+        default=None, description="JSON file for the results: one object per sweep point."
     )
     records_path: Path | None = Field(
-        None, description="JSONL file for per-request records (a suffix per point in a sweep)."
+        default=None,
+        description="JSONL file for per-request records (a suffix per point in a sweep).",
     )
 
     _split = field_validator("concurrency", "request_rate", mode="before")(_split_list)

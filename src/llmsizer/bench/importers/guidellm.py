@@ -96,7 +96,7 @@ def _flatten(r: Mapping[str, Any], status: str) -> dict[str, Any]:
     if start is None:
         raise ValueError(f"a guidellm request ({status}) has no start time")
     if status != "successful" and not error:
-        error = f"{status} (no error text)"
+        error = "no error text"
     return {
         "start": float(start),
         "first": first,

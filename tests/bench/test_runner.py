@@ -1,0 +1,131 @@
+"""A whole sweep against the fake vLLM: results, files, failures, aborts and interrupts."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from llmsizer.bench.load import INTERRUPTED
+from llmsizer.bench.results import format_result, read_results
+from llmsizer.bench.runner import run_benchmark, run_benchmark_async
+from llmsizer.bench.spec import BenchSpec
+from llmsizer.metrics import summarize
+from llmsizer.records import read_jsonl, record_to_json
+from tests.bench.fakes import FakeVllm
+
+
+def spec(tmp_path: Path, **kw: object) -> BenchSpec:
+    settings = {
+        "base_url": "http://fake",
+        "isl": 20,
+        "osl": 6,
+        "num_prompts": 12,
+        "result_path": tmp_path / "results.json",
+        "records_path": tmp_path / "requests.jsonl",
+    } | kw
+    return BenchSpec(**settings)  # type: ignore[arg-type]
+
+
+def test_concurrency_sweep(tmp_path: Path) -> None:
+    fake = FakeVllm()
+    results = run_benchmark(spec(tmp_path, concurrency=(1, 3)), transport=fake.transport())
+    assert [r.point.label for r in results] == ["concurrency1", "concurrency3"]
+    assert fake.max_in_flight == 3
+    assert len(fake.requests) == 2 * (2 + 12)  # warm-ups are sent but not recorded
+    saved = read_results(tmp_path / "results.json")
+    for result, row in zip(results, saved, strict=True):
+        assert len(result.records) == 12 and result.failures == {}
+        assert all(r.num_prompt_tokens == 20 and r.num_output_tokens == 6 for r in result.records)
+        assert dict(result.summary) == summarize(result.records)
+        path = Path(row["records_path"])
+        assert path.name == f"requests-{result.point.label}.jsonl"
+        saved_records = sorted(read_jsonl(path), key=lambda r: r.request_id)
+        assert [record_to_json(r) for r in saved_records] == [
+            record_to_json(r) for r in result.records
+        ]
+        assert row["completed"] == 12 and row["model_id"] == "tiny"
+        assert row["prompt_token_source"] == "tokenize-endpoint"
+        assert row["max_concurrency"] == result.point.value and row["request_rate"] == "inf"
+        for key in ("date", "tool_version", "base_url", "isl", "osl", "mean_ttft_ms"):
+            assert key in row
+    prompts = [r.get("prompt") for r in fake.requests]
+    assert len(set(prompts)) == len(prompts)  # no prompt reused: no accidental cache hits
+
+
+def test_rate_point_reports_send_lag(tmp_path: Path) -> None:
+    fake = FakeVllm()
+    (result,) = run_benchmark(
+        spec(tmp_path, request_rate=(200.0,), num_warmups=0), transport=fake.transport()
+    )
+    assert result.send_lag is not None
+    assert result.send_lag.requested_rate > 0
+    row = read_results(tmp_path / "results.json")[0]
+    assert row["request_rate"] == 200.0 and row["max_concurrency"] is None
+    assert "mean_send_lag_ms" in row
+
+
+def test_server_crash_keeps_records_and_summarizes_failures(tmp_path: Path) -> None:
+    fake = FakeVllm(fail_from_request=2 + 5)  # warm-ups and five measured requests succeed
+    (result,) = run_benchmark(spec(tmp_path, concurrency=(2,)), transport=fake.transport())
+    assert result.failures == {"connection failed": 7}
+    assert result.summary["completed"] == 5 and result.summary["failed"] == 7
+    assert len(list(read_jsonl(tmp_path / "requests.jsonl"))) == 12
+    text = format_result(result)
+    assert "failures: connection failed x7" in text and "Mean TTFT (ms):" in text
+
+
+def test_failed_warm_up_aborts_the_sweep(tmp_path: Path) -> None:
+    fake = FakeVllm(status=404)
+    results = run_benchmark(spec(tmp_path, concurrency=(1, 2)), transport=fake.transport())
+    (result,) = results
+    assert result.aborted is not None and result.aborted.startswith("all 2 warm-up requests")
+    assert result.records == () and "HTTP 404" in result.aborted
+    assert read_results(tmp_path / "results.json")[0]["aborted"] == result.aborted
+
+
+async def test_interrupt_keeps_what_was_measured(tmp_path: Path) -> None:
+    fake = FakeVllm(stall_s=3600.0)
+    run = asyncio.create_task(
+        run_benchmark_async(
+            spec(tmp_path, concurrency=(3, 5), num_warmups=0), transport=fake.transport()
+        )
+    )
+    while fake.in_flight < 3:
+        await asyncio.sleep(0.001)
+    run.cancel()
+    (result,) = await run
+    assert result.interrupted and result.num_not_sent == 12 - 3
+    assert [r.error for r in result.records] == [INTERRUPTED] * 3
+    assert json.loads((tmp_path / "results.json").read_text())[0]["interrupted"] is True
+    assert len(list(read_jsonl(tmp_path / "requests-concurrency3.jsonl"))) == 3
+
+
+def test_chat_endpoint_and_usage_counter(tmp_path: Path) -> None:
+    fake = FakeVllm(chat=True)
+    (result,) = run_benchmark(
+        spec(tmp_path, endpoint="chat", prompt_tokens_from="usage", num_prompts=3),
+        transport=fake.transport(),
+    )
+    assert result.params["prompt_token_source"] == "usage"
+    assert result.summary["completed"] == 3
+    assert np.all([r.num_output_tokens == 6 for r in result.records])
+
+
+@pytest.mark.parametrize("live", [False, True])
+def test_progress_output(tmp_path: Path, live: bool) -> None:
+    from rich.console import Console
+
+    console = Console(record=True, width=80, force_terminal=live)
+    run_benchmark(
+        spec(tmp_path, num_prompts=2, num_warmups=0),
+        transport=FakeVllm().transport(),
+        console=console,
+        live_progress=live,
+    )
+    text = console.export_text()
+    assert "Serving Benchmark Result (concurrency1)" in text
+    assert ("concurrency1: sending 2 requests" in text) is not live
