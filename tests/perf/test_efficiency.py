@@ -1,0 +1,45 @@
+import pytest
+
+from llmsizer.perf.efficiency import EfficiencyFactors, Engine, default_efficiency
+
+
+@pytest.mark.parametrize(
+    ("text", "engine"),
+    [
+        ("vLLM", Engine.VLLM),
+        ("TensorRT-LLM", Engine.TRTLLM),
+        ("trt-llm", Engine.TRTLLM),
+        ("trtllm", Engine.TRTLLM),
+        ("SGLang", Engine.SGLANG),
+    ],
+)
+def test_engine_names_are_lenient(text, engine):
+    assert Engine.parse(text) is engine
+
+
+def test_unknown_engine_lists_allowed():
+    with pytest.raises(ValueError, match="allowed: vllm, trtllm, sglang"):
+        Engine.parse("tgi")
+
+
+def test_defaults_are_valid_and_per_engine():
+    for engine in Engine:
+        factors = default_efficiency(engine)
+        assert 0 < factors.gemm_compute_efficiency <= 1
+    assert default_efficiency("trtllm").step_overhead_s < default_efficiency("vllm").step_overhead_s
+
+
+def test_factors_are_validated_and_round_trip():
+    factors = EfficiencyFactors()
+    assert EfficiencyFactors.from_dict(factors.as_dict()) == factors
+    assert factors.replace(gemm_compute_efficiency=0.5).gemm_compute_efficiency == 0.5
+    with pytest.raises(ValueError, match="gemm_compute_efficiency"):
+        factors.replace(gemm_compute_efficiency=1.5)
+    with pytest.raises(ValueError, match="outside its range"):
+        factors.replace(gemm_bandwidth_efficiency=0.0)
+    with pytest.raises(ValueError, match="unknown efficiency factors"):
+        EfficiencyFactors.from_dict({"magic": 1.0})
+
+
+def test_bounds_cover_every_factor():
+    assert set(EfficiencyFactors.bounds()) == set(EfficiencyFactors().as_dict())
