@@ -88,12 +88,9 @@ def _roofline_part(
     return PartCost(name, max(compute_s, memory_s), flops, bytes_, bound)
 
 
-def step_parts(c: StepConstants, a: BatchAggregates) -> tuple[tuple[PartCost, ...], float]:
-    """(parts, stage interval) of a step; an empty batch has no parts (no step runs)."""
-    if a.num_tokens == 0:
-        return (), 0.0
-    t = a.num_tokens
-    layer_parts = [
+def _weight_parts(c: StepConstants, t: int) -> list[PartCost]:
+    """Linear layers every token uses, then the routed experts (all MoE layers)."""
+    parts = [
         _roofline_part(
             "linear",
             t * c.dense_flops_per_token,
@@ -104,7 +101,7 @@ def step_parts(c: StepConstants, a: BatchAggregates) -> tuple[tuple[PartCost, ..
     ]
     if c.num_moe_layers:
         touched = c.num_experts * (1.0 - c.expert_miss_per_token**t)
-        per_layer = _roofline_part(
+        layer = _roofline_part(
             "experts",
             t * c.expert_flops_per_token,
             touched * c.expert_weight_bytes + t * c.expert_act_bytes_per_token,
@@ -112,19 +109,20 @@ def step_parts(c: StepConstants, a: BatchAggregates) -> tuple[tuple[PartCost, ..
             c.gemm_bytes_per_s,
         )
         n = c.num_moe_layers
-        layer_parts.append(
-            PartCost(
-                "experts",
-                n * per_layer.time_s,
-                n * per_layer.flops,
-                n * per_layer.hbm_bytes,
-                per_layer.bound,
-            )
+        parts.append(
+            PartCost("experts", n * layer.time_s, n * layer.flops, n * layer.hbm_bytes, layer.bound)
         )
+    return parts
+
+
+def _attention_parts(c: StepConstants, a: BatchAggregates) -> list[PartCost]:
+    """Prefill attention (causal pairs over each chunk's context) and decode attention
+    (every sequence reads its whole KV), priced separately."""
+    parts = []
     if a.num_prefill_tokens:
         kv_tokens = c.full_layers * a.prefill_kv_full + c.window_layers * a.prefill_kv_window
         pairs = c.full_layers * a.prefill_pairs_full + c.window_layers * a.prefill_pairs_window
-        layer_parts.append(
+        parts.append(
             _roofline_part(
                 "prefill_attention",
                 pairs * c.prefill_flops_per_pair,
@@ -136,7 +134,7 @@ def step_parts(c: StepConstants, a: BatchAggregates) -> tuple[tuple[PartCost, ..
         )
     if a.num_decode_seqs:
         keys = c.full_layers * a.decode_keys_full + c.window_layers * a.decode_keys_window
-        layer_parts.append(
+        parts.append(
             _roofline_part(
                 "decode_attention",
                 keys * c.decode_flops_per_pair,
@@ -146,18 +144,27 @@ def step_parts(c: StepConstants, a: BatchAggregates) -> tuple[tuple[PartCost, ..
                 c.attention_bytes_per_s,
             )
         )
+    return parts
+
+
+def step_parts(c: StepConstants, a: BatchAggregates) -> tuple[tuple[PartCost, ...], float]:
+    """(parts, stage interval) of a step; an empty batch has no parts (no step runs).
+
+    The stage interval is the layer work of the slowest stage (`stage_fraction` of the
+    layers) plus the output projection, one activation send and the host overhead.
+    """
+    if a.num_tokens == 0:
+        return (), 0.0
+    t = a.num_tokens
     elementwise_bytes = t * c.elementwise_bytes_per_token
-    layer_parts.append(
-        PartCost(
-            "elementwise",
-            elementwise_bytes / c.gemm_bytes_per_s,
-            0.0,
-            elementwise_bytes,
-            Bound.MEMORY,
-        )
-    )
+    elementwise_s = elementwise_bytes / c.gemm_bytes_per_s
     allreduce_s = c.num_allreduces * (c.allreduce_latency_s + t * c.allreduce_s_per_token)
-    layer_parts.append(PartCost("allreduce", allreduce_s, 0.0, 0.0, Bound.COMMUNICATION))
+    layer_parts = [
+        *_weight_parts(c, t),
+        *_attention_parts(c, a),
+        PartCost("elementwise", elementwise_s, 0.0, elementwise_bytes, Bound.MEMORY),
+        PartCost("allreduce", allreduce_s, 0.0, 0.0, Bound.COMMUNICATION),
+    ]
     lm_head = _roofline_part(
         "lm_head",
         a.num_sampled * c.lm_head_flops_per_seq,
@@ -168,10 +175,9 @@ def step_parts(c: StepConstants, a: BatchAggregates) -> tuple[tuple[PartCost, ..
     send_s = c.send_latency_s + t * c.send_s_per_token
     sends = PartCost("pipeline_send", c.num_pipeline_sends * send_s, 0.0, 0.0, Bound.COMMUNICATION)
     overhead = PartCost("overhead", c.fixed_overhead_s, 0.0, 0.0, Bound.OVERHEAD)
-    parts = (*layer_parts, lm_head, sends, overhead)
-    layer_s = sum(p.time_s for p in layer_parts) + c.fixed_overhead_s - c.step_overhead_s
+    layers_s = sum(p.time_s for p in layer_parts) + c.fixed_overhead_s - c.step_overhead_s
     stage_send_s = send_s if c.num_pipeline_sends else 0.0
     stage_interval_s = (
-        layer_s * c.stage_fraction + lm_head.time_s + stage_send_s + c.step_overhead_s
+        layers_s * c.stage_fraction + lm_head.time_s + stage_send_s + c.step_overhead_s
     )
-    return parts, stage_interval_s
+    return (*layer_parts, lm_head, sends, overhead), stage_interval_s
