@@ -1,0 +1,77 @@
+"""Compare the benchmark client's latencies with vLLM's own server-side view.
+
+Runs a closed-loop sweep against a running vLLM with `server_metrics` on, so every point
+reads `/metrics` before and after, and prints, per point, the client's mean TTFT, TPOT, ITL
+and E2E latency beside the means of vLLM's histograms over the same requests.
+
+It also counts "burst" requests: those whose tokens mostly reached the client within 1 ms
+of their last one. vLLM stamps its metrics when its API server takes a token from the
+engine; when that process is short of CPU it may write a request's tokens to the socket
+late and all at once, which the client sees and the server's histograms do not.
+
+    PID=$(../../../shared/reference-server/serve.sh | tail -1)
+    python client_vs_server.py http://127.0.0.1:8011 --isl 512 --osl 128 --concurrency 1,4
+    kill $PID
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+
+from llmsizer.bench import BenchResult, BenchSpec, run_benchmark
+from llmsizer.records import RequestRecord
+
+METRICS = ("ttft", "tpot", "itl", "e2el")
+
+
+def burst_share(records: tuple[RequestRecord, ...]) -> float:
+    """Share of requests with more than half their tokens within 1 ms of the last token."""
+    ok = [r for r in records if r.ok and r.num_output_tokens > 1]
+    bursts = [np.mean(r.token_times_s[-1] - r.token_times_s < 1e-3) > 0.5 for r in ok]
+    return float(np.mean(bursts)) if bursts else 0.0
+
+
+def table(result: BenchResult) -> str:
+    s, v = result.summary, result.server or {}
+    lines = [
+        f"{result.point.label}: {s['completed']:.0f} requests, "
+        f"{burst_share(result.records):.0%} delivered in a burst",
+        f"  {'metric':6} {'client ms':>10} {'server ms':>10} {'diff ms':>9}",
+    ]
+    for m in METRICS:
+        client, server = s.get(f"mean_{m}_ms"), v.get(f"server_mean_{m}_ms")
+        if client is None or server is None:
+            continue
+        lines.append(f"  {m:6} {client:10.2f} {server:10.2f} {client - server:9.2f}")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("base_url")
+    p.add_argument("--isl", type=int, default=512)
+    p.add_argument("--osl", type=int, default=128)
+    p.add_argument("--concurrency", default="1,4")
+    p.add_argument("--num-prompts", type=int, default=20)
+    p.add_argument("--out", type=Path, default=Path("client_vs_server"))
+    a = p.parse_args()
+    a.out.mkdir(parents=True, exist_ok=True)
+    spec = BenchSpec(
+        base_url=a.base_url,
+        isl=a.isl,
+        osl=a.osl,
+        num_prompts=a.num_prompts,
+        concurrency=tuple(int(c) for c in a.concurrency.split(",")),
+        server_metrics=True,
+        result_path=a.out / "results.json",
+        records_path=a.out / "requests.jsonl",
+    )
+    for result in run_benchmark(spec):
+        print(table(result))
+
+
+if __name__ == "__main__":
+    main()
