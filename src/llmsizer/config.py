@@ -21,7 +21,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from llmsizer.metrics import Slo
-from llmsizer.sim import EngineConfig, FixedTicks, LinearStepCost, StepCost
+from llmsizer.perf import EfficiencyFactors
+from llmsizer.sim import Engine, EngineConfig, FixedTicks, LinearStepCost, StepCost
+from llmsizer.sizing.instance import make_instance
 from llmsizer.units import MS
 from llmsizer.workload import WorkloadSpec
 
@@ -67,7 +69,29 @@ class LinearStepCostSpec(_Strict):
         )
 
 
-StepCostSpec = Annotated[FixedStepCostSpec | LinearStepCostSpec, Field(discriminator="kind")]
+class GpuStepCostSpec(_Strict):
+    """The GPU performance model: a model on a GPU at a precision and parallelism. The KV
+    cache's blocks come from the memory left after weights and activations."""
+
+    kind: Literal["gpu"] = "gpu"
+    model: str = Field(description="Catalog name, Hugging Face id, or path to a config.json.")
+    gpu: str = Field(description="GPU name, e.g. h100-sxm, H200, l40s.")
+    precision: str = Field("bf16", description="Weights and math: bf16, fp8, int4, fp4, ...")
+    kv_cache_dtype: str | None = Field(None, description="KV-cache precision; unset: as weights.")
+    tensor_parallel_size: int = Field(1, ge=1, description="GPUs per pipeline stage.")
+    pipeline_parallel_size: int = Field(1, ge=1, description="Pipeline stages.")
+    gpu_memory_utilization: float = Field(
+        0.9, gt=0, le=1, description="Fraction of GPU memory the engine may use."
+    )
+    sparsity: bool = Field(False, description="2:4 structured sparsity of the weights.")
+    calibration: Path | None = Field(
+        None, description="Calibration file with fitted efficiency factors."
+    )
+
+
+StepCostSpec = Annotated[
+    FixedStepCostSpec | LinearStepCostSpec | GpuStepCostSpec, Field(discriminator="kind")
+]
 
 
 class SloSpec(_Strict):
@@ -93,15 +117,50 @@ class Scenario(_Strict):
         description="The offered load: arrivals and lengths.",
     )
     engine: EngineConfig = Field(
-        default_factory=EngineConfig,  # type: ignore[arg-type]
+        default_factory=EngineConfig,
         description="How the engine batches and how much KV cache it has.",
     )
     step_cost: StepCostSpec = Field(
-        default_factory=FixedStepCostSpec,  # type: ignore[arg-type]
+        default_factory=FixedStepCostSpec,
         description="What one engine step costs: fixed ticks, a linear model, or a GPU.",
     )
     slo: SloSpec | None = Field(None, description="Latency limits for goodput.")
     num_gpus: int = Field(1, ge=1, description="GPUs per instance, for per-GPU throughput.")
+
+    def build_engine(self) -> Engine:
+        """The engine this scenario describes, its step cost and (for a GPU) its KV blocks."""
+        cost = self.step_cost
+        if not isinstance(cost, GpuStepCostSpec):
+            return Engine(self.engine, cost.build())
+        inst = make_instance(
+            cost.model,
+            cost.gpu,
+            precision=cost.precision,
+            kv_cache_dtype=cost.kv_cache_dtype,
+            tensor_parallel_size=cost.tensor_parallel_size,
+            pipeline_parallel_size=cost.pipeline_parallel_size,
+            engine=self.engine,
+            gpu_memory_utilization=cost.gpu_memory_utilization,
+            efficiency=load_efficiency(cost.calibration),
+            sparsity=cost.sparsity,
+        )
+        return Engine(inst.engine, inst.step)
+
+    @property
+    def gpus_per_instance(self) -> int:
+        cost = self.step_cost
+        if isinstance(cost, GpuStepCostSpec):
+            return cost.tensor_parallel_size * cost.pipeline_parallel_size
+        return self.num_gpus
+
+
+def load_efficiency(path: Path | None) -> EfficiencyFactors | None:
+    """Efficiency factors from a calibration file, or None for the built-in ones."""
+    if path is None:
+        return None
+    from llmsizer.sizing.calibration import load_calibration
+
+    return load_calibration(path)
 
 
 def format_validation_error(err: ValidationError, source: str) -> str:

@@ -1,0 +1,36 @@
+"""The command line: parse, validate, call the library, render. The only place that reads
+files, the environment and the clock, and the only place that prints."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from llmsizer.cli import catalog, predict, simulate
+from llmsizer.cli.common import err
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="Size LLM inference: simulate a serving engine, predict GPU performance, plan "
+    "deployments, and benchmark real OpenAI-compatible servers.",
+)
+app.command()(simulate.simulate)
+app.command()(predict.predict)
+app.command()(catalog.models)
+app.command()(catalog.gpus)
+app.command()(catalog.systems)
+
+
+def main() -> None:
+    """Entry point: bad input becomes one clear message and exit status 2, never a traceback."""
+    try:
+        app()
+    except (ValueError, OSError) as e:  # ConfigError, TraceError, UnknownNameError, ...
+        err.print(f"[bold red]error:[/] {e}", highlight=False)
+        sys.exit(2)
+
+
+__all__ = ["app", "main"]

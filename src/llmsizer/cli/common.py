@@ -1,0 +1,65 @@
+"""What every command shares: consoles, progress bars, error exits, JSON output."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import typer
+from pydantic import BaseModel
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+out = Console()
+err = Console(stderr=True)
+
+
+def field_help(model: type[BaseModel], field: str) -> str:
+    """A flag's help is the field's own description: documented once, where it is defined."""
+    return model.model_fields[field].description or ""
+
+
+def interactive() -> bool:
+    return err.is_terminal and not os.environ.get("CI")
+
+
+@contextmanager
+def progress_bar(label: str) -> Iterator[Callable[[int, int], None] | None]:
+    """A live bar on a terminal; nothing when output is piped or under CI."""
+    if not interactive():
+        yield None
+        return
+    with Progress(
+        TextColumn(label),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    ) as bar:
+        task = bar.add_task(label, total=None)
+
+        def update(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield update
+
+
+def fail(message: str, code: int = 2) -> None:
+    err.print(f"[bold red]error:[/] {message}", highlight=False)
+    raise typer.Exit(code)
+
+
+def put(d: dict[str, Any], section: str, key: str, value: Any) -> None:
+    """Set d[section][key] = value when the flag was given."""
+    if value is not None:
+        d.setdefault(section, {})[key] = value
+
+
+def write_json(path: Path, payload: Any) -> None:
+    path.write_text(json.dumps(payload, indent=2, default=str) + "\n")
+    err.print(f"wrote {path}", highlight=False)

@@ -1,0 +1,192 @@
+"""`llmsizer predict`: latency and throughput of one configuration, or of a CSV of cases."""
+
+from __future__ import annotations
+
+import csv
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor
+from itertools import repeat
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from pydantic import ValidationError
+from rich.table import Table
+
+from llmsizer.cli.common import err, field_help, out, progress_bar, write_json
+from llmsizer.config import format_validation_error, load_efficiency
+from llmsizer.perf import EfficiencyFactors
+from llmsizer.sizing.predict import Prediction, PredictSpec
+from llmsizer.sizing.predict import predict as run_predict
+
+SHOWN = (
+    ("mean_ttft_ms", "mean TTFT (ms)"),
+    ("p99_ttft_ms", "P99 TTFT (ms)"),
+    ("mean_tpot_ms", "mean TPOT (ms)"),
+    ("p99_tpot_ms", "P99 TPOT (ms)"),
+    ("mean_e2el_ms", "mean E2E latency (ms)"),
+    ("request_throughput", "request throughput (req/s)"),
+    ("output_throughput", "output throughput (tok/s)"),
+    ("output_throughput_per_gpu", "output throughput per GPU (tok/s)"),
+    ("request_throughput_per_gpu", "requests per GPU (req/s)"),
+)
+
+
+def _table(p: Prediction) -> Table:
+    s = p.spec
+    load = (
+        f"concurrency {s.concurrency}"
+        if s.concurrency
+        else ("offline" if s.offline else f"{s.request_rate:g} req/s Poisson")
+    )
+    t = Table(
+        title=f"{s.model} on {s.total_gpus}x {s.gpu} (TP{s.tp} PP{s.pp}, {s.precision}, "
+        f"{s.engine}): ISL {s.isl}, OSL {s.osl}, {load}"
+    )
+    t.add_column("metric")
+    t.add_column("value", justify="right")
+    for key, label in SHOWN:
+        if key in p.summary:
+            t.add_row(label, f"{p.summary[key]:,.2f}")
+    t.add_row("MBU (memory bandwidth utilisation)", f"{p.mbu:.1%}")
+    t.add_row("MFU (FLOPs utilisation)", f"{p.mfu:.1%}")
+    t.add_row("KV-cache capacity (tokens per instance)", f"{p.max_num_kv_tokens:,}")
+    t.add_row("weights per GPU (GB)", f"{p.weight_bytes_per_gpu / 1e9:,.1f}")
+    return t
+
+
+def _blank(value: str) -> Any:
+    return None if value.strip() == "" else value.strip()
+
+
+CASE_COLUMNS = set(PredictSpec.model_fields)
+
+
+def _spec_of(row: dict[str, str]) -> PredictSpec:
+    fields = {k: _blank(v) for k, v in row.items() if k in CASE_COLUMNS and _blank(v) is not None}
+    try:
+        return PredictSpec.model_validate(fields)
+    except ValidationError as e:
+        raise ValueError(format_validation_error(e, "row").replace("\n", " ")) from e
+
+
+def run_cases(cases: Path, out_path: Path, efficiency: EfficiencyFactors | None) -> tuple[int, int]:
+    """Predict every row; a bad row gets its message in `error`, the others still run.
+    Unknown columns are copied through. Returns (rows, failed rows)."""
+    with cases.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    results: list[dict[str, Any]] = []
+    workers = min(os.cpu_count() or 1, max(1, len(rows) // 16))
+    with progress_bar("predicting") as progress, ProcessPoolExecutor(workers) as pool:
+        for i, result in enumerate(pool.map(_predict_row, rows, repeat(efficiency), chunksize=4)):
+            results.append(result)
+            if progress:
+                progress(i + 1, len(rows))
+    failed = sum(1 for r in results if r["error"])
+    columns: list[str] = []
+    for r in results:
+        columns += [k for k in r if k not in columns]
+    with out_path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=columns)
+        w.writeheader()
+        w.writerows(results)
+    return len(rows), failed
+
+
+def _predict_row(row: dict[str, str], efficiency: EfficiencyFactors | None) -> dict[str, Any]:
+    """One case: the row's own columns, then the prediction, or the error that stopped it."""
+    try:
+        return {**row, **_prediction_columns(run_predict(_spec_of(row), efficiency))}
+    except ValueError as e:
+        return {**row, "error": str(e)}
+
+
+def _prediction_columns(p: Prediction) -> dict[str, Any]:
+    row = p.row()
+    for k in CASE_COLUMNS:
+        row.pop(k, None)
+    return {**row, "error": ""}
+
+
+def predict(
+    model: Annotated[str | None, typer.Option(help=field_help(PredictSpec, "model"))] = None,
+    gpu: Annotated[str | None, typer.Option(help=field_help(PredictSpec, "gpu"))] = None,
+    tp: Annotated[
+        int, typer.Option("--tp", "--tensor-parallel-size", help=field_help(PredictSpec, "tp"))
+    ] = 1,
+    pp: Annotated[
+        int, typer.Option("--pp", "--pipeline-parallel-size", help=field_help(PredictSpec, "pp"))
+    ] = 1,
+    precision: Annotated[str, typer.Option(help=field_help(PredictSpec, "precision"))] = "bf16",
+    kv_precision: Annotated[
+        str | None,
+        typer.Option(
+            "--kv-precision", "--kv-cache-dtype", help=field_help(PredictSpec, "kv_precision")
+        ),
+    ] = None,
+    isl: Annotated[int | None, typer.Option(help=field_help(PredictSpec, "isl"))] = None,
+    osl: Annotated[int | None, typer.Option(help=field_help(PredictSpec, "osl"))] = None,
+    concurrency: Annotated[
+        int | None, typer.Option(help=field_help(PredictSpec, "concurrency"))
+    ] = None,
+    request_rate: Annotated[
+        float | None, typer.Option(help=field_help(PredictSpec, "request_rate"))
+    ] = None,
+    offline: Annotated[bool, typer.Option(help=field_help(PredictSpec, "offline"))] = False,
+    engine: Annotated[str, typer.Option(help=field_help(PredictSpec, "engine"))] = "vllm",
+    sparsity: Annotated[bool, typer.Option(help=field_help(PredictSpec, "sparsity"))] = False,
+    gpu_memory_utilization: Annotated[
+        float, typer.Option(help=field_help(PredictSpec, "gpu_memory_utilization"))
+    ] = 0.9,
+    calibration: Annotated[
+        Path | None, typer.Option(help="Calibration file with fitted efficiency factors.")
+    ] = None,
+    cases: Annotated[
+        Path | None, typer.Option(help="CSV of cases, one per row (columns as the flags).")
+    ] = None,
+    out_csv: Annotated[Path | None, typer.Option("--out", help="With --cases: output CSV.")] = None,
+    json_out: Annotated[
+        Path | None, typer.Option("--json", help="Write the prediction as JSON.")
+    ] = None,
+) -> None:
+    """Predict TTFT, TPOT, E2E latency, throughput, MBU and MFU for one configuration.
+
+    The engine is simulated with the GPU performance model: a closed loop at --concurrency,
+    Poisson arrivals at --request-rate, or --offline (all requests at once).
+    """
+    efficiency = load_efficiency(calibration)
+    if cases is not None:
+        if out_csv is None:
+            raise ValueError("--cases needs --out PATH for the predictions CSV")
+        t0 = time.perf_counter()
+        n, failed = run_cases(cases, out_csv, efficiency)
+        err.print(
+            f"wrote {out_csv}: {n} rows, {failed} with errors, {time.perf_counter() - t0:.1f} s",
+            highlight=False,
+        )
+        return
+    given = {
+        "model": model,
+        "gpu": gpu,
+        "tp": tp,
+        "pp": pp,
+        "precision": precision,
+        "kv_precision": kv_precision,
+        "isl": isl,
+        "osl": osl,
+        "concurrency": concurrency,
+        "request_rate": request_rate,
+        "offline": offline,
+        "engine": engine,
+        "sparsity": sparsity,
+        "gpu_memory_utilization": gpu_memory_utilization,
+    }
+    try:
+        spec = PredictSpec.model_validate({k: v for k, v in given.items() if v is not None})
+    except ValidationError as e:
+        raise ValueError(format_validation_error(e, "predict flags")) from e
+    p = run_predict(spec, efficiency)
+    out.print(_table(p))
+    if json_out:
+        write_json(json_out, p.row())

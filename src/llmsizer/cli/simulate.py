@@ -1,0 +1,236 @@
+"""`llmsizer simulate`: run a scenario through the simulator, print and write the results."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from llmsizer.cli.common import err, field_help, out, progress_bar, put, write_json
+from llmsizer.config import FixedStepCostSpec, GpuStepCostSpec, Scenario, load_scenario
+from llmsizer.metrics import summarize
+from llmsizer.records import write_records
+from llmsizer.sim import EngineConfig, SimResult
+from llmsizer.workload import WorkloadSpec, make_workload
+
+
+def run_scenario(scenario: Scenario) -> tuple[SimResult, dict[str, float]]:
+    workload = make_workload(scenario.workload)
+    engine = scenario.build_engine()
+    with progress_bar("simulating") as progress:
+        result = engine.run(workload, progress)
+    slo = scenario.slo.build() if scenario.slo else None
+    summary = summarize(result.records, num_gpus=scenario.gpus_per_instance, slo=slo)
+    return result, summary
+
+
+def simulate(
+    scenario_file: Annotated[
+        Path | None, typer.Argument(help="Scenario YAML (workload, engine, step_cost, slo).")
+    ] = None,
+    json_out: Annotated[
+        Path | None, typer.Option("--json", help="Write the summary as JSON.")
+    ] = None,
+    records_out: Annotated[
+        Path | None, typer.Option("--records", help="Write one row per request: .csv or .jsonl.")
+    ] = None,
+    plot: Annotated[Path | None, typer.Option(help="Write the timeline picture (PNG).")] = None,
+    html: Annotated[Path | None, typer.Option(help="Write an interactive HTML report.")] = None,
+    engine: Annotated[str | None, typer.Option(help=field_help(EngineConfig, "engine"))] = None,
+    batching: Annotated[str | None, typer.Option(help=field_help(EngineConfig, "batching"))] = None,
+    max_num_seqs: Annotated[
+        int | None, typer.Option(help=field_help(EngineConfig, "max_num_seqs"))
+    ] = None,
+    max_num_batched_tokens: Annotated[
+        int | None, typer.Option(help=field_help(EngineConfig, "max_num_batched_tokens"))
+    ] = None,
+    chunked_prefill: Annotated[
+        bool | None,
+        typer.Option(
+            "--chunked-prefill/--no-chunked-prefill",
+            help=field_help(EngineConfig, "enable_chunked_prefill"),
+        ),
+    ] = None,
+    prefix_caching: Annotated[
+        bool | None,
+        typer.Option(
+            "--prefix-caching/--no-prefix-caching",
+            help=field_help(EngineConfig, "enable_prefix_caching"),
+        ),
+    ] = None,
+    num_gpu_blocks: Annotated[
+        int | None, typer.Option(help=field_help(EngineConfig, "num_gpu_blocks"))
+    ] = None,
+    block_size: Annotated[
+        int | None, typer.Option(help=field_help(EngineConfig, "block_size"))
+    ] = None,
+    arrival: Annotated[str | None, typer.Option(help=field_help(WorkloadSpec, "arrival"))] = None,
+    num_requests: Annotated[
+        int | None, typer.Option(help=field_help(WorkloadSpec, "num_requests"))
+    ] = None,
+    request_rate: Annotated[
+        float | None, typer.Option(help=field_help(WorkloadSpec, "request_rate"))
+    ] = None,
+    burstiness: Annotated[
+        float | None, typer.Option(help=field_help(WorkloadSpec, "burstiness"))
+    ] = None,
+    concurrency: Annotated[
+        int | None, typer.Option(help=field_help(WorkloadSpec, "concurrency"))
+    ] = None,
+    isl: Annotated[int | None, typer.Option(help="Prompt length in tokens (fixed).")] = None,
+    osl: Annotated[int | None, typer.Option(help="Output length in tokens (fixed).")] = None,
+    trace: Annotated[Path | None, typer.Option(help=field_help(WorkloadSpec, "trace"))] = None,
+    time_scale: Annotated[
+        float | None, typer.Option(help=field_help(WorkloadSpec, "time_scale"))
+    ] = None,
+    seed: Annotated[int | None, typer.Option(help=field_help(WorkloadSpec, "seed"))] = None,
+    step_time_ms: Annotated[
+        float | None, typer.Option(help=field_help(FixedStepCostSpec, "step_time_ms"))
+    ] = None,
+    prefill_ticks: Annotated[
+        int | None, typer.Option(help=field_help(FixedStepCostSpec, "prefill_ticks"))
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            help="Price steps with the GPU model: " + field_help(GpuStepCostSpec, "model")
+        ),
+    ] = None,
+    gpu: Annotated[str | None, typer.Option(help=field_help(GpuStepCostSpec, "gpu"))] = None,
+    precision: Annotated[
+        str | None, typer.Option(help=field_help(GpuStepCostSpec, "precision"))
+    ] = None,
+    kv_cache_dtype: Annotated[
+        str | None, typer.Option(help=field_help(GpuStepCostSpec, "kv_cache_dtype"))
+    ] = None,
+    tp: Annotated[
+        int | None,
+        typer.Option(
+            "--tp",
+            "--tensor-parallel-size",
+            help=field_help(GpuStepCostSpec, "tensor_parallel_size"),
+        ),
+    ] = None,
+    pp: Annotated[
+        int | None,
+        typer.Option(
+            "--pp",
+            "--pipeline-parallel-size",
+            help=field_help(GpuStepCostSpec, "pipeline_parallel_size"),
+        ),
+    ] = None,
+    calibration: Annotated[
+        Path | None, typer.Option(help=field_help(GpuStepCostSpec, "calibration"))
+    ] = None,
+) -> None:
+    """Simulate a serving engine on a workload and print vLLM-style metrics.
+
+    With no arguments: 1000 requests, Poisson at 1 req/s, ISL 1000, OSL 100, continuous
+    batching, 10 ms steps. `--model` and `--gpu` price steps with the GPU performance model
+    instead (KV-cache size from GPU memory). Writes nothing unless asked.
+    """
+    o: dict[str, Any] = {}
+    engine_flags: tuple[tuple[str, Any], ...] = (
+        ("engine", engine),
+        ("batching", batching),
+        ("max_num_seqs", max_num_seqs),
+        ("max_num_batched_tokens", max_num_batched_tokens),
+        ("enable_chunked_prefill", chunked_prefill),
+        ("enable_prefix_caching", prefix_caching),
+        ("num_gpu_blocks", num_gpu_blocks),
+        ("block_size", block_size),
+    )
+    for key, value in engine_flags:
+        put(o, "engine", key, value)
+    workload_flags: tuple[tuple[str, Any], ...] = (
+        ("arrival", arrival),
+        ("num_requests", num_requests),
+        ("request_rate", request_rate),
+        ("burstiness", burstiness),
+        ("concurrency", concurrency),
+        ("isl", isl),
+        ("osl", osl),
+        ("trace", trace),
+        ("time_scale", time_scale),
+        ("seed", seed),
+    )
+    for key, value in workload_flags:
+        put(o, "workload", key, value)
+    if trace is not None and arrival is None:
+        put(o, "workload", "arrival", "trace")
+    if step_time_ms is not None or prefill_ticks is not None:
+        o["step_cost"] = {"kind": "fixed"}
+        put(o, "step_cost", "step_time_ms", step_time_ms)
+        put(o, "step_cost", "prefill_ticks", prefill_ticks)
+    gpu_flags: dict[str, Any] = {
+        "model": model,
+        "gpu": gpu,
+        "precision": precision,
+        "kv_cache_dtype": kv_cache_dtype,
+        "tensor_parallel_size": tp,
+        "pipeline_parallel_size": pp,
+        "calibration": calibration,
+    }
+    if any(v is not None for v in gpu_flags.values()):
+        o.setdefault("step_cost", {})["kind"] = "gpu"
+        for key, value in gpu_flags.items():
+            put(o, "step_cost", key, value)
+    scenario = load_scenario(scenario_file, o)
+    result, summary = run_scenario(scenario)
+    _render_simulation(scenario, result, summary, json_out, records_out, plot, html)
+
+
+def _render_simulation(
+    scenario: Scenario,
+    result: SimResult,
+    summary: dict[str, float],
+    json_out: Path | None,
+    records_out: Path | None,
+    plot: Path | None,
+    html: Path | None,
+) -> None:
+    from llmsizer import report
+
+    title = f"llmsizer simulate: {scenario.name}"
+    parameters = {
+        "workload": scenario.workload.describe(),
+        "engine": scenario.engine.model_dump(exclude_none=True),
+        "step cost": scenario.step_cost.model_dump(),
+        "engine steps": result.steps.num_steps,
+        "preemptions": result.num_preemptions,
+        "peak KV blocks used": result.peak_kv_blocks_used,
+    }
+    report.print_summary(out, summary, title=title)
+    out.print(
+        f"engine steps: {result.steps.num_steps}   preemptions: {result.num_preemptions}   "
+        f"peak KV blocks: {result.peak_kv_blocks_used}"
+        + (f" of {result.num_kv_blocks}" if result.num_kv_blocks else ""),
+        highlight=False,
+    )
+    padded = result.holds_slots_until_batch_end
+    if json_out:
+        write_json(json_out, {"scenario": scenario.model_dump(mode="json"), **summary})
+    if records_out:
+        write_records(result.records, records_out)
+    if plot:
+        report.timeline_png(
+            result.records,
+            plot,
+            padded=padded,
+            max_num_seqs=scenario.engine.max_num_seqs,
+            title=title,
+        )
+    if html:
+        report.write_html_report(
+            html,
+            title=title,
+            parameters=parameters,
+            summary=summary,
+            records=result.records,
+            padded=padded,
+            max_num_seqs=scenario.engine.max_num_seqs,
+        )
+    for path in (json_out, records_out, plot, html):
+        if path:
+            err.print(f"wrote {path}", highlight=False)
