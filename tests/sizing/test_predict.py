@@ -1,0 +1,71 @@
+"""`predict` against the step model it simulates, and against queueing common sense."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from llmsizer.sim import Batch, PrefillChunk
+from llmsizer.sizing import PredictSpec, predict
+from llmsizer.sizing.predict import build
+
+BASE = {"model": "llama-3.1-8b", "gpu": "h100-sxm", "precision": "fp8", "isl": 512, "osl": 128}
+
+
+def spec(**kw: object) -> PredictSpec:
+    return PredictSpec.model_validate({**BASE, **kw})
+
+
+def test_batch_one_tpot_and_ttft_are_the_step_model_at_batch_one() -> None:
+    s = spec(concurrency=1, num_requests=4)
+    p = predict(s)
+    step = build(s).step
+    prefill = step(Batch(prefill_chunks=(PrefillChunk(512, 0),)))
+    decode_first = step(Batch(num_decode_seqs=1, num_decode_context_tokens=512))
+    decode_last = step(Batch(num_decode_seqs=1, num_decode_context_tokens=512 + 126))
+    assert p.summary["mean_ttft_ms"] == pytest.approx(prefill * 1e3, rel=1e-9)
+    assert decode_first * 1e3 <= p.summary["mean_tpot_ms"] <= decode_last * 1e3
+
+
+def test_throughput_rises_with_concurrency_and_saturates() -> None:
+    tput = [predict(spec(concurrency=c)).summary["output_throughput"] for c in (1, 4, 16, 64, 256)]
+    assert all(b > a for a, b in itertools.pairwise(tput))
+    gains = [b / a for a, b in itertools.pairwise(tput)]
+    assert gains[-1] < gains[0]  # diminishing returns
+    offline = predict(spec(offline=True)).summary["output_throughput"]
+    assert offline >= 0.9 * tput[-1]
+
+
+def test_latency_grows_with_load() -> None:
+    low = predict(spec(request_rate=1.0)).summary
+    high = predict(spec(request_rate=40.0)).summary
+    assert high["mean_tpot_ms"] > low["mean_tpot_ms"]
+    assert low["request_throughput"] == pytest.approx(1.0, rel=0.1)
+
+
+def test_data_parallel_instances_scale_throughput_not_per_gpu() -> None:
+    one = predict(spec(concurrency=8))
+    two = predict(spec(concurrency=16, num_gpus=2))
+    assert two.summary["output_throughput"] == pytest.approx(
+        2 * one.summary["output_throughput"], rel=1e-6
+    )
+    assert two.summary["output_throughput_per_gpu"] == pytest.approx(
+        one.summary["output_throughput_per_gpu"], rel=1e-6
+    )
+
+
+def test_decode_at_small_batch_is_bandwidth_bound() -> None:
+    p = predict(spec(concurrency=1, num_requests=4, isl=16, osl=256))
+    assert p.mbu > 0.4 and p.mfu < 0.05
+    big = predict(spec(offline=True, isl=4096, osl=1))
+    assert big.mfu > 0.3
+
+
+def test_bad_cases_get_clear_errors() -> None:
+    with pytest.raises(ValueError, match="exactly one load"):
+        spec(concurrency=1, offline=True)
+    with pytest.raises(ValueError, match="num_gpus=3 is not a multiple of tp x pp = 2"):
+        spec(concurrency=1, tp=2, num_gpus=3)
+    with pytest.raises(ValueError, match="does not fit"):
+        predict(spec(model="llama-3.1-405b", gpu="l4", concurrency=1))

@@ -1,0 +1,92 @@
+"""The command line: clear errors, never a traceback; flags reach the library."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from llmsizer.cli import app, main
+
+runner = CliRunner()
+
+
+def run_main(monkeypatch: pytest.MonkeyPatch, args: list[str]) -> int:
+    monkeypatch.setattr("sys.argv", ["llmsizer", *args])
+    with pytest.raises(SystemExit) as e:
+        main()
+    return int(e.value.code or 0)
+
+
+def test_predict_prints_the_summary_and_writes_json(tmp_path: Path) -> None:
+    out = tmp_path / "p.json"
+    args = "predict --model llama-3.1-8b --gpu H100_SXM --precision FP8 --isl 512 --osl 64"
+    r = runner.invoke(app, [*args.split(), "--concurrency", "4", "--json", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "mean TTFT (ms)" in r.output and "MBU" in r.output
+    row = json.loads(out.read_text())
+    assert row["concurrency"] == 4 and row["mean_tpot_ms"] > 0
+
+
+def test_unknown_names_suggest_close_matches(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = run_main(
+        monkeypatch,
+        [
+            "predict",
+            "--model",
+            "llama-3.1-70c",
+            "--gpu",
+            "h100",
+            "--isl",
+            "8",
+            "--osl",
+            "8",
+            "--concurrency",
+            "1",
+        ],
+    )
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "llama-3.1-70b" in err and "Traceback" not in err
+
+
+def test_cases_keep_unknown_columns_and_put_errors_in_their_row(tmp_path: Path) -> None:
+    cases = tmp_path / "cases.csv"
+    cases.write_text(
+        "label,model,gpu,tp,isl,osl,concurrency\n"
+        "ok,llama-3.1-8b,h100-sxm,1,256,32,2\n"
+        "bad,llama-3.1-8b,h900,1,256,32,2\n"
+        "neg,llama-3.1-8b,h100-sxm,1,-5,32,2\n"
+    )
+    out = tmp_path / "out.csv"
+    r = runner.invoke(app, ["predict", "--cases", str(cases), "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    with out.open() as f:
+        rows = list(csv.DictReader(f))
+    assert [row["label"] for row in rows] == ["ok", "bad", "neg"]
+    assert rows[0]["error"] == "" and float(rows[0]["mean_ttft_ms"]) > 0
+    assert "unknown GPU 'h900'" in rows[1]["error"]
+    assert "isl = '-5'" in rows[2]["error"]
+
+
+def test_catalog_commands_list_entries() -> None:
+    for command, expected in (
+        ("models", "llama-3.1-70b"),
+        ("gpus", "h100-sxm"),
+        ("systems", "dgx"),
+    ):
+        r = runner.invoke(app, [command])
+        assert r.exit_code == 0 and expected in r.output.lower()
+
+
+def test_bad_scenario_value_is_named(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = run_main(monkeypatch, ["simulate", "--max-num-seqs", "0"])
+    err = capsys.readouterr().err
+    assert code == 2 and "engine.max_num_seqs = 0" in err and "Traceback" not in err
