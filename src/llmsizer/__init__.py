@@ -7,7 +7,8 @@ The public API. `specs -> perf -> sim -> sizing`, with `bench` beside `sim`; `re
 from llmsizer.metrics import Slo, summarize
 from llmsizer.records import RequestRecord
 from llmsizer.sim import Batch, Engine, EngineConfig, FixedTicks, LinearStepCost, simulate
-from llmsizer.workload import Workload
+from llmsizer.sizing import PredictSpec, predict
+from llmsizer.workload import Workload, WorkloadSpec, make_workload
 
 __version__ = "0.1.0"
 
@@ -17,10 +18,14 @@ __all__ = [
     "EngineConfig",
     "FixedTicks",
     "LinearStepCost",
+    "PredictSpec",
     "RequestRecord",
     "Slo",
     "Workload",
+    "WorkloadSpec",
     "__version__",
+    "make_workload",
+    "predict",
     "simulate",
     "summarize",
 ]
