@@ -75,6 +75,7 @@ class FakeVllm:
     in_flight: int = 0
     max_in_flight: int = 0
     requests: list[dict[str, Any]] = field(default_factory=list)
+    num_finished: int = 0
     fail_from_request: int | None = None  # from this request on, refuse connections
 
     def transport(self) -> httpx.MockTransport:
@@ -89,7 +90,12 @@ class FakeVllm:
             text = body.get("prompt") or body["messages"][0]["content"]
             return httpx.Response(200, json={"count": len(text.split())})
         if path == "/metrics":
-            return httpx.Response(200, text="vllm:e2e_request_latency_seconds_count 0\n")
+            done = float(self.num_finished)
+            text = (
+                f"vllm:e2e_request_latency_seconds_sum {done * 0.5}\n"
+                f"vllm:e2e_request_latency_seconds_count {done}\n"
+            )
+            return httpx.Response(200, text=text)
         body = json.loads(request.content)
         self.requests.append(body)
         if self.fail_from_request is not None and len(self.requests) > self.fail_from_request:
@@ -132,6 +138,7 @@ class FakeVllm:
             sent = last + 1
         usage = {"prompt_tokens": num_prompt, "completion_tokens": sent}
         yield sse({"id": "x", "choices": [], "usage": usage})
+        self.num_finished += 1
         yield sse("[DONE]")
 
     def _payload(self, text: str, finish: str | None) -> dict[str, Any]:

@@ -129,3 +129,13 @@ def test_progress_output(tmp_path: Path, live: bool) -> None:
     text = console.export_text()
     assert "Serving Benchmark Result (concurrency1)" in text
     assert ("concurrency1: sending 2 requests" in text) is not live
+
+
+def test_server_metrics_are_read_around_each_point(tmp_path: Path) -> None:
+    (result,) = run_benchmark(
+        spec(tmp_path, server_metrics=True, num_prompts=4), transport=FakeVllm().transport()
+    )
+    assert result.server == {"server_mean_e2el_ms": 500.0, "server_num_e2el": 4.0}
+    assert result.warnings == ()
+    row = read_results(tmp_path / "results.json")[0]
+    assert row["server_mean_e2el_ms"] == 500.0

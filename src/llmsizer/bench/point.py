@@ -90,6 +90,9 @@ class PointRun:
         if workload.arrival_s is not None:
             lag = send_lag(records, workload.arrival_s)
         warnings += _warnings(records, workload, lag)
+        server = server_metrics.histogram_means(before, after) if before and after else None
+        if server is not None:
+            warnings += _server_warnings(server, records)
         return BenchResult(
             point=point,
             params=params,
@@ -97,7 +100,7 @@ class PointRun:
             summary=summarize(records),
             num_requests=workload.num_requests,
             send_lag=lag,
-            server=server_metrics.histogram_means(before, after) if before and after else None,
+            server=server,
             interrupted=outcome.interrupted,
             warnings=tuple(warnings),
         )
@@ -196,3 +199,17 @@ def _warnings(
     if n_out:
         out.append(f"{n_out} requests produced another number of tokens than asked (ignore_eos?)")
     return out
+
+
+def _server_warnings(server: dict[str, float], records: tuple[RequestRecord, ...]) -> list[str]:
+    """The server's histograms cover every request it finished, from any client."""
+    if "server_num_e2el" not in server:
+        return ["the server's /metrics has no vLLM latency histograms that moved during the run"]
+    counted = int(server["server_num_e2el"])
+    done = sum(r.error is None for r in records)
+    if counted == done:
+        return []
+    return [
+        f"the server finished {counted} requests while this run completed {done}: "
+        "its means include other clients' requests (or miss failed ones)"
+    ]

@@ -94,7 +94,11 @@ async def run_benchmark_async(
             records_path = _records_path(spec.records_path, point, len(points))
             params = _params(spec, model, source, point, records_path)
             run = PointRun(http, spec, options, maker, SweepProgress(out, live_progress))
-            result = await run.run(point, workload_for(point), params, records_path)
+            try:
+                result = await run.run(point, workload_for(point), params, records_path)
+            except asyncio.CancelledError:  # Ctrl-C while preparing a point: keep the rest
+                _uncancel()
+                break
             results.append(result)
             if spec.result_path is not None:
                 write_results(results, spec.result_path)
@@ -102,6 +106,12 @@ async def run_benchmark_async(
             if result.interrupted or result.aborted:
                 break
     return results
+
+
+def _uncancel() -> None:
+    task = asyncio.current_task()
+    if task is not None:
+        task.uncancel()
 
 
 def _workloads_of(spec: BenchSpec, rng: np.random.Generator) -> WorkloadFor:

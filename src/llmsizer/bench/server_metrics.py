@@ -59,7 +59,7 @@ def histogram_means(before: Mapping[str, float], after: Mapping[str, float]) -> 
             if f"{name}_count" not in after:
                 continue
             count = after[f"{name}_count"] - before.get(f"{name}_count", 0.0)
-            total = after[f"{name}_sum"] - before.get(f"{name}_sum", 0.0)
+            total = after.get(f"{name}_sum", 0.0) - before.get(f"{name}_sum", 0.0)
             if count > 0:
                 out[f"server_mean_{key}_ms"] = total / count * 1e3
                 out[f"server_num_{key}"] = count

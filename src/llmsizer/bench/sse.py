@@ -20,9 +20,11 @@ which `SseEvent.is_done` names.
 from __future__ import annotations
 
 import codecs
+import re
 from dataclasses import dataclass, field
 
 DONE = "[DONE]"
+_LINE_END = re.compile(r"\r\n|\r|\n")
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,23 +66,14 @@ class SseParser:
 
     def _complete_lines(self) -> list[str]:
         """Split off the complete lines, keeping a trailing partial line (or a lone `\\r`)."""
-        lines: list[str] = []
         buf = self._buffer
+        lines: list[str] = []
         start = 0
-        i = 0
-        while i < len(buf):
-            ch = buf[i]
-            if ch == "\n":
-                lines.append(buf[start:i])
-                start = i + 1
-            elif ch == "\r":
-                if i + 1 == len(buf):
-                    break  # may be half of a "\r\n" split across pieces: wait for more
-                lines.append(buf[start:i])
-                if buf[i + 1] == "\n":
-                    i += 1
-                start = i + 1
-            i += 1
+        for end in _LINE_END.finditer(buf):
+            if end.group() == "\r" and end.end() == len(buf):
+                break  # may be half of a "\r\n" split across pieces: wait for more
+            lines.append(buf[start : end.start()])
+            start = end.end()
         self._buffer = buf[start:]
         return lines
 
