@@ -139,3 +139,23 @@ def test_server_metrics_are_read_around_each_point(tmp_path: Path) -> None:
     assert result.warnings == ()
     row = read_results(tmp_path / "results.json")[0]
     assert row["server_mean_e2el_ms"] == 500.0
+
+
+def test_trace_replay_shares_prefix_blocks(tmp_path: Path) -> None:
+    rows = [
+        {"timestamp": 0, "input_length": 1100, "output_length": 3, "hash_ids": [1, 2, 3]},
+        {"timestamp": 5, "input_length": 1100, "output_length": 3, "hash_ids": [1, 2, 4]},
+        {"timestamp": 9, "input_length": 600, "output_length": 3, "hash_ids": [7, 8]},
+    ]
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    fake = FakeVllm()
+    (result,) = run_benchmark(
+        spec(tmp_path, trace=trace, num_prompts=3, num_warmups=0), transport=fake.transport()
+    )
+    assert result.point.label == "trace" and result.summary["completed"] == 3
+    assert [r.num_prompt_tokens for r in result.records] == [1100, 1100, 600]
+    first, second, third = (body["prompt"].split() for body in fake.requests)
+    assert first[:1024] == second[:1024] and first[1024:] != second[1024:]
+    assert first[:512] != third[:512]
+    assert result.send_lag is not None and result.params["trace"] == str(trace)

@@ -78,7 +78,9 @@ class BenchSpec(BaseModel):
         default=None, description="Trace file to replay (arrivals and lengths)."
     )
     time_scale: float = Field(
-        default=1.0, gt=0, description="Trace replay speed-up: inter-arrival times divided by this."
+        default=1.0,
+        gt=0,
+        description="Trace replay: inter-arrival gaps multiplied by this (10: 10x slower).",
     )
     system_prompt_tokens: int = Field(
         default=0,
