@@ -76,3 +76,19 @@ async def test_cancellation_turns_requests_in_flight_into_records() -> None:
     assert outcome.interrupted
     assert [r.error for r in outcome.records] == [None, None, INTERRUPTED, INTERRUPTED]
     assert sunk == list(outcome.records)
+
+
+async def test_loop_watcher_measures_stalls() -> None:
+    import time
+
+    from llmsizer.bench.clock import MonotonicClock
+    from llmsizer.bench.loop_lag import LoopLag, watch_loop
+
+    overshoots: list[float] = []
+    watcher = asyncio.create_task(watch_loop(MonotonicClock(), overshoots, period_s=0.001))
+    await asyncio.sleep(0.005)
+    time.sleep(0.05)  # a blocking call stalls the loop
+    await asyncio.sleep(0.005)
+    watcher.cancel()
+    lag = LoopLag.of(overshoots)
+    assert lag is not None and lag.stalled and lag.max_s >= 0.04

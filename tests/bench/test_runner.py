@@ -136,7 +136,7 @@ def test_server_metrics_are_read_around_each_point(tmp_path: Path) -> None:
         spec(tmp_path, server_metrics=True, num_prompts=4), transport=FakeVllm().transport()
     )
     assert result.server == {"server_mean_e2el_ms": 500.0, "server_num_e2el": 4.0}
-    assert result.warnings == ()
+    assert not [w for w in result.warnings if "server" in w]
     row = read_results(tmp_path / "results.json")[0]
     assert row["server_mean_e2el_ms"] == 500.0
 

