@@ -46,6 +46,12 @@ def table(result: BenchResult) -> str:
         if client is None or server is None:
             continue
         lines.append(f"  {m:6} {client:10.2f} {server:10.2f} {client - server:9.2f}")
+    if result.loop_lag is not None:
+        lag = result.loop_lag
+        lines.append(
+            f"  client event loop late by up to {lag.max_s * 1e3:.1f} ms "
+            f"(p99 {lag.p99_s * 1e3:.1f} ms)"
+        )
     return "\n".join(lines)
 
 

@@ -77,6 +77,7 @@ class FakeVllm:
     requests: list[dict[str, Any]] = field(default_factory=list)
     num_finished: int = 0
     fail_from_request: int | None = None  # from this request on, refuse connections
+    tokenize: bool = True  # whether /tokenize exists (vLLM's does; other servers 404)
 
     def transport(self) -> httpx.MockTransport:
         return httpx.MockTransport(self.handle)
@@ -85,6 +86,8 @@ class FakeVllm:
         path = request.url.path
         if path == "/v1/models":
             return httpx.Response(200, json={"data": [{"id": "tiny"}]})
+        if path == "/tokenize" and not self.tokenize:
+            return httpx.Response(404, text="Not Found")
         if path == "/tokenize":
             body = json.loads(request.content)
             text = body.get("prompt") or body["messages"][0]["content"]

@@ -159,3 +159,11 @@ def test_trace_replay_shares_prefix_blocks(tmp_path: Path) -> None:
     assert first[:1024] == second[:1024] and first[1024:] != second[1024:]
     assert first[:512] != third[:512]
     assert result.send_lag is not None and result.params["trace"] == str(trace)
+
+
+def test_auto_counts_with_usage_without_tokenize(tmp_path: Path) -> None:
+    fake = FakeVllm(tokenize=False)
+    (result,) = run_benchmark(spec(tmp_path, num_prompts=2), transport=fake.transport())
+    assert result.params["prompt_token_source"] == "usage"
+    assert all(r.num_prompt_tokens == 20 for r in result.records)
+    assert any(not body.get("stream") for body in fake.requests)  # the one-token requests

@@ -75,9 +75,9 @@ async def has_tokenize_endpoint(http: httpx.AsyncClient, options: ClientOptions)
     """Whether the server answers `POST /tokenize` with a count (vLLM does)."""
     try:
         response = await http.post("/tokenize", json=_text_body("hello", options))
-    except httpx.HTTPError:
+        return response.status_code == 200 and "count" in response.json()
+    except (httpx.HTTPError, ValueError):  # no server answer, or an answer that isn't JSON
         return False
-    return response.status_code == 200 and "count" in response.json()
 
 
 async def choose_counter(
