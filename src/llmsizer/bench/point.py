@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import IO, Any
@@ -71,6 +72,16 @@ class PointRun:
         warnings: list[str] = []
         before = await self._scrape(warnings)
         self.progress.start(point.label, workload.num_requests)
+        outcome, loop_lag = await self._measure(workload, plans, records_path)
+        self.progress.stop(point.label, len(outcome.records))
+        after = await self._scrape(warnings) if before is not None else None
+        server = server_metrics.histogram_means(before, after) if before and after else None
+        return _result(point, params, workload, outcome, loop_lag, server, warnings)
+
+    async def _measure(
+        self, workload: Workload, plans: list[RequestPlan], records_path: Path | None
+    ) -> tuple[LoadOutcome, LoopLag | None]:
+        """Send the workload on a fresh clock, each record to the JSONL file as it completes."""
         with _open(records_path) as stream:
             writer = JsonlWriter(stream) if stream is not None else None
 
@@ -80,39 +91,21 @@ class PointRun:
                 self.progress.advance(record)
 
             clock = MonotonicClock()
-
-            async def send(i: int) -> RequestRecord:
-                return await send_request(self.http, plans[i], self.options, clock.now)
-
             overshoots: list[float] = []
             watcher = asyncio.create_task(watch_loop(clock, overshoots))
             try:
-                outcome = await run_workload(workload, send, clock, sink)
+                outcome = await run_workload(workload, self._sender(plans, clock), clock, sink)
             finally:
                 watcher.cancel()
-        self.progress.stop(point.label, len(outcome.records))
-        after = await self._scrape(warnings) if before is not None else None
-        records = tuple(sorted(outcome.records, key=lambda r: r.request_id))
-        lag = None
-        if workload.arrival_s is not None:
-            lag = send_lag(records, workload.arrival_s)
-        loop_lag = LoopLag.of(overshoots)
-        warnings += _warnings(records, workload, lag, loop_lag)
-        server = server_metrics.histogram_means(before, after) if before and after else None
-        if server is not None:
-            warnings += _server_warnings(server, records)
-        return BenchResult(
-            point=point,
-            params=params,
-            records=records,
-            summary=summarize(records),
-            num_requests=workload.num_requests,
-            send_lag=lag,
-            loop_lag=loop_lag,
-            server=server,
-            interrupted=outcome.interrupted,
-            warnings=tuple(warnings),
-        )
+        return outcome, LoopLag.of(overshoots)
+
+    def _sender(
+        self, plans: list[RequestPlan], clock: MonotonicClock
+    ) -> Callable[[int], Awaitable[RequestRecord]]:
+        async def send(i: int) -> RequestRecord:
+            return await send_request(self.http, plans[i], self.options, clock.now)
+
+        return send
 
     async def _plans(self, workload: Workload) -> tuple[list[RequestPlan], list[RequestPlan]]:
         """Warm-up plans (the first requests' lengths) and the measured ones; distinct prompts."""
@@ -134,11 +127,7 @@ class PointRun:
         lengths = np.array([p.num_prompt_tokens for p in plans])
         warm = Workload(lengths, np.array([p.max_tokens for p in plans]), concurrency=width)
         clock = MonotonicClock()
-
-        async def send(i: int) -> RequestRecord:
-            return await send_request(self.http, plans[i], self.options, clock.now)
-
-        return await run_workload(warm, send, clock, lambda _record: None)
+        return await run_workload(warm, self._sender(plans, clock), clock, lambda _record: None)
 
     async def _scrape(self, warnings: list[str]) -> dict[str, float] | None:
         if not self.spec.server_metrics:
@@ -148,6 +137,34 @@ class PointRun:
         except httpx.HTTPError as e:
             warnings.append(f"could not read the server's /metrics: {e}")
             return None
+
+
+def _result(
+    point: LoadPoint,
+    params: dict[str, Any],
+    workload: Workload,
+    outcome: LoadOutcome,
+    loop_lag: LoopLag | None,
+    server: dict[str, float] | None,
+    warnings: list[str],
+) -> BenchResult:
+    records = tuple(sorted(outcome.records, key=lambda r: r.request_id))
+    lag = None if workload.arrival_s is None else send_lag(records, workload.arrival_s)
+    warnings = warnings + _warnings(records, workload, lag, loop_lag)
+    if server is not None:
+        warnings += _server_warnings(server, records)
+    return BenchResult(
+        point=point,
+        params=params,
+        records=records,
+        summary=summarize(records),
+        num_requests=workload.num_requests,
+        send_lag=lag,
+        loop_lag=loop_lag,
+        server=server,
+        interrupted=outcome.interrupted,
+        warnings=tuple(warnings),
+    )
 
 
 def _warm_up_verdict(warm: LoadOutcome) -> str | None:
