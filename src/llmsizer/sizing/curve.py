@@ -1,0 +1,87 @@
+"""Latency-throughput curves and their Pareto points: the course's "throughput-optimal vs
+latency-optimal" trade-off.
+
+A curve is one configuration's latency percentiles against its request rate per GPU: the
+request alone (batch 1, rate 0: latency-optimal) and Poisson probes up to 95 % of capacity
+(throughput-optimal). The Pareto points of a GPU are the points of all its searched
+configurations that no other point beats on both rate per GPU and the main latency (the
+first limited metric: TTFT, else TPOT, else E2E).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from llmsizer.sizing.limits import METRICS, Limits
+from llmsizer.sizing.search import ConfigResult
+
+
+@dataclass(frozen=True, slots=True)
+class CurvePoint:
+    """One load of one configuration. Rates in req/s; latencies in seconds at the limits'
+    percentiles (p95 by default); `meets` is True when every limit is met."""
+
+    label: str
+    rate_per_instance: float
+    rate_per_gpu: float
+    ttft_s: float
+    tpot_s: float
+    e2el_s: float
+    meets: bool
+
+    def latency_s(self, metric: str) -> float:
+        value: float = getattr(self, f"{metric}_s")
+        return value
+
+
+def main_metric(limits: Limits) -> str:
+    """The latency a Pareto table ranks by: the first limited metric, TTFT without limits."""
+    return limits.active[0] if limits.active else "ttft"
+
+
+def curve_points(
+    result: ConfigResult, limits: Limits, *, all_points: bool = False
+) -> list[CurvePoint]:
+    """The batch-1 point then the curve's probes (or every probe) by rising rate."""
+    g = result.config.num_gpus
+    label = result.config.label()
+    out: list[CurvePoint] = []
+    if result.batch1 is not None:
+        b = result.batch1
+        alone = {"ttft": b.ttft_s, "tpot": b.tpot_s, "e2el": b.e2el_s}
+        meets = all(alone[m] <= (limits.limit_s(m) or 0.0) for m in limits.active)
+        out.append(CurvePoint(label, 0.0, 0.0, b.ttft_s, b.tpot_s, b.e2el_s, meets))
+    for p in sorted(result.points if all_points else result.curve, key=lambda p: p.offered_rate):
+        values = {m: limits.value_s(p.summary, m) for m in METRICS}
+        out.append(
+            CurvePoint(
+                label,
+                p.offered_rate,
+                p.offered_rate / g,
+                values["ttft"],
+                values["tpot"],
+                values["e2el"],
+                limits.met_by(p.summary),
+            )
+        )
+    return out
+
+
+def pareto(points: Iterable[CurvePoint], metric: str) -> list[CurvePoint]:
+    """Points no other point beats on both a higher rate per GPU and a lower `metric`,
+    by rising rate per GPU (ties on both: the first one)."""
+    ordered = sorted(points, key=lambda p: (-p.rate_per_gpu, p.latency_s(metric)))
+    front: list[CurvePoint] = []
+    best = float("inf")
+    for p in ordered:
+        if p.latency_s(metric) < best:
+            front.append(p)
+            best = p.latency_s(metric)
+    return front[::-1]
+
+
+def gpu_pareto(results: Sequence[ConfigResult], limits: Limits) -> list[CurvePoint]:
+    """The Pareto points over every point simulated for these configurations."""
+    points = [p for r in results for p in curve_points(r, limits, all_points=True)]
+    return pareto(points, main_metric(limits))

@@ -1,0 +1,160 @@
+"""The plan in plain words: the answer, what binds it, the alternatives, what would change it.
+
+Each function returns sentences; `explain` joins them in reading order. Everything is read
+from the `PlanResult`, nothing is simulated here.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from llmsizer.sizing.limits import LABELS, Limits
+from llmsizer.sizing.search import GRID, ConfigResult, Status
+from llmsizer.units import MS
+
+if TYPE_CHECKING:
+    from llmsizer.sizing.plan import CandidatePlan, PlanResult
+
+
+def explain(plan: PlanResult) -> tuple[str, ...]:
+    """Sentences explaining `plan`, the answer first."""
+    winner = plan.winner
+    if winner is None:
+        return (*_infeasible(plan), *_assumptions(plan))
+    return (
+        _answer(plan, winner),
+        *_binding(plan, winner),
+        *_alternatives(plan, winner),
+        *_changes(plan, winner),
+        *_assumptions(plan),
+    )
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds / MS:,.0f} ms" if seconds < 10 else f"{seconds:,.1f} s"
+
+
+def _answer(plan: PlanResult, w: CandidatePlan) -> str:
+    assert w.best is not None and w.sizing is not None and w.best.rate is not None
+    s, c = w.sizing, w.best.config
+    per_server = w.best.rate * w.server.instances_per_server(c.num_gpus)
+    load = f"{plan.load_rps:.3g} req/s"
+    if plan.usecase.headroom:
+        load += f" (peak {plan.planning_peak_rps:.3g} + {plan.usecase.headroom:.0%} headroom)"
+    return (
+        f"Buy {s.num_servers} x {w.server.name} ({s.num_gpus} GPUs in use): {s.num_instances} "
+        f"instances of {plan.usecase.model} as {c.label()}, each serving {w.best.rate:.3g} req/s "
+        f"({per_server:.3g} req/s per server), for a planning load of {load}."
+    )
+
+
+def _binding(plan: PlanResult, w: CandidatePlan) -> list[str]:
+    best = w.best
+    assert best is not None and best.rate is not None
+    limits = plan.limits
+    out = []
+    if plan.usecase.mode != "online":
+        out.append("Offline use: sized on throughput alone (every request at once).")
+    elif best.binding == "throughput":
+        met = _values(limits, best)
+        out.append(
+            f"No latency limit binds: at {GRID[0]:.0%} of its saturated throughput (the most a "
+            f"plan uses, as a queue near 100 % never settles) {met or 'every limit is met'}. "
+            "Throughput sets the answer."
+        )
+    elif best.binding is not None and best.failed_at is not None:
+        over = limits.value_s(best.failed_at.summary, best.binding)
+        out.append(
+            f"{limits.describe(best.binding)} binds: above {best.rate:.3g} req/s per instance it "
+            f"is missed (at {best.failed_at.offered_rate:.3g} req/s it is {_ms(over)})."
+        )
+    if best.kv_batch is not None and best.capacity is not None:
+        out.append(
+            f"Memory: the KV cache holds about {best.kv_batch} requests of the mean length "
+            f"per engine; the saturated throughput is {best.capacity:.3g} req/s per instance."
+        )
+    return out
+
+
+def _values(limits: Limits, best: ConfigResult) -> str:
+    if best.at_rate is None:
+        return ""
+    parts = [
+        f"{LABELS[m]} is {_ms(limits.value_s(best.at_rate.summary, m))} "
+        f"(limit {_ms(limits.limit_s(m) or 0.0)})"
+        for m in limits.active
+    ]
+    return ", ".join(parts)
+
+
+def _alternatives(plan: PlanResult, w: CandidatePlan) -> list[str]:
+    out = []
+    mine = [r for r in plan.results if r.config.gpu == w.gpu and r is not w.best]
+    no_fit = [r.config.label() for r in mine if r.status is Status.NO_FIT]
+    if no_fit:
+        out.append(f"Does not fit in memory: {', '.join(no_fit)}.")
+    slow = [r for r in mine if r.status in (Status.TOO_SLOW, Status.NO_RATE)]
+    for r in slow:
+        out.append(f"{r.config.label()} {r.status.value}: {r.reason}.")
+    bounded = [r.config.label() for r in mine if r.status is Status.BOUNDED]
+    if bounded:
+        out.append(f"Cannot need fewer even at full throughput: {', '.join(bounded)}.")
+    for c in plan.candidates[1:]:
+        if c.sizing is not None and c.best is not None:
+            cost = f", ${c.cost.usd_per_month:,.0f}/month" if c.cost is not None else ""
+            out.append(
+                f"Instead, {c.gpu} needs {c.sizing.num_servers} x {c.server.name} "
+                f"({c.best.config.label()}, {c.sizing.num_instances} instances{cost})."
+            )
+        else:
+            out.append(f"{c.gpu}: no configuration meets the limits.")
+    if len(plan.candidates) > 1:
+        out.append(f"Candidates are ranked by {plan.ranked_by}.")
+    return out
+
+
+def _changes(plan: PlanResult, w: CandidatePlan) -> list[str]:
+    out = []
+    rows = dict(w.headroom)
+    if 0.0 in rows and 0.2 in rows:
+        out.append(
+            f"Headroom: 0 % needs {rows[0.0].num_instances} instances "
+            f"({rows[0.0].num_servers} servers), 20 % needs {rows[0.2].num_instances} "
+            f"({rows[0.2].num_servers} servers)."
+        )
+    if plan.band is not None:
+        low, high = plan.band.range_of("num_servers")
+        top = "more (a variant meets no rate)" if high is None else str(high)
+        names = ", ".join(v.label for v in plan.band.variants)
+        out.append(f"Uncertainty: with {names}, the answer is {low} to {top} servers.")
+    return out
+
+
+def _infeasible(plan: PlanResult) -> list[str]:
+    limits = ", ".join(plan.limits.describe(m) for m in plan.limits.active) or "the limits"
+    near = plan.closest()
+    out = [f"No configuration meets {limits} for {plan.usecase.model}."]
+    if near is not None:
+        out.append(
+            f"Closest: {near.config.label()} ({near.status.value}: {near.reason}). A looser "
+            "limit, a faster GPU, lower precision, more tensor parallelism or shorter prompts "
+            "would be needed."
+        )
+    else:
+        out.append("No configuration fits in memory: use more GPUs per instance or a larger GPU.")
+    return out
+
+
+def _assumptions(plan: PlanResult) -> list[str]:
+    u = plan.usecase
+    words = (
+        f"; lengths given in words at {u.words_per_token} words per token"
+        if u.unit == "words"
+        else ""
+    )
+    use = "streaming (TTFT is what users wait for)" if u.streaming else "sequential (E2E)"
+    return [
+        f"Assumptions: lengths {plan.lengths.source}{words}; Poisson arrivals; {use}; "
+        f"latencies judged at their percentiles over simulated requests; GPU speeds from the "
+        "performance model's efficiency factors (see llmsizer.perf.efficiency)."
+    ]

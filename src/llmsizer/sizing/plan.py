@@ -1,0 +1,277 @@
+"""`plan`: from a use case to GPUs, servers and cost, with the trade-offs behind the answer.
+
+    result = plan(usecase)                       # or plan(usecase, efficiency=calibrated)
+    result.winner.sizing.num_servers             # 11
+    data = plan_data(result)                     # plain data for JSON and the reports
+
+Steps: the planning load is the peak (given, or a Poisson percentile of an average) times
+1 + headroom; `search` finds each GPU's best configuration; `Sizing` turns its rate per
+instance into instances (`ceil(load / rate)`), GPUs and servers; prices give a cost per
+month and per million tokens; candidates are ranked by monthly cost when every feasible one
+has a price, else by servers, then GPUs; the winner gets an uncertainty band and a
+timeline at its planned load; `explain` says why in plain words.
+
+`efficiency` is a function from engine name to `EfficiencyFactors` (default:
+`llmsizer.perf.default_efficiency`), so fitted factors can be passed in.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from llmsizer.perf import EfficiencyFactors, default_efficiency
+from llmsizer.sizing.configuration import Sizing
+from llmsizer.sizing.cost import BusinessView, Cost, Price, business_view, cost_of
+from llmsizer.sizing.curve import CurvePoint, curve_points, gpu_pareto
+from llmsizer.sizing.lengths import build_lengths, length_variants
+from llmsizer.sizing.limits import Limits
+from llmsizer.sizing.probe import Lengths
+from llmsizer.sizing.search import (
+    ConfigResult,
+    Progress,
+    SearchSpace,
+    closest,
+    make_probe,
+    objective,
+    search,
+)
+from llmsizer.sizing.servers import Server, server_for
+from llmsizer.sizing.uncertainty import Band, band
+from llmsizer.sizing.usecase import UseCase
+from llmsizer.specs import get_gpu
+
+Efficiency = Callable[[str], EfficiencyFactors]
+HEADROOMS = (0.0, 0.1, 0.2, 0.3, 0.5)  # rows of the headroom table
+TIMELINE_POINTS = 600  # steps kept in the timeline (evenly spaced)
+
+
+@dataclass(frozen=True, slots=True)
+class Timeline:
+    """The winner's engine at its planned load per instance, step by step (sampled):
+    seconds, running and waiting requests, fraction of KV blocks in use."""
+
+    rate: float
+    time_s: tuple[float, ...]
+    num_running: tuple[float, ...]
+    num_waiting: tuple[float, ...]
+    kv_used: tuple[float, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CandidatePlan:
+    """One GPU type's answer: its best configuration and what it needs, or why none works."""
+
+    gpu: str
+    server: Server
+    best: ConfigResult | None
+    sizing: Sizing | None
+    cost: Cost | None
+    business: BusinessView | None
+    headroom: tuple[tuple[float, Sizing], ...]
+    curve: tuple[CurvePoint, ...]
+    pareto: tuple[CurvePoint, ...]
+    closest: ConfigResult | None
+
+    @property
+    def feasible(self) -> bool:
+        return self.sizing is not None
+
+
+@dataclass(frozen=True, slots=True)
+class PlanResult:
+    """The plan: candidates ranked best first, every configuration's verdict, the winner's
+    band and timeline, and the explanation. Rates in req/s, times in seconds."""
+
+    usecase: UseCase
+    lengths: Lengths
+    limits: Limits
+    planning_peak_rps: float
+    load_rps: float
+    served_rps: float
+    ranked_by: str
+    candidates: tuple[CandidatePlan, ...]
+    results: tuple[ConfigResult, ...]
+    band: Band | None = None
+    timeline: Timeline | None = None
+    explanation: tuple[str, ...] = ()
+
+    @property
+    def winner(self) -> CandidatePlan | None:
+        first = self.candidates[0] if self.candidates else None
+        return first if first is not None and first.feasible else None
+
+    def closest(self) -> ConfigResult | None:
+        """When nothing meets the limits: the configuration nearest to meeting them."""
+        return closest(self.results)
+
+
+def plan(
+    usecase: UseCase,
+    *,
+    efficiency: Efficiency | None = None,
+    progress: Progress | None = None,
+) -> PlanResult:
+    """Size `usecase` (module docstring). Deterministic for a use case and efficiency."""
+    from llmsizer.sizing.explain import explain
+
+    efficiency = efficiency or default_efficiency
+    space = search_space(usecase)
+    results = search(space, efficiency, progress)
+    candidates = _rank(usecase, space, results)
+    result = PlanResult(
+        usecase=usecase,
+        lengths=space.lengths,
+        limits=space.limits,
+        planning_peak_rps=usecase.load.planning_peak_rps(),
+        load_rps=space.load_rps,
+        served_rps=_served_rps(usecase),
+        ranked_by=_ranking(usecase, candidates),
+        candidates=candidates,
+        results=results,
+    )
+    winner = result.winner
+    if winner is not None and winner.best is not None and winner.best.rate is not None:
+        b = band(
+            space,
+            winner.best.config,
+            winner.best.rate,
+            efficiency,
+            usecase.search.uncertainty,
+            length_variants(usecase, space.lengths),
+        )
+        timeline = _timeline(space, winner, efficiency)
+        result = dataclasses.replace(result, band=b, timeline=timeline)
+    return dataclasses.replace(result, explanation=explain(result))
+
+
+def search_space(usecase: UseCase) -> SearchSpace:
+    """The search's plain inputs from a use case."""
+    cloud = frozenset(k for k, p in _prices(usecase).items() if p.is_cloud)
+    return SearchSpace(
+        model=usecase.model,
+        lengths=build_lengths(usecase),
+        limits=usecase.limits.build(),
+        configs=usecase.candidates.configs(),
+        load_rps=usecase.planning_load_rps(),
+        online=usecase.mode == "online",
+        gpu_memory_utilization=usecase.candidates.gpu_memory_utilization,
+        num_requests=usecase.search.num_requests,
+        seed=usecase.search.seed,
+        cloud_priced=cloud,
+    )
+
+
+def _prices(usecase: UseCase) -> dict[str, Price]:
+    """Prices by catalog GPU key."""
+    return {get_gpu(name).key: spec.build() for name, spec in usecase.prices.items()}
+
+
+def _served_rps(usecase: UseCase) -> float:
+    """The rate a cost per token is computed at: the average when known, else the peak."""
+    average = usecase.load.average
+    return average if average is not None else usecase.load.planning_peak_rps()
+
+
+def _candidate(
+    usecase: UseCase, space: SearchSpace, gpu: str, results: tuple[ConfigResult, ...]
+) -> CandidatePlan:
+    mine = [r for r in results if r.config.gpu == gpu]
+    server = server_for(gpu)
+    feasible = [r for r in mine if r.rate is not None]
+    if not feasible:
+        return CandidatePlan(gpu, server, None, None, None, None, (), (), (), closest(mine))
+    best = min(feasible, key=lambda r: _objective(space, r))
+    assert best.rate is not None
+    sizing = Sizing.of(space.load_rps, best.rate, best.config, server)
+    peak = usecase.load.planning_peak_rps()
+    headroom = tuple(
+        (h, Sizing.of(peak * (1 + h), best.rate, best.config, server)) for h in HEADROOMS
+    )
+    cost, business = _economics(usecase, space.lengths, gpu, sizing, best.rate)
+    curve = tuple(curve_points(best, space.limits))
+    pareto = tuple(gpu_pareto(mine, space.limits))
+    return CandidatePlan(gpu, server, best, sizing, cost, business, headroom, curve, pareto, None)
+
+
+def _economics(
+    usecase: UseCase, lengths: Lengths, gpu: str, sizing: Sizing, rate: float
+) -> tuple[Cost | None, BusinessView]:
+    """Cost (when the GPU has a price) and the business view of a sized candidate."""
+    load = usecase.load
+    price = _prices(usecase).get(gpu)
+    cost = None
+    if price is not None:
+        cost = cost_of(
+            price,
+            sizing.num_gpus,
+            sizing.num_servers,
+            _served_rps(usecase),
+            lengths.mean_prompt,
+            lengths.mean_output,
+            load.working_hours,
+        )
+    business = business_view(
+        sizing.num_instances * rate,
+        sizing.num_servers,
+        lengths.mean_prompt,
+        lengths.mean_output,
+        load.requests_per_user,
+        load.working_hours,
+    )
+    return cost, business
+
+
+def _objective(space: SearchSpace, result: ConfigResult) -> tuple[int, int]:
+    assert result.rate is not None
+    return objective(space, result.config, result.rate)
+
+
+def _rank(
+    usecase: UseCase, space: SearchSpace, results: tuple[ConfigResult, ...]
+) -> tuple[CandidatePlan, ...]:
+    """Feasible candidates first, cheapest first when all have prices, else fewest servers."""
+    candidates = [_candidate(usecase, space, g, results) for g in usecase.candidates.gpus]
+    by_cost = _ranking(usecase, candidates) == "cost"
+
+    def key(c: CandidatePlan) -> tuple[float, ...]:
+        if c.sizing is None:
+            ratio = c.closest.worst_ratio if c.closest is not None else None
+            return (1.0, math.inf, ratio or math.inf)
+        if by_cost and c.cost is not None:
+            return (0.0, c.cost.usd_per_month, c.sizing.num_servers)
+        return (0.0, c.sizing.num_servers, c.sizing.num_gpus)
+
+    return tuple(sorted(candidates, key=key))
+
+
+def _ranking(usecase: UseCase, candidates: list[CandidatePlan] | tuple[CandidatePlan, ...]) -> str:
+    feasible = [c for c in candidates if c.feasible]
+    if feasible and all(c.cost is not None for c in feasible):
+        return "cost"
+    return "servers"
+
+
+def _timeline(space: SearchSpace, winner: CandidatePlan, efficiency: Efficiency) -> Timeline:
+    """The winner at its planned load per instance (load / instances), sampled steps."""
+    assert winner.best is not None and winner.sizing is not None
+    rate = space.load_rps / winner.sizing.num_instances
+    probe = make_probe(space, winner.best.config, efficiency)
+    steps = probe.run(rate).steps
+    idx = np.unique(np.linspace(0, max(0, steps.num_steps - 1), TIMELINE_POINTS).astype(int))
+    blocks = probe.engine.config.num_gpu_blocks or 1
+
+    def col(values: np.ndarray, scale: float = 1.0) -> tuple[float, ...]:
+        return tuple(float(v) * scale for v in values[idx])
+
+    return Timeline(
+        rate=rate,
+        time_s=col(steps.start_s),
+        num_running=col(steps.num_running),
+        num_waiting=col(steps.num_waiting),
+        kv_used=col(steps.num_kv_blocks_used, 1.0 / blocks),
+    )

@@ -1,0 +1,327 @@
+"""The search: per configuration, the highest Poisson rate whose latency percentiles meet every
+limit; across configurations of one GPU, the one that needs the fewest servers.
+
+For each configuration (GPU x precision x TP x PP x engine preset x batch knobs):
+
+1. placement and memory: TP must divide the attention heads and stay in the server's NVLink
+   domain (`servers`), weights and one request's KV must fit (`plan_memory`); no simulation;
+2. batch 1: a request alone must meet every limit (step model, no simulation); if it cannot,
+   no load can;
+3. capacity: the saturated throughput of an offline run (`Probe.capacity`), which bounds
+   every rate the configuration can sustain;
+4. branch and bound: configurations are taken from the most promising bound down; one whose
+   capacity cannot beat the best found so far is not searched;
+5. rate search: Poisson probes at falling fractions of capacity (`GRID`, never above 95 %:
+   a queue at utilisation 1 is unstable, however a finite run looks) until one meets every
+   limit, then `BISECTION_STEPS` halvings between it and the failing fraction above.
+
+Steps 3-5 depend on the limits only through pass/fail, probes start from the same bracket
+and see the same arrival pattern, so a tighter limit can only give a lower rate, and more
+load can only need more servers: the property tests hold these.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from enum import StrEnum
+
+from llmsizer.perf import DoesNotFitError, EfficiencyFactors
+from llmsizer.sim import EngineConfig
+from llmsizer.sizing.configuration import Config, Sizing
+from llmsizer.sizing.instance import make_instance
+from llmsizer.sizing.limits import Limits
+from llmsizer.sizing.probe import Batch1, Lengths, Point, Probe
+from llmsizer.sizing.servers import server_for
+from llmsizer.specs import UnknownNameError
+
+GRID = (0.95, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.14, 0.1, 0.07, 0.05)
+BISECTION_STEPS = 3
+CURVE = (0.95, 0.9, 0.8, 0.6, 0.4)  # fractions of capacity on the latency curve
+
+Progress = Callable[[int, int], None]  # (configurations done, configurations in total)
+
+
+class Status(StrEnum):
+    """What the search concluded about one configuration."""
+
+    OK = "meets the limits"
+    INVALID = "cannot be placed"
+    NO_FIT = "does not fit in memory"
+    TOO_SLOW = "misses a limit even at batch 1"
+    NO_RATE = "misses a limit at every rate tried"
+    BOUNDED = "cannot beat the best (capacity bound)"
+
+
+@dataclass(frozen=True, slots=True)
+class SearchSpace:
+    """Everything the search needs, as plain values (built from a `UseCase` by `plan`).
+
+    `load_rps` is the planning peak times (1 + headroom), req/s over the whole deployment;
+    `online` False means throughput only (the limits are ignored, rate = capacity).
+    `cloud_priced` holds the GPUs billed per GPU hour: for those the fewest GPUs win, for
+    the others the fewest servers.
+    """
+
+    model: str
+    lengths: Lengths
+    limits: Limits
+    configs: tuple[Config, ...]
+    load_rps: float
+    online: bool = True
+    gpu_memory_utilization: float = 0.9
+    num_requests: int | None = None
+    seed: int = 0
+    cloud_priced: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigResult:
+    """One configuration's verdict, with every point simulated for it.
+
+    Rates are offered Poisson rates in req/s per instance. `binding` names what stopped the
+    rate: a metric of `METRICS`, or `throughput` when 95 % of capacity met every limit.
+    `worst_ratio` is the largest judged latency / limit where the configuration failed (at
+    batch 1, or at the lowest rate tried): how far it is from meeting the limits.
+    """
+
+    config: Config
+    status: Status
+    reason: str = ""
+    batch1: Batch1 | None = None
+    capacity: float | None = None
+    kv_batch: int | None = None
+    rate: float | None = None
+    at_rate: Point | None = None
+    failed_at: Point | None = None
+    binding: str | None = None
+    worst_ratio: float | None = None
+    points: tuple[Point, ...] = ()
+    curve: tuple[Point, ...] = ()
+
+    @property
+    def rate_per_gpu(self) -> float | None:
+        return None if self.rate is None else self.rate / self.config.num_gpus
+
+
+def objective(space: SearchSpace, config: Config, rate: float) -> tuple[int, int]:
+    """What the search minimises for one GPU type: (GPUs, servers) when billed per GPU hour,
+    else (servers, GPUs)."""
+    s = Sizing.of(space.load_rps, rate, config, server_for(config.gpu))
+    if config.gpu in space.cloud_priced:
+        return (s.num_gpus, s.num_servers)
+    return (s.num_servers, s.num_gpus)
+
+
+def search(
+    space: SearchSpace,
+    efficiency: Callable[[str], EfficiencyFactors],
+    progress: Progress | None = None,
+) -> tuple[ConfigResult, ...]:
+    """Every configuration's result, in `space.configs` order; the best per GPU has a curve.
+
+    Best-first branch and bound per GPU (module docstring): a heap of lower bounds on the
+    objective, first "one instance" (no simulation), refined by the capacity when popped;
+    a configuration is searched only while its bound beats the incumbent.
+    """
+    results: dict[Config, ConfigResult] = {}
+    heap: list[tuple[tuple[int, int], float, int, Config]] = []
+    probes: dict[Config, Probe] = {}
+    for i, config in enumerate(space.configs):
+        partial, probe = _screen(space, config, efficiency)
+        results[config] = partial
+        if probe is not None:
+            probes[config] = probe
+            heapq.heappush(heap, (objective(space, config, math.inf), 0.0, i, config))
+    best: dict[str, tuple[tuple[int, int], Config]] = {}
+    done = len(results) - len(probes)
+    while heap:
+        bound, _, i, config = heapq.heappop(heap)
+        incumbent = best.get(config.gpu)
+        probe = probes[config]
+        if incumbent is not None and bound >= incumbent[0]:
+            results[config] = replace(
+                results[config], status=Status.BOUNDED, reason=_bounded(incumbent)
+            )
+        elif results[config].capacity is None:
+            capacity = probe.capacity()
+            results[config] = replace(results[config], capacity=capacity)
+            per_gpu = -capacity / config.num_gpus  # ties: the higher capacity per GPU first
+            refined = objective(space, config, _max_rate(space, capacity))
+            heapq.heappush(heap, (refined, per_gpu, i, config))
+            continue
+        else:
+            results[config] = result = _rate_search(space, results[config], probe)
+            if result.rate is not None:
+                key = objective(space, config, result.rate)
+                if incumbent is None or key < incumbent[0]:
+                    best[config.gpu] = (key, config)
+        done += 1
+        if progress is not None:
+            progress(done, len(space.configs))
+    for _, config in best.values():
+        results[config] = _with_curve(space, results[config], probes[config])
+    return tuple(results[c] for c in space.configs)
+
+
+def _with_curve(space: SearchSpace, result: ConfigResult, probe: Probe) -> ConfigResult:
+    """The winner's latency-throughput curve: probes at `CURVE` fractions of capacity."""
+    if not space.online:
+        return result
+    curve = tuple(probe.at_rate(f * probe.capacity()) for f in CURVE)
+    return replace(result, curve=curve, points=tuple(probe.points))
+
+
+def evaluate(
+    space: SearchSpace, config: Config, efficiency: Callable[[str], EfficiencyFactors]
+) -> ConfigResult:
+    """One configuration searched on its own (no bound): used for the uncertainty band."""
+    partial, probe = _screen(space, config, efficiency)
+    return partial if probe is None else _rate_search(space, partial, probe)
+
+
+def _screen(
+    space: SearchSpace, config: Config, efficiency: Callable[[str], EfficiencyFactors]
+) -> tuple[ConfigResult, Probe | None]:
+    """Steps 1-3 of the module docstring: a final result, or a probe with its capacity."""
+    server = server_for(config.gpu)
+    problem = server.why_not(config.tensor_parallel_size, config.pipeline_parallel_size)
+    if problem is not None:
+        return ConfigResult(config, Status.INVALID, problem), None
+    try:
+        probe = make_probe(space, config, efficiency)
+    except DoesNotFitError as e:
+        return ConfigResult(config, Status.NO_FIT, str(e)), None
+    except (ValueError, UnknownNameError) as e:
+        return ConfigResult(config, Status.INVALID, str(e)), None
+    b1 = probe.batch1()
+    ratios = _ratios_batch1(space.limits, b1) if space.online else {}
+    base = ConfigResult(config, Status.OK, batch1=b1, kv_batch=probe.kv_batch())
+    if ratios and max(ratios.values()) > 1.0:
+        worst = max(ratios, key=lambda m: ratios[m])
+        reason = f"alone on the instance, {space.limits.describe(worst)} is missed by " + (
+            f"{ratios[worst]:.2f}x"
+        )
+        return replace(
+            base, status=Status.TOO_SLOW, reason=reason, binding=worst, worst_ratio=ratios[worst]
+        ), None
+    return base, probe
+
+
+def make_probe(
+    space: SearchSpace, config: Config, efficiency: Callable[[str], EfficiencyFactors]
+) -> Probe:
+    """A probe of `config` on the space's lengths (raises `DoesNotFitError`, `ValueError`)."""
+    overrides = {
+        "max_num_seqs": config.max_num_seqs,
+        "max_num_batched_tokens": config.max_num_batched_tokens,
+    }
+    engine = EngineConfig(
+        engine=config.engine,
+        **{k: v for k, v in overrides.items() if v is not None},
+    )
+    instance = make_instance(
+        space.model,
+        config.gpu,
+        precision=config.precision,
+        tensor_parallel_size=config.tensor_parallel_size,
+        pipeline_parallel_size=config.pipeline_parallel_size,
+        engine=engine,
+        gpu_memory_utilization=space.gpu_memory_utilization,
+        max_model_len=int((space.lengths.prompt + space.lengths.output).max()),
+        efficiency=efficiency(config.engine),
+    )
+    return Probe(
+        instance, space.lengths, space.limits, seed=space.seed, num_requests=space.num_requests
+    )
+
+
+def _ratios_batch1(limits: Limits, b1: Batch1) -> dict[str, float]:
+    values = {"ttft": b1.ttft_s, "tpot": b1.tpot_s, "e2el": b1.e2el_s}
+    return {m: values[m] / (limits.limit_s(m) or math.inf) for m in limits.active}
+
+
+def _max_rate(space: SearchSpace, capacity: float) -> float:
+    """The highest rate the search can return for a configuration of this capacity."""
+    return capacity * (GRID[0] if space.online else 1.0)
+
+
+def _bounded(incumbent: tuple[tuple[int, int], Config]) -> str:
+    key, config = incumbent
+    return (
+        f"even at its capacity it cannot need less than {config.label()} "
+        f"({key[0]} and {key[1]}: servers and GPUs, or GPUs and servers when priced per GPU)"
+    )
+
+
+def _rate_search(space: SearchSpace, partial: ConfigResult, probe: Probe) -> ConfigResult:
+    """Step 5 of the module docstring."""
+    capacity = probe.capacity()
+    if not space.online:
+        return replace(partial, rate=capacity, binding="throughput")
+    limits = space.limits
+    failed: Point | None = None
+    for fraction in GRID:
+        point = probe.at_rate(fraction * capacity)
+        if limits.met_by(point.summary):
+            break
+        failed = point
+    else:
+        assert failed is not None
+        ratio = max(limits.ratios(failed.summary).values())
+        reason = f"even at {GRID[-1]:.0%} of capacity the limits are missed by {ratio:.2f}x"
+        return replace(
+            partial,
+            status=Status.NO_RATE,
+            reason=reason,
+            binding=limits.binding(failed.summary),
+            worst_ratio=ratio,
+            points=tuple(probe.points),
+        )
+    passed = point
+    if failed is not None:
+        passed, failed = _bisect(probe, limits, passed, failed)
+    binding = "throughput" if failed is None else limits.binding(failed.summary)
+    return replace(
+        partial,
+        rate=passed.offered_rate,
+        at_rate=passed,
+        failed_at=failed,
+        binding=binding,
+        points=tuple(probe.points),
+    )
+
+
+def _bisect(probe: Probe, limits: Limits, passed: Point, failed: Point) -> tuple[Point, Point]:
+    for _ in range(BISECTION_STEPS):
+        point = probe.at_rate(0.5 * (passed.offered_rate + failed.offered_rate))
+        if limits.met_by(point.summary):
+            passed = point
+        else:
+            failed = point
+    return passed, failed
+
+
+def best_by_gpu(space: SearchSpace, results: Sequence[ConfigResult]) -> dict[str, ConfigResult]:
+    """Per GPU, the feasible configuration with the lowest objective (first in order on ties)."""
+    best: dict[str, ConfigResult] = {}
+    for r in results:
+        if r.rate is None:
+            continue
+        current = best.get(r.config.gpu)
+        if current is None or _key(space, r) < _key(space, current):
+            best[r.config.gpu] = r
+    return best
+
+
+def _key(space: SearchSpace, result: ConfigResult) -> tuple[int, int]:
+    assert result.rate is not None
+    return objective(space, result.config, result.rate)
+
+
+def closest(results: Sequence[ConfigResult]) -> ConfigResult | None:
+    """The failed configuration nearest to meeting the limits (smallest `worst_ratio`)."""
+    failed = [r for r in results if r.worst_ratio is not None]
+    return min(failed, key=lambda r: r.worst_ratio or math.inf) if failed else None

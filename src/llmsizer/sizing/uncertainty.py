@@ -1,0 +1,109 @@
+"""The uncertainty band: the winner re-searched under other assumptions, as a range.
+
+The performance model's efficiency factors are priors or fits, not facts, and a use case's
+lengths are averages whose spread matters for percentiles. So the winning configuration is
+searched again (same configuration, same search) with:
+
+- every efficiency (fraction of peak) times 1 - u and 1 + u (capped at 1), and the fixed
+  overheads divided by the same factor: the engine `u` slower and faster than modelled;
+- the lengths' other distributions with the same means (`lengths.length_variants`).
+
+The band is the range of instances, GPUs and servers over the base answer and the variants.
+A variant under which no rate meets the limits makes the band open-ended (`None` above).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from llmsizer.perf import EfficiencyFactors
+from llmsizer.sizing.configuration import Config, Sizing
+from llmsizer.sizing.probe import Lengths
+from llmsizer.sizing.search import SearchSpace, evaluate
+from llmsizer.sizing.servers import server_for
+
+_FRACTIONS = (
+    "gemm_compute_efficiency",
+    "gemm_bandwidth_efficiency",
+    "attention_compute_efficiency",
+    "attention_bandwidth_efficiency",
+    "interconnect_efficiency",
+)
+_TIMES = ("collective_hop_latency_s", "layer_overhead_s", "step_overhead_s")
+
+
+@dataclass(frozen=True, slots=True)
+class Variant:
+    """One assumption changed: the rate per instance it allows and what that needs."""
+
+    label: str
+    rate: float | None
+    sizing: Sizing | None
+
+
+@dataclass(frozen=True, slots=True)
+class Band:
+    """The base answer and its variants; ranges over all of them."""
+
+    base: Variant
+    variants: tuple[Variant, ...]
+
+    @property
+    def all(self) -> tuple[Variant, ...]:
+        return (self.base, *self.variants)
+
+    def range_of(self, field: str) -> tuple[int, int | None]:
+        """(low, high) of a `Sizing` field; high is `None` when some variant meets no rate."""
+        values = [getattr(v.sizing, field) for v in self.all if v.sizing is not None]
+        high = None if any(v.sizing is None for v in self.all) else max(values)
+        return min(values), high
+
+
+def scaled_efficiency(factors: EfficiencyFactors, scale: float) -> EfficiencyFactors:
+    """Every efficiency times `scale` (at most 1), every fixed time divided by it."""
+    if not scale > 0:
+        raise ValueError(f"scale must be > 0, got {scale}")
+    changes = {name: min(1.0, getattr(factors, name) * scale) for name in _FRACTIONS}
+    changes |= {name: getattr(factors, name) / scale for name in _TIMES}
+    bounds = EfficiencyFactors.bounds()
+    changes = {k: min(v, bounds[k][1]) for k, v in changes.items()}
+    return dataclasses.replace(factors, **changes)
+
+
+def band(
+    space: SearchSpace,
+    config: Config,
+    base_rate: float,
+    efficiency: Callable[[str], EfficiencyFactors],
+    uncertainty: float,
+    length_variants: Sequence[tuple[str, Lengths]],
+) -> Band:
+    """Re-search `config` under each variant (module docstring)."""
+    runs: list[tuple[str, SearchSpace, Callable[[str], EfficiencyFactors]]] = []
+    if uncertainty > 0:
+        for sign, word in ((-1, "slower"), (1, "faster")):
+            scale = 1 + sign * uncertainty
+
+            def scaled(engine: str, scale: float = scale) -> EfficiencyFactors:
+                return scaled_efficiency(efficiency(engine), scale)
+
+            runs.append((f"efficiency {sign * uncertainty:+.0%} (engine {word})", space, scaled))
+    for label, lengths in length_variants:
+        runs.append((label, dataclasses.replace(space, lengths=lengths), efficiency))
+    variants = tuple(_variant(label, s, config, e) for label, s, e in runs)
+    return Band(_as_variant("as planned", space, config, base_rate), variants)
+
+
+def _variant(
+    label: str, space: SearchSpace, config: Config, efficiency: Callable[[str], EfficiencyFactors]
+) -> Variant:
+    result = evaluate(space, config, efficiency)
+    return _as_variant(label, space, config, result.rate)
+
+
+def _as_variant(label: str, space: SearchSpace, config: Config, rate: float | None) -> Variant:
+    if rate is None:
+        return Variant(label, None, None)
+    return Variant(label, rate, Sizing.of(space.load_rps, rate, config, server_for(config.gpu)))
