@@ -4,7 +4,8 @@
 
 Setting (issue 2's bar): vLLM-style continuous batching, max_num_seqs 256, chunked prefill,
 prompt and output lengths drawn from the Azure LLM inference conversation trace, Poisson
-arrivals at 80 % of the engine's measured capacity. Each size runs in its own process so
+arrivals at 80 % of the engine's measured capacity, steps priced by the GPU performance
+model (Llama 3.1 8B, FP8, one H100 SXM; KV-cache blocks from its memory). Each size runs in its own process so
 that its peak memory (max RSS) is its own. Prints one row per size: wall time, engine steps,
 steps per second, requests per second of wall time, peak memory.
 
@@ -24,14 +25,19 @@ from pathlib import Path
 import numpy as np
 
 from llmsizer.metrics import summarize
-from llmsizer.sim import Engine, EngineConfig, LinearStepCost
+from llmsizer.sim import Engine, EngineConfig
+from llmsizer.sizing import make_instance
 from llmsizer.workload import Workload, WorkloadSpec, make_workload
 
 TRACE = Path(__file__).resolve().parents[2] / "shared" / "traces" / "AzureLLMInferenceTrace_conv.csv"
-CONFIG = EngineConfig(engine="vllm", max_num_seqs=256, max_num_batched_tokens=8192)
-# A Llama-3.1-8B-on-H100-like linear step: 6 ms fixed, 25 us per prompt token,
-# 40 us per decoding sequence, 20 ns per KV token read (bandwidth-bound attention).
-COST = LinearStepCost(6e-3, 25e-6, 40e-6, 20e-9)
+INSTANCE = make_instance(
+    "llama-3.1-8b",
+    "h100-sxm",
+    precision="fp8",
+    engine=EngineConfig(engine="vllm", max_num_seqs=256, max_num_batched_tokens=8192),
+)
+CONFIG = INSTANCE.engine
+COST = INSTANCE.step
 
 
 def lengths_workload(n: int, rate: float | None, seed: int = 0) -> Workload:

@@ -10,19 +10,20 @@ own length and the context before it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
+
+# NamedTuples rather than frozen dataclasses: equally immutable plain data, and five times
+# cheaper to build, which matters at one Batch per simulated step.
 
 
-@dataclass(frozen=True, slots=True)
-class PrefillChunk:
+class PrefillChunk(NamedTuple):
     """`num_new_tokens` prompt tokens computed this step, after `num_context_tokens` in KV."""
 
     num_new_tokens: int
     num_context_tokens: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class Batch:
+class Batch(NamedTuple):
     """One engine step's work.
 
     - `prefill_chunks`: prompt tokens being computed (a whole prompt or a chunk of one).

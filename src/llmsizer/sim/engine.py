@@ -14,8 +14,8 @@ import numpy as np
 
 from llmsizer.records import RequestRecord
 from llmsizer.sim.arrivals import Arrivals
-from llmsizer.sim.batch import Batch, StepCost
-from llmsizer.sim.batching.base import Scheduler
+from llmsizer.sim.batch import StepCost
+from llmsizer.sim.batching.base import Scheduler, SchedulerOutput
 from llmsizer.sim.batching.continuous import ContinuousScheduler
 from llmsizer.sim.batching.static import StaticScheduler
 from llmsizer.sim.config import EngineConfig
@@ -81,11 +81,16 @@ class _Run:
         self.num_requests = workload.num_requests
 
     def run(self) -> SimResult:
+        """Decide a batch, price it, apply it; when idle, jump to the next event."""
+        arrivals, scheduler = self.arrivals, self.scheduler
         now = 0.0
+        next_arrival = arrivals.next_s()
         while True:
-            for r in self.arrivals.pop_until(now):
-                self.scheduler.add(r)
-            out = self.scheduler.schedule(now, self.arrivals.next_s())
+            if next_arrival is not None and next_arrival <= now:
+                for r in arrivals.pop_until(now):
+                    scheduler.add(r)
+                next_arrival = arrivals.next_s()
+            out = scheduler.schedule(now, next_arrival)
             if out is None:
                 wake = self._next_wakeup(now)
                 if wake is None:
@@ -93,13 +98,21 @@ class _Run:
                 now = wake
                 continue
             end = now + self.cost(out.batch)
-            self._log(now, end, out.batch, out.num_padding_seqs, out.decoded)
-            for r in self.scheduler.update(out, self.log.num_steps - 1):
-                self.finished.append(r)
-                self.arrivals.on_finish(end)
-            self._report_progress()
+            self._log(now, end, out)
+            finished = scheduler.update(out, self.log.num_steps - 1)
+            if finished:
+                self._finish(finished, end)
+                next_arrival = arrivals.next_s()
             now = end
         return self._result()
+
+    def _finish(self, finished: list[SimRequest], now: float) -> None:
+        self.finished.extend(finished)
+        for _ in finished:
+            self.arrivals.on_finish(now)
+        done = len(self.finished)
+        if self.progress is not None and done // 1000 != (done - len(finished)) // 1000:
+            self.progress(done, self.num_requests)
 
     def _next_wakeup(self, now: float) -> float | None:
         times = [t for t in (self.arrivals.next_s(), self.scheduler.wakeup_s(now)) if t is not None]
@@ -109,25 +122,22 @@ class _Run:
             raise RuntimeError("simulation stalled with requests that can never be scheduled")
         return None
 
-    def _log(self, start: float, end: float, batch: Batch, padding: int, decoded: bool) -> None:
+    def _log(self, start: float, end: float, out: SchedulerOutput) -> None:
         s = self.scheduler
+        padding = out.num_padding_seqs
         self.log.append(
             (
                 start,
                 end,
-                batch.num_prefill_tokens,
-                batch.num_decode_seqs,
+                out.num_prefill_tokens,
+                out.batch.num_decode_seqs,
                 padding,
                 len(s.running) + padding,
                 len(s.waiting),
                 self.kv.num_used,
-                1.0 if decoded else 0.0,
+                1.0 if out.decoded else 0.0,
             )
         )
-
-    def _report_progress(self) -> None:
-        if self.progress is not None and self.log.num_steps % 2048 == 0:
-            self.progress(len(self.finished), self.num_requests)
 
     def _result(self) -> SimResult:
         steps = self.log.build()

@@ -53,17 +53,18 @@ class KVCacheManager:
         """Take `num_blocks` private blocks, evicting cached prefixes if needed; False if short."""
         if num_blocks <= 0:
             return True
-        if self.capacity is not None:
-            short = self.num_used + num_blocks - self.capacity
-            if short > 0:
-                if short > self.num_evictable:
-                    return False
-                while self.num_used + num_blocks > self.capacity:
-                    victim, _ = self._evictable.popitem(last=False)
-                    del self._refs[victim]
-                    self.num_used -= self.blocks_per_hash
-        self.num_used += num_blocks
-        self.peak_used = max(self.peak_used, self.num_used)
+        used = self.num_used + num_blocks
+        if self.capacity is not None and used > self.capacity:
+            if used - self.capacity > self.num_evictable:
+                return False
+            while self.num_used + num_blocks > self.capacity:  # evict LRU prefix blocks
+                victim, _ = self._evictable.popitem(last=False)
+                del self._refs[victim]
+                self.num_used -= self.blocks_per_hash
+            used = self.num_used + num_blocks
+        self.num_used = used
+        if used > self.peak_used:
+            self.peak_used = used
         return True
 
     def free(self, num_blocks: int) -> None:

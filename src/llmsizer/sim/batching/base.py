@@ -25,6 +25,7 @@ class SchedulerOutput:
     prefills: list[tuple[SimRequest, int]] = field(default_factory=list)
     decoded: bool = False
     num_padding_seqs: int = 0
+    num_prefill_tokens: int = 0
 
 
 class Scheduler:

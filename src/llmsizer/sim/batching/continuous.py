@@ -54,23 +54,28 @@ class ContinuousScheduler(Scheduler):
         if decoding and decode_first:
             self._grow_decodes()
             budget -= len(decoding)
-        prefills = self._schedule_prefills(budget, now, preemptions_before)
+        prefills = (
+            self._schedule_prefills(budget, now, preemptions_before)
+            if self.prefilling or self.waiting
+            else []
+        )
         if decoding and not decode_first and not prefills:
             self._grow_decodes()
         run_decodes = bool(decoding) and (decode_first or not prefills)
         if not prefills and not run_decodes:
             return None
-        chunks = tuple(PrefillChunk(n, r.num_computed_tokens) for r, n in prefills)
+        chunks = tuple([PrefillChunk(n, r.num_computed_tokens) for r, n in prefills])
+        num_prefill = sum([n for _, n in prefills])
         if not run_decodes:
-            return SchedulerOutput(Batch(prefill_chunks=chunks), prefills)
+            return SchedulerOutput(Batch(chunks), prefills, False, 0, num_prefill)
         batch = Batch(chunks, len(decoding), self.decoding.num_context_tokens)
-        return SchedulerOutput(batch=batch, prefills=prefills, decoded=True)
+        return SchedulerOutput(batch, prefills, True, 0, num_prefill)
 
     def _grow_decodes(self) -> None:
         """Find a KV slot for every decoding request's next token, preempting when short."""
         if self.kv_reservation == "full":
             return
-        while not self.kv.allocate(self.decoding.num_blocks_needed()):
+        while (need := self.decoding.num_blocks_needed()) and not self.kv.allocate(need):
             self._preempt_last()
         # Booked in aggregate: each member's share is recovered from its token count when it
         # leaves the decode set (see `Scheduler._release`).

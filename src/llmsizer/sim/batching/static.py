@@ -57,7 +57,10 @@ class StaticScheduler(Scheduler):
             self._launch(now)
             chunk = PrefillChunk(self.padded_prompt_len, 0)
             prefills = [(r, r.num_remaining_prefill) for r in self.batch]
-            return SchedulerOutput(Batch(prefill_chunks=(chunk,) * len(self.batch)), prefills)
+            chunks = (chunk,) * len(self.batch)
+            return SchedulerOutput(
+                Batch(chunks), prefills, num_prefill_tokens=len(chunks) * chunk.num_new_tokens
+            )
         self.num_batch_steps += 1
         slots = len(self.batch)
         context = slots * (self.padded_prompt_len + self.num_batch_steps - 1)
