@@ -27,7 +27,7 @@ def spec(tmp_path: Path, **kw: object) -> BenchSpec:
         "result_path": tmp_path / "results.json",
         "records_path": tmp_path / "requests.jsonl",
     } | kw
-    return BenchSpec(**settings)  # type: ignore[arg-type]
+    return BenchSpec(**settings)
 
 
 def test_concurrency_sweep(tmp_path: Path) -> None:

@@ -26,7 +26,7 @@ pytestmark = [
 def test_sweep_against_the_server(tmp_path: Path, endpoint: str) -> None:
     spec = BenchSpec(
         base_url=URL or "",
-        endpoint=endpoint,  # type: ignore[arg-type]
+        endpoint=endpoint,
         isl=64,
         osl=16,
         num_prompts=6,
