@@ -7,7 +7,8 @@ import sys
 
 import typer
 
-from llmsizer.cli import catalog, predict, simulate
+from llmsizer.bench import BenchError
+from llmsizer.cli import bench, catalog, predict, simulate
 from llmsizer.cli.common import err
 
 app = typer.Typer(
@@ -19,6 +20,7 @@ app = typer.Typer(
 )
 app.command()(simulate.simulate)
 app.command()(predict.predict)
+app.command()(bench.bench)
 app.command()(catalog.models)
 app.command()(catalog.gpus)
 app.command()(catalog.systems)
@@ -28,7 +30,7 @@ def main() -> None:
     """Entry point: bad input becomes one clear message and exit status 2, never a traceback."""
     try:
         app()
-    except (ValueError, OSError) as e:  # ConfigError, TraceError, UnknownNameError, ...
+    except (ValueError, OSError, BenchError) as e:  # ConfigError, TraceError, UnknownName...
         err.print(f"[bold red]error:[/] {e}", highlight=False)
         sys.exit(2)
 
