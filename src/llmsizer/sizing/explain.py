@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from llmsizer.sizing.configuration import Sizing
 from llmsizer.sizing.limits import LABELS, Limits
 from llmsizer.sizing.search import GRID, ConfigResult, Status
 from llmsizer.units import MS
@@ -31,7 +32,11 @@ def explain(plan: PlanResult) -> tuple[str, ...]:
 
 
 def _ms(seconds: float) -> str:
-    return f"{seconds / MS:,.0f} ms" if seconds < 10 else f"{seconds:,.1f} s"
+    """`2,870 ms`, `49.7 ms`, `12.5 s`."""
+    if seconds >= 10:
+        return f"{seconds:,.1f} s"
+    ms = seconds / MS
+    return f"{ms:,.0f} ms" if ms >= 100 else f"{ms:.3g} ms"
 
 
 def _answer(plan: PlanResult, w: CandidatePlan) -> str:
@@ -41,10 +46,12 @@ def _answer(plan: PlanResult, w: CandidatePlan) -> str:
     load = f"{plan.load_rps:.3g} req/s"
     if plan.usecase.headroom:
         load += f" (peak {plan.planning_peak_rps:.3g} + {plan.usecase.headroom:.0%} headroom)"
+    cost = "" if w.cost is None else f" at ${w.cost.usd_per_month:,.0f} a month"
     return (
-        f"Buy {s.num_servers} x {w.server.name} ({s.num_gpus} GPUs in use): {s.num_instances} "
-        f"instances of {plan.usecase.model} as {c.label()}, each serving {w.best.rate:.3g} req/s "
-        f"({per_server:.3g} req/s per server), for a planning load of {load}."
+        f"Buy {s.num_servers} x {w.server.name} ({s.num_gpus} GPUs in use){cost}: "
+        f"{s.num_instances} instances of {plan.usecase.model} as {c.label()}, each serving "
+        f"{w.best.rate:.3g} req/s ({per_server:.3g} req/s per server), for a planning load of "
+        f"{load}."
     )
 
 
@@ -69,9 +76,10 @@ def _binding(plan: PlanResult, w: CandidatePlan) -> list[str]:
             f"is missed (at {best.failed_at.offered_rate:.3g} req/s it is {_ms(over)})."
         )
     if best.kv_batch is not None and best.capacity is not None:
+        cap = "the KV cache (memory)" if best.kv_limited else "max_num_seqs"
         out.append(
-            f"Memory: the KV cache holds about {best.kv_batch} requests of the mean length "
-            f"per engine; the saturated throughput is {best.capacity:.3g} req/s per instance."
+            f"Batch: {cap} caps an engine at about {best.kv_batch} requests of the mean "
+            f"length; saturated, an instance serves {best.capacity:.3g} req/s."
         )
     return out
 
@@ -114,7 +122,7 @@ def _alternatives(plan: PlanResult, w: CandidatePlan) -> list[str]:
 
 
 def _changes(plan: PlanResult, w: CandidatePlan) -> list[str]:
-    out = []
+    out = [*_looser(plan, w), *_runner_up(plan, w)]
     rows = dict(w.headroom)
     if 0.0 in rows and 0.2 in rows:
         out.append(
@@ -128,6 +136,38 @@ def _changes(plan: PlanResult, w: CandidatePlan) -> list[str]:
         names = ", ".join(v.label for v in plan.band.variants)
         out.append(f"Uncertainty: with {names}, the answer is {low} to {top} servers.")
     return out
+
+
+def _looser(plan: PlanResult, w: CandidatePlan) -> list[str]:
+    """What the binding limit would have to be for the top of the curve (95 % of capacity)."""
+    best = w.best
+    if best is None or best.binding not in plan.limits.active or not best.curve:
+        return []
+    top = max(best.curve, key=lambda p: p.offered_rate)
+    limits = plan.limits
+    value = limits.value_s(top.summary, best.binding)
+    sizing = Sizing.of(plan.load_rps, top.offered_rate, best.config, w.server)
+    return [
+        f"A looser limit: with {LABELS[best.binding]} allowed up to {_ms(value)} at the "
+        f"{limits.percentile(best.binding):g}th percentile, an instance could take "
+        f"{top.offered_rate:.3g} req/s: {sizing.num_instances} instances, "
+        f"{sizing.num_servers} servers."
+    ]
+
+
+def _runner_up(plan: PlanResult, w: CandidatePlan) -> list[str]:
+    """The next best configuration on the winner's GPU, among those fully searched."""
+    searched = [
+        r for r in plan.results if r.config.gpu == w.gpu and r.rate is not None and r is not w.best
+    ]
+    if not searched:
+        return []
+    sizes = [(Sizing.of(plan.load_rps, r.rate or 1.0, r.config, w.server), r) for r in searched]
+    sizing, r = min(sizes, key=lambda item: (item[0].num_servers, item[0].num_gpus))
+    return [
+        f"Runner-up on {w.gpu}: {r.config.label()} at {r.rate:.3g} req/s per instance "
+        f"needs {sizing.num_servers} servers ({sizing.num_gpus} GPUs)."
+    ]
 
 
 def _infeasible(plan: PlanResult) -> list[str]:

@@ -4,10 +4,12 @@
 - spread (`length_cv` > 0): log-normal input and output lengths with those means and a
   coefficient of variation `length_cv`, capped so that no request exceeds the model's window;
 - trace (`lengths_trace`): (input, output) pairs drawn with replacement from the trace's rows,
-  so each prompt keeps its own output length.
+  so each prompt keeps its own output length; rows over the model's window are left out.
 
 `length_variants` gives the other distributions the uncertainty band tries: the same means
 with a different spread, because the tail of the lengths, not only their means, sets p95s.
+A spread that the context window would cut (NeMo 43B's 3500 + 500 tokens in a 4096 window)
+changes the means, so it is not tried.
 """
 
 from __future__ import annotations
@@ -22,12 +24,13 @@ from llmsizer.workload.lengths import fixed_lengths, lognormal_lengths
 
 POOL = 3000  # distinct draws; probes cycle through them
 VARIANT_CV = 0.5  # spread tried for fixed lengths in the uncertainty band
+MEAN_TOLERANCE = 0.05  # a spread whose window-cut means move more than this is not tried
 
 
 def build_lengths(usecase: UseCase, num_requests: int = POOL) -> Lengths:
     """The lengths `usecase` describes (module docstring), drawn with its search seed.
 
-    Raises `ValueError` naming `lengths_trace` when trace requests exceed the model's window.
+    Raises `ValueError` naming `lengths_trace` when no trace request fits the model's window.
     """
     rng = np.random.default_rng(usecase.search.seed)
     if usecase.lengths_trace is not None:
@@ -49,6 +52,9 @@ def length_variants(usecase: UseCase, base: Lengths) -> list[tuple[str, Lengths]
         return [("lengths fixed at their means", fixed)]
     rng = np.random.default_rng(usecase.search.seed)
     spread = _spread(usecase, isl, osl, VARIANT_CV, POOL, rng)
+    moved = max(abs(spread.mean_prompt / isl - 1), abs(spread.mean_output / osl - 1))
+    if moved > MEAN_TOLERANCE:  # the window cut the tails: not the same means any more
+        return []
     return [(f"lengths spread (lognormal, CV {VARIANT_CV:g})", spread)]
 
 
@@ -66,22 +72,29 @@ def _spread(
 
 
 def _from_trace(usecase: UseCase, num: int, rng: np.random.Generator) -> Lengths:
+    """Rows drawn with replacement; rows over the model's window are left out, as a server
+    would refuse them (the source says how many)."""
     path = usecase.lengths_trace
     assert path is not None
     trace = read_trace(path)
-    rows = rng.integers(0, trace.num_requests, size=num)
-    prompt = trace.num_prompt_tokens[rows]
-    output = trace.num_output_tokens[rows]
+    prompt, output = trace.num_prompt_tokens, trace.num_output_tokens
     window = get_model(usecase.model).max_position_embeddings
+    note = ""
     if window is not None:
-        over = int(((trace.num_prompt_tokens + trace.num_output_tokens) > window).sum())
-        if over:
+        fits = prompt + output <= window
+        if not fits.any():
             raise ValueError(
-                f"lengths_trace: {over} of {trace.num_requests} requests in '{path}' exceed "
-                f"{usecase.model}'s context window of {window} tokens"
+                f"lengths_trace: every request in '{path}' exceeds {usecase.model}'s context "
+                f"window of {window} tokens"
             )
-    source = f"{num} draws from {path.name} ({trace.num_requests} requests)"
-    return Lengths(_read_only(prompt.astype(np.int64)), _read_only(output.astype(np.int64)), source)
+        over = int((~fits).sum())
+        if over:
+            plural = "request" if over == 1 else "requests"
+            note = f", {over} {plural} over the {window}-token window left out"
+        prompt, output = prompt[fits], output[fits]
+    rows = rng.integers(0, prompt.shape[0], size=num)
+    source = f"{num} draws from {path.name} ({trace.num_requests} requests{note})"
+    return Lengths(_read_only(prompt[rows]), _read_only(output[rows]), source)
 
 
 def _read_only(values: np.ndarray) -> np.ndarray:

@@ -163,6 +163,7 @@ def search_space(usecase: UseCase) -> SearchSpace:
         num_requests=usecase.search.num_requests,
         seed=usecase.search.seed,
         cloud_priced=cloud,
+        curves=usecase.search.curves,
     )
 
 

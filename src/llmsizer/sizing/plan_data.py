@@ -46,10 +46,16 @@ def plan_data(plan: PlanResult) -> dict[str, Any]:
         "candidates": [_candidate(c, limits) for c in plan.candidates],
         "configurations": [_config(r, limits) for r in plan.results],
         "band": _band(plan),
-        "timeline": None if plan.timeline is None else asdict(plan.timeline),
+        "timeline": _timeline(plan),
         "closest": None if winner is not None else _closest(plan.closest()),
         "explanation": list(plan.explanation),
     }
+
+
+def _timeline(plan: PlanResult) -> dict[str, Any] | None:
+    if plan.timeline is None:
+        return None
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(plan.timeline).items()}
 
 
 def _limit(limits: Limits, metric: str) -> dict[str, Any]:
@@ -102,6 +108,7 @@ def _config(r: ConfigResult, limits: Limits) -> dict[str, Any]:
         "reason": r.reason,
         "capacity_rps": r.capacity,
         "kv_batch": r.kv_batch,
+        "kv_limited": r.kv_limited,
         "rate_per_instance_rps": r.rate,
         "rate_per_gpu_rps": r.rate_per_gpu,
         "binding": r.binding,

@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 
-def plan_text(data: dict[str, Any], width: int = 110) -> str:
+def plan_text(data: dict[str, Any], width: int = 120) -> str:
     """The plan as plain text at a fixed width."""
     console = Console(file=io.StringIO(), width=width, color_system=None, force_terminal=False)
     print_plan(data, console)
@@ -61,40 +61,27 @@ def _money(value: float | None, digits: int = 0) -> str:
 
 def _ranking(data: dict[str, Any]) -> Table:
     table = Table(title=f"Candidates (ranked by {data['ranked_by']})", title_justify="left")
-    for name in (
-        "#",
-        "GPU",
-        "best configuration",
-        "req/s/inst",
-        "req/s/GPU",
-        "req/s/server",
-        "binds",
-        "instances",
-        "GPUs",
-        "servers",
-        "$/month",
-        "$/M tok",
-    ):
-        table.add_column(
-            name, justify="left" if name in ("GPU", "best configuration", "binds") else "right"
-        )
+    for name in ("#", "GPU", "configuration", "binds"):
+        table.add_column(name)
+    for name in ("rps/GPU", "rps/server", "inst", "GPUs", "servers", "$/month", "$/Mtok"):
+        table.add_column(name, justify="right")
     for i, c in enumerate(data["candidates"], start=1):
         if not c["feasible"]:
             near = c["closest"]["label"] if c["closest"] else "nothing fits"
-            table.add_row(str(i), c["gpu"], f"none meets the limits (closest: {near})", *["-"] * 9)
+            table.add_row(str(i), c["gpu"], f"none meets the limits (closest: {near})", *["-"] * 8)
             continue
-        s, cost = c["sizing"], c["cost"]
+        s, cost, config = c["sizing"], c["cost"], c["configuration"]
+        short = config["label"].removeprefix(c["gpu"]).strip()
         table.add_row(
             str(i),
             c["gpu"],
-            c["configuration"]["label"],
-            f"{c['rate_per_instance_rps']:.3g}",
+            short,
+            config["binding"] or "-",
             f"{c['rate_per_gpu_rps']:.3g}",
             f"{c['rate_per_server_rps']:.3g}",
-            c["configuration"]["binding"] or "-",
             str(s["num_instances"]),
             str(s["num_gpus"]),
-            f"{s['num_servers']} x",
+            str(s["num_servers"]),
             _money(cost and cost["usd_per_month"]),
             _money(cost and cost["usd_per_million_tokens"], 3),
         )

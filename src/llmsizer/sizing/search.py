@@ -75,6 +75,7 @@ class SearchSpace:
     num_requests: int | None = None
     seed: int = 0
     cloud_priced: frozenset[str] = frozenset()
+    curves: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +94,7 @@ class ConfigResult:
     batch1: Batch1 | None = None
     capacity: float | None = None
     kv_batch: int | None = None
+    kv_limited: bool | None = None
     rate: float | None = None
     at_rate: Point | None = None
     failed_at: Point | None = None
@@ -168,8 +170,8 @@ def search(
 
 def _with_curve(space: SearchSpace, result: ConfigResult, probe: Probe) -> ConfigResult:
     """The winner's latency-throughput curve: probes at `CURVE` fractions of capacity."""
-    if not space.online:
-        return result
+    if not space.online or not space.curves:
+        return replace(result, points=tuple(probe.points))
     curve = tuple(probe.at_rate(f * probe.capacity()) for f in CURVE)
     return replace(result, curve=curve, points=tuple(probe.points))
 
@@ -198,7 +200,9 @@ def _screen(
         return ConfigResult(config, Status.INVALID, str(e)), None
     b1 = probe.batch1()
     ratios = _ratios_batch1(space.limits, b1) if space.online else {}
-    base = ConfigResult(config, Status.OK, batch1=b1, kv_batch=probe.kv_batch())
+    base = ConfigResult(
+        config, Status.OK, batch1=b1, kv_batch=probe.kv_batch(), kv_limited=probe.kv_limited()
+    )
     if ratios and max(ratios.values()) > 1.0:
         worst = max(ratios, key=lambda m: ratios[m])
         reason = f"alone on the instance, {space.limits.describe(worst)} is missed by " + (

@@ -1,0 +1,179 @@
+"""`plan` and its search: monotone in load and limits, exact against an exhaustive search,
+honest about impossible limits, and consistent with the simulator at batch 1."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from typing import Any
+
+import numpy as np
+import pytest
+
+from llmsizer.perf import default_efficiency
+from llmsizer.report.plan_html import plan_html
+from llmsizer.sizing.configuration import Config
+from llmsizer.sizing.lengths import build_lengths
+from llmsizer.sizing.plan import PlanResult, plan, search_space
+from llmsizer.sizing.plan_data import plan_data
+from llmsizer.sizing.probe import Probe
+from llmsizer.sizing.render import plan_text
+from llmsizer.sizing.search import Status, evaluate, make_probe, objective, search
+from llmsizer.sizing.usecase import UseCase
+
+FAST: dict[str, Any] = {
+    "model": "llama-3-8b",
+    "input": {"user": 2000},
+    "output": 200,
+    "load": {"peak_rps": 50},
+    "limits": {"ttft_ms": 300},
+    "candidates": {"gpus": ["h100-sxm"], "tensor_parallel_sizes": [1, 2]},
+    "search": {"num_requests": 400, "curves": False, "uncertainty": 0.0},
+}
+
+
+def usecase(**changes: Any) -> UseCase:
+    data = {**FAST, **changes}
+    return UseCase.model_validate(data)
+
+
+def sized(result: PlanResult) -> tuple[int, int]:
+    w = result.winner
+    assert w is not None and w.sizing is not None
+    return w.sizing.num_gpus, w.sizing.num_servers
+
+
+def test_more_load_never_needs_fewer_gpus() -> None:
+    answers = [sized(plan(usecase(load={"peak_rps": rps}))) for rps in (5, 20, 50, 120)]
+    for (g0, s0), (g1, s1) in itertools.pairwise(answers):
+        assert g1 >= g0 and s1 >= s0
+    assert answers[0] < answers[-1]
+
+
+@pytest.mark.parametrize("metric", ["ttft_ms", "tpot_ms"])
+def test_a_tighter_limit_never_needs_fewer_gpus(metric: str) -> None:
+    values = {"ttft_ms": (120, 200, 600), "tpot_ms": (20, 35, 80)}[metric]
+    answers = [sized(plan(usecase(limits={metric: v}))) for v in values]  # loosest last
+    for (g0, s0), (g1, s1) in itertools.pairwise(answers):
+        assert g1 <= g0 and s1 <= s0
+    assert answers[0] > answers[-1]
+
+
+def test_branch_and_bound_finds_what_an_exhaustive_search_finds() -> None:
+    u = usecase(
+        limits={"ttft_ms": 150},
+        candidates={
+            "gpus": ["h100-sxm"],
+            "tensor_parallel_sizes": [1, 2, 4],
+            "precisions": ["bf16", "fp8"],
+        },
+    )
+    space = search_space(u)
+    results = search(space, default_efficiency)
+    found = min(objective(space, r.config, r.rate) for r in results if r.rate is not None)
+    every = [evaluate(space, c, default_efficiency) for c in space.configs]
+    best = min(objective(space, r.config, r.rate) for r in every if r.rate is not None)
+    assert found == best
+    assert any(r.status is Status.BOUNDED for r in results)  # and it did prune
+
+
+def test_the_rate_found_meets_every_limit_and_the_next_probe_does_not() -> None:
+    u = usecase(limits={"ttft_ms": 200, "tpot_ms": 30})
+    result = plan(u)
+    best = result.winner.best if result.winner else None
+    assert best is not None and best.at_rate is not None and best.failed_at is not None
+    limits = result.limits
+    assert limits.met_by(best.at_rate.summary)
+    assert not limits.met_by(best.failed_at.summary)
+    assert best.failed_at.offered_rate > best.rate
+    assert best.rate <= 0.95 * (best.capacity or 0)
+    assert best.binding == limits.binding(best.failed_at.summary)
+
+
+def test_an_impossible_limit_says_so_and_names_the_closest_configuration() -> None:
+    u = usecase(
+        limits={"ttft_ms": 10},
+        candidates={"gpus": ["h100-sxm"], "tensor_parallel_sizes": [1, 2, 4, 8]},
+    )
+    result = plan(u)
+    assert result.winner is None
+    assert result.explanation[0] == "No configuration meets p95 TTFT <= 10 ms for llama-3-8b."
+    closest = result.closest()
+    assert closest is not None and closest.config.tensor_parallel_size == 8  # fastest alone
+    assert closest.config.label() in result.explanation[1]
+    data = plan_data(result)
+    assert data["winner"] is None and data["closest"]["label"] == closest.config.label()
+    assert "none meets the limits" in plan_text(data)
+
+
+def test_configurations_that_do_not_fit_or_cannot_be_placed_say_why() -> None:
+    u = usecase(
+        model="llama-3.1-70b",
+        candidates={"gpus": ["h100-sxm", "h100-pcie"], "tensor_parallel_sizes": [1, 4]},
+        limits={"ttft_ms": 2000},
+    )
+    results = {r.config.label(): r for r in plan(u).results}
+    assert results["h100-sxm bf16 TP1 vllm"].status is Status.NO_FIT
+    assert "does not fit" in results["h100-sxm bf16 TP1 vllm"].reason
+    assert results["h100-pcie bf16 TP4 vllm"].status is Status.INVALID
+    assert "NVLink domain" in results["h100-pcie bf16 TP4 vllm"].reason
+
+
+def test_a_request_alone_in_the_simulator_takes_the_batch_one_latencies() -> None:
+    u = usecase()
+    space = search_space(u)
+    probe = make_probe(space, Config("h100-sxm"), default_efficiency)
+    alone = Probe(probe.instance, probe.lengths, space.limits, num_requests=50)
+    b1 = alone.batch1()
+    summary = alone.at_rate(1e-3).summary  # a request every 1000 s: never two at once
+    assert summary["p95_ttft_ms"] == pytest.approx(b1.ttft_s * 1e3, rel=1e-9)
+    assert summary["p95_tpot_ms"] == pytest.approx(b1.tpot_s * 1e3, rel=1e-3)
+    assert summary["p95_e2el_ms"] == pytest.approx(b1.e2el_s * 1e3, rel=1e-3)
+
+
+def test_offline_use_is_sized_on_capacity() -> None:
+    result = plan(usecase(mode="offline", limits={}))
+    best = result.winner.best if result.winner else None
+    assert best is not None and best.rate == best.capacity and best.binding == "throughput"
+
+
+def test_pipeline_parallel_instances_are_searched() -> None:
+    u = usecase(
+        candidates={
+            "gpus": ["h100-sxm"],
+            "tensor_parallel_sizes": [1],
+            "pipeline_parallel_sizes": [2],
+        }
+    )
+    best = plan(u).winner
+    assert best is not None and best.best is not None
+    assert best.best.config.num_gpus == 2 and best.best.rate is not None
+
+
+def test_trace_lengths_are_drawn_in_pairs_from_the_trace() -> None:
+    from tests.sizing.test_usecase import TRACE
+
+    u = usecase(input={}, output=None, lengths_trace=str(TRACE))
+    lengths = build_lengths(u)  # llama-3-8b: 8192 tokens, one request is longer
+    assert "1 request over the 8192-token window left out" in lengths.source
+    assert lengths.max_context <= 8192 and lengths.num_requests == 3000
+    assert 1000 < lengths.mean_prompt < 1300 and 180 < lengths.mean_output < 240  # README
+    assert len(np.unique(lengths.prompt)) > 500
+
+
+def test_the_plan_is_plain_data_text_and_one_self_contained_page() -> None:
+    u = usecase(
+        candidates={"gpus": ["h100-sxm", "h200"], "tensor_parallel_sizes": [1]},
+        prices={"h100-sxm": {"usd_per_gpu_hour": 3.0}, "h200": {"usd_per_gpu_hour": 9.0}},
+        search={"num_requests": 400, "curves": True, "uncertainty": 0.1},
+    )
+    data = plan_data(plan(u))
+    assert json.loads(json.dumps(data)) == data
+    assert data["ranked_by"] == "cost" and data["winner"] == "h100-sxm"
+    assert data["band"]["num_servers"][0] <= data["band"]["num_servers"][1]
+    assert len(data["candidates"][0]["curve"]) == 6  # batch 1 and five probes
+    text = plan_text(data)
+    assert "Candidates (ranked by cost)" in text and "Why" in text
+    page = plan_html(data)
+    assert page.count("<script") == 4 and "src=" not in page.split("</head>")[1]
+    assert page == plan_html(data)  # the same plan gives the same page

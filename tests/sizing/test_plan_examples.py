@@ -1,0 +1,65 @@
+"""The course's sizing cases (the issue's bars) and the committed example outputs.
+
+The bars use the examples' own use cases, with the latency curves and the uncertainty band
+switched off (they do not change the answer, only what is reported about it).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from llmsizer.sizing.inputs import load_usecase
+from llmsizer.sizing.plan import plan
+from llmsizer.sizing.render import plan_text
+from llmsizer.sizing.usecase import UseCase
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "sizing"
+
+
+def answer_only(name: str) -> UseCase:
+    u = load_usecase(EXAMPLES / f"{name}.yaml")
+    quick = u.search.model_copy(update={"curves": False, "uncertainty": 0.0})
+    return u.model_copy(update={"search": quick})
+
+
+def test_the_course_nemo_43b_case_needs_11_to_15_dgx_h100() -> None:
+    result = plan(answer_only("nemo43b_dgx_h100"))
+    w = result.winner
+    assert w is not None and w.sizing is not None and w.best is not None
+    assert "DGX H100" in w.server.name
+    assert 11 <= w.sizing.num_servers <= 15  # the course: 13
+    assert w.best.config.engine == "trtllm" and w.best.config.precision == "bf16"
+    assert w.best.at_rate is not None
+    assert w.best.at_rate.summary["p95_ttft_ms"] <= 3000
+
+
+def test_the_course_llama_3_8b_case_serves_50_to_90_requests_per_dgx_h100() -> None:
+    result = plan(answer_only("llama3_8b_h100"))
+    w = result.winner
+    assert w is not None and w.best is not None and w.best.rate is not None
+    per_dgx = w.best.rate * w.server.instances_per_server(w.best.config.num_gpus)
+    assert 50 <= per_dgx <= 90  # the course: 70.7
+    assert w.best.at_rate is not None
+    assert w.best.at_rate.summary["p95_ttft_ms"] < 500
+
+
+def _regenerate_module() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("regenerate", EXAMPLES / "regenerate.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["nemo43b_dgx_h100", "llama3_8b_h100", "azure_chat_llama31_70b"])
+def test_committed_example_outputs_are_current(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    regenerate = _regenerate_module()
+    monkeypatch.chdir(EXAMPLES)
+    data = regenerate.run(name)
+    assert regenerate.as_json(data) == (EXAMPLES / f"{name}.json").read_text()
+    assert plan_text(data) == (EXAMPLES / f"{name}.txt").read_text()
