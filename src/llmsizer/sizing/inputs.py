@@ -10,7 +10,9 @@ validates the result, so a bad flag's error names the field it sets.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from pydantic import ValidationError
@@ -33,100 +35,68 @@ def load_usecase(path: Path, overrides: dict[str, Any] | None = None) -> UseCase
         raise ConfigError(format_validation_error(e, f"use case '{path}'")) from e
 
 
-def usecase_dict(
-    *,
-    model: str | None = None,
-    isl: float | None = None,
-    osl: float | None = None,
-    words: bool = False,
-    peak_rps: float | None = None,
-    average_rps: float | None = None,
-    daily_active_users: float | None = None,
-    ttft_ms: float | None = None,
-    tpot_ms: float | None = None,
-    e2el_ms: float | None = None,
-    percentile: float | None = None,
-    gpu: str | None = None,
-    precision: str | None = None,
-    tp: str | None = None,
-    engine: str | None = None,
-    headroom: float | None = None,
-    offline: bool = False,
-    sequential: bool = False,
-    trace: Path | None = None,
-    num_requests: int | None = None,
-    seed: int | None = None,
-) -> dict[str, Any]:
-    """The nested dict the given flags set (unset flags leave their field alone).
+FLAG_FIELDS: Mapping[str, str] = MappingProxyType(
+    {
+        "name": "name",
+        "model": "model",
+        "isl": "input.user",
+        "osl": "output",
+        "peak_rps": "load.peak_rps",
+        "average_rps": "load.average_rps",
+        "daily_active_users": "load.daily_active_users",
+        "ttft_ms": "limits.ttft_ms",
+        "tpot_ms": "limits.tpot_ms",
+        "e2el_ms": "limits.e2el_ms",
+        "percentile": "limits.percentile",
+        "gpu": "candidates.gpus",
+        "precision": "candidates.precisions",
+        "tp": "candidates.tensor_parallel_sizes",
+        "pp": "candidates.pipeline_parallel_sizes",
+        "engine": "candidates.engines",
+        "headroom": "headroom",
+        "trace": "lengths_trace",
+        "num_requests": "search.num_requests",
+        "seed": "search.seed",
+    }
+)
+LIST_FLAGS = frozenset({"gpu", "precision", "tp", "pp", "engine"})  # "a,b,c" -> [a, b, c]
+SWITCHES: Mapping[str, tuple[str, Any]] = MappingProxyType(
+    {"words": ("unit", "words"), "offline": ("mode", "offline"), "sequential": ("streaming", False)}
+)
 
-    | flag                   | field                                   |
-    |------------------------|-----------------------------------------|
-    | --model                | model                                   |
-    | --isl, --osl           | input.user, output (tokens, or words)   |
-    | --words                | unit: words (at words_per_token 0.75)   |
-    | --peak-rps             | load.peak_rps                           |
-    | --average-rps          | load.average_rps                        |
-    | --daily-active-users   | load.daily_active_users                 |
-    | --ttft-ms, --tpot-ms, --e2el-ms | limits.ttft_ms, .tpot_ms, .e2el_ms |
-    | --percentile           | limits.percentile                       |
-    | --gpu a,b,c            | candidates.gpus                         |
-    | --precision a,b        | candidates.precisions                   |
-    | --tp 1,2,4,8           | candidates.tensor_parallel_sizes        |
-    | --engine a,b           | candidates.engines                      |
-    | --headroom 0.2         | headroom                                |
-    | --offline              | mode: offline                           |
-    | --sequential           | streaming: false                        |
-    | --trace FILE           | lengths_trace                           |
-    | --num-requests, --seed | search.num_requests, search.seed        |
+
+def usecase_dict(**flags: Any) -> dict[str, Any]:
+    """The nested dict the given flags set; flags that are `None` or `False` are unset.
+
+    `FLAG_FIELDS` maps each valued flag to its field (dotted path; `--isl`/`--osl` are in
+    `unit`, tokens unless `--words`); `LIST_FLAGS` take comma-separated values; `SWITCHES`
+    set a field to a value (`--words`: unit words, `--offline`: mode offline, `--sequential`:
+    streaming false). An unknown flag raises `TypeError` naming it.
     """
+    unknown = set(flags) - set(FLAG_FIELDS) - set(SWITCHES)
+    if unknown:
+        raise TypeError(f"unknown plan flags {sorted(unknown)}; known: {[*FLAG_FIELDS, *SWITCHES]}")
     out: dict[str, Any] = {}
-
-    def put(path: str, value: Any) -> None:
-        if value is None:
-            return
+    for flag, value in flags.items():
+        if value is None or value is False:
+            continue
+        if flag in SWITCHES:
+            path, value = SWITCHES[flag]
+        else:
+            path = FLAG_FIELDS[flag]
+            if flag in LIST_FLAGS:  # pydantic turns "4" into 4 and names the field if not
+                value = [part.strip() for part in str(value).split(",") if part.strip()]
+            elif isinstance(value, Path):
+                value = str(value)
         *parents, key = path.split(".")
         node = out
         for p in parents:
             node = node.setdefault(p, {})
         node[key] = value
-
-    put("model", model)
-    put("input.user", isl)
-    put("output", osl)
-    put("unit", "words" if words else None)
-    for key, value in (
-        ("peak_rps", peak_rps),
-        ("average_rps", average_rps),
-        ("daily_active_users", daily_active_users),
-    ):
-        put(f"load.{key}", value)
-    for key, value in (
-        ("ttft_ms", ttft_ms),
-        ("tpot_ms", tpot_ms),
-        ("e2el_ms", e2el_ms),
-        ("percentile", percentile),
-    ):
-        put(f"limits.{key}", value)
-    put("candidates.gpus", _split(gpu))
-    put("candidates.precisions", _split(precision))
-    put("candidates.tensor_parallel_sizes", _split(tp))  # pydantic turns "4" into 4
-    put("candidates.engines", _split(engine))
-    put("headroom", headroom)
-    put("mode", "offline" if offline else None)
-    put("streaming", False if sequential else None)
-    put("lengths_trace", None if trace is None else str(trace))
-    put("search.num_requests", num_requests)
-    put("search.seed", seed)
     return out
 
 
 def usecase_from_flags(**flags: Any) -> UseCase:
-    """A validated use case from `llmsizer plan` flags alone (`usecase_dict`'s table);
-    raises `pydantic.ValidationError` naming the field a bad flag sets."""
+    """A validated use case from `llmsizer plan` flags alone (`usecase_dict`); raises
+    `pydantic.ValidationError` naming the field a bad flag sets."""
     return UseCase.model_validate(usecase_dict(**flags))
-
-
-def _split(text: str | None) -> list[str] | None:
-    if text is None:
-        return None
-    return [part.strip() for part in text.split(",") if part.strip()]

@@ -128,44 +128,58 @@ def search(
     objective, first "one instance" (no simulation), refined by the capacity when popped;
     a configuration is searched only while its bound beats the incumbent.
     """
-    results: dict[Config, ConfigResult] = {}
-    heap: list[tuple[tuple[int, int], float, int, Config]] = []
-    probes: dict[Config, Probe] = {}
-    for i, config in enumerate(space.configs):
-        partial, probe = _screen(space, config, efficiency)
-        results[config] = partial
-        if probe is not None:
-            probes[config] = probe
-            heapq.heappush(heap, (objective(space, config, math.inf), 0.0, i, config))
-    best: dict[str, tuple[tuple[int, int], Config]] = {}
-    done = len(results) - len(probes)
-    while heap:
-        bound, _, i, config = heapq.heappop(heap)
-        incumbent = best.get(config.gpu)
-        probe = probes[config]
+    bnb = _BranchAndBound(space, efficiency)
+    done = len(space.configs) - len(bnb.heap)
+    while bnb.heap:
+        if bnb.pop():
+            done += 1
+            if progress is not None:
+                progress(done, len(space.configs))
+    for _, config in bnb.best.values():
+        bnb.results[config] = _with_curve(space, bnb.results[config], bnb.probes[config])
+    return tuple(bnb.results[c] for c in space.configs)
+
+
+class _BranchAndBound:
+    """The search's state: results so far, a heap of (bound, tie-break, order, config), the
+    incumbent (objective, config) per GPU."""
+
+    def __init__(self, space: SearchSpace, efficiency: Callable[[str], EfficiencyFactors]):
+        self.space = space
+        self.results: dict[Config, ConfigResult] = {}
+        self.probes: dict[Config, Probe] = {}
+        self.heap: list[tuple[tuple[int, int], float, int, Config]] = []
+        self.best: dict[str, tuple[tuple[int, int], Config]] = {}
+        for i, config in enumerate(space.configs):
+            self.results[config], probe = _screen(space, config, efficiency)
+            if probe is not None:
+                self.probes[config] = probe
+                heapq.heappush(self.heap, (objective(space, config, math.inf), 0.0, i, config))
+
+    def pop(self) -> bool:
+        """Settle or refine the most promising configuration; True when it is settled."""
+        bound, _, i, config = heapq.heappop(self.heap)
+        incumbent = self.best.get(config.gpu)
+        result = self.results[config]
         if incumbent is not None and bound >= incumbent[0]:
-            results[config] = replace(
-                results[config], status=Status.BOUNDED, reason=_bounded(incumbent)
+            self.results[config] = replace(
+                result, status=Status.BOUNDED, reason=_bounded(incumbent)
             )
-        elif results[config].capacity is None:
+            return True
+        probe = self.probes[config]
+        if result.capacity is None:  # refine the bound with the capacity, then queue again
             capacity = probe.capacity()
-            results[config] = replace(results[config], capacity=capacity)
-            per_gpu = -capacity / config.num_gpus  # ties: the higher capacity per GPU first
-            refined = objective(space, config, _max_rate(space, capacity))
-            heapq.heappush(heap, (refined, per_gpu, i, config))
-            continue
-        else:
-            results[config] = result = _rate_search(space, results[config], probe)
-            if result.rate is not None:
-                key = objective(space, config, result.rate)
-                if incumbent is None or key < incumbent[0]:
-                    best[config.gpu] = (key, config)
-        done += 1
-        if progress is not None:
-            progress(done, len(space.configs))
-    for _, config in best.values():
-        results[config] = _with_curve(space, results[config], probes[config])
-    return tuple(results[c] for c in space.configs)
+            self.results[config] = replace(result, capacity=capacity)
+            refined = objective(self.space, config, _max_rate(self.space, capacity))
+            tie = -capacity / config.num_gpus  # equal bounds: higher capacity per GPU first
+            heapq.heappush(self.heap, (refined, tie, i, config))
+            return False
+        self.results[config] = result = _rate_search(self.space, result, probe)
+        if result.rate is not None:
+            key = objective(self.space, config, result.rate)
+            if incumbent is None or key < incumbent[0]:
+                self.best[config.gpu] = (key, config)
+        return True
 
 
 def _with_curve(space: SearchSpace, result: ConfigResult, probe: Probe) -> ConfigResult:
