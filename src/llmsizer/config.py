@@ -89,8 +89,18 @@ class GpuStepCostSpec(_Strict):
     )
 
 
+class CalibratedStepCostSpec(_Strict):
+    """A step cost fitted to measurements (`llmsizer calibrate`): the file's step cost, its
+    first-token delay, and its batching settings for every engine key the scenario leaves
+    unset."""
+
+    kind: Literal["calibrated"] = "calibrated"
+    calibration: Path = Field(description="Calibration file of kind fitted_step_cost.")
+
+
 StepCostSpec = Annotated[
-    FixedStepCostSpec | LinearStepCostSpec | GpuStepCostSpec, Field(discriminator="kind")
+    FixedStepCostSpec | LinearStepCostSpec | GpuStepCostSpec | CalibratedStepCostSpec,
+    Field(discriminator="kind"),
 ]
 
 
@@ -130,6 +140,8 @@ class Scenario(_Strict):
     def build_engine(self) -> Engine:
         """The engine this scenario describes, its step cost and (for a GPU) its KV blocks."""
         cost = self.step_cost
+        if isinstance(cost, CalibratedStepCostSpec):
+            return self._calibrated_engine(cost.calibration)
         if not isinstance(cost, GpuStepCostSpec):
             return Engine(self.engine, cost.build())
         inst = make_instance(
@@ -145,6 +157,14 @@ class Scenario(_Strict):
             sparsity=cost.sparsity,
         )
         return Engine(inst.engine, inst.step)
+
+    def _calibrated_engine(self, path: Path) -> Engine:
+        from llmsizer.sizing.step_calibration import load_step_calibration
+
+        cal = load_step_calibration(path)
+        given = self.engine.model_dump(include=self.engine.model_fields_set)
+        engine = EngineConfig.model_validate({**cal.engine.model_dump(), **given})
+        return cal.build_engine(engine)
 
     @property
     def gpus_per_instance(self) -> int:

@@ -19,6 +19,7 @@ from llmsizer.sim.batching.base import Scheduler, SchedulerOutput
 from llmsizer.sim.batching.continuous import ContinuousScheduler
 from llmsizer.sim.batching.static import StaticScheduler
 from llmsizer.sim.config import EngineConfig
+from llmsizer.sim.delivery import hold_first_token
 from llmsizer.sim.kv_cache import KVCacheManager
 from llmsizer.sim.request import SimRequest
 from llmsizer.sim.result import SimResult, StepLogBuilder
@@ -31,10 +32,20 @@ Progress = Callable[[int, int], None]  # (requests finished, requests in total)
 
 @dataclass(frozen=True, slots=True)
 class Engine:
-    """A batching configuration plus a step-cost function: everything a run needs but the load."""
+    """A batching configuration plus a step-cost function: everything a run needs but the load.
+
+    `first_token_delay_s`: how long the server's API layer holds each stream's first chunk
+    before the client sees it (`llmsizer.sim.delivery`); 0 for a server that delivers tokens
+    as the engine makes them. Seconds, >= 0.
+    """
 
     config: EngineConfig
     step_cost: StepCost
+    first_token_delay_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not self.first_token_delay_s >= 0:
+            raise ValueError(f"first_token_delay_s must be >= 0, got {self.first_token_delay_s}")
 
     def run(self, workload: Workload, progress: Progress | None = None) -> SimResult:
         return _Run(self, workload, progress).run()
@@ -66,6 +77,7 @@ class _Run:
         cfg = engine.config
         check_fits(cfg, workload)
         self.cost = engine.step_cost
+        self.first_token_delay_s = engine.first_token_delay_s
         self.cfg = cfg
         self.progress = progress
         self.arrivals = Arrivals(workload, cfg.block_size, cfg.enable_prefix_caching)
@@ -144,6 +156,8 @@ class _Run:
         if self.progress is not None:
             self.progress(len(self.finished), self.num_requests)
         records = token_times(self.finished, steps)
+        if self.first_token_delay_s > 0:
+            records = [hold_first_token(r, self.first_token_delay_s) for r in records]
         return SimResult(
             records=records,
             steps=steps,

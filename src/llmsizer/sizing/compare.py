@@ -1,0 +1,111 @@
+"""Measured beside predicted: the same summary keys from two runs, with relative errors.
+
+Both sides are flat summaries with `llmsizer.metrics.summarize` keys: a point of
+`llmsizer bench --json`, the output of `llmsizer simulate --json` (the summary plus
+`scenario`) or of `predict --json`. `describe_point` names a point by its load whichever
+tool wrote it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+COMPARED: tuple[tuple[str, str], ...] = (
+    ("mean_ttft_ms", "mean TTFT (ms)"),
+    ("median_ttft_ms", "median TTFT (ms)"),
+    ("mean_tpot_ms", "mean TPOT (ms)"),
+    ("mean_itl_ms", "mean ITL (ms)"),
+    ("mean_e2el_ms", "mean E2E latency (ms)"),
+    ("p99_e2el_ms", "P99 E2E latency (ms)"),
+    ("request_throughput", "request throughput (req/s)"),
+    ("output_throughput", "output throughput (tok/s)"),
+)
+BAR_METRICS = ("mean_ttft_ms", "mean_tpot_ms", "request_throughput")
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """One metric of one point: measured, predicted (same units), relative error."""
+
+    label: str
+    metric: str
+    name: str
+    measured: float
+    predicted: float
+
+    @property
+    def error(self) -> float:
+        """predicted / measured - 1 (nan when the measured value is 0)."""
+        return self.predicted / self.measured - 1.0 if self.measured else math.nan
+
+
+def compare_summaries(
+    measured: Mapping[str, Any], predicted: Mapping[str, Any], label: str
+) -> list[Comparison]:
+    """Every `COMPARED` metric both summaries hold, in `COMPARED` order."""
+    return [
+        Comparison(label, key, name, float(measured[key]), float(predicted[key]))
+        for key, name in COMPARED
+        if _number(measured.get(key)) and _number(predicted.get(key))
+    ]
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def describe_point(d: Mapping[str, Any]) -> str:
+    """The load of a bench, simulate or predict summary in a few words: `concurrency 4`,
+    `Poisson 2 req/s`, `offline`, or `run` when it says nothing about its load."""
+    workload = (d.get("scenario") or {}).get("workload") or {}
+    arrival = workload.get("arrival")
+    rate = d.get("request_rate", workload.get("request_rate") if arrival else None)
+    concurrency = d.get("max_concurrency", d.get("concurrency"))
+    if arrival == "closed_loop":
+        concurrency = workload.get("concurrency")
+    if rate is not None and arrival != "closed_loop":
+        burst = d.get("burstiness", workload.get("burstiness", 1.0))
+        kind = "Poisson" if burst in (None, 1.0) else f"gamma (burstiness {burst:g})"
+        return f"{kind} {float(rate):g} req/s"
+    if concurrency is not None:
+        return f"concurrency {int(concurrency)}"
+    if d.get("offline") or arrival == "burst":
+        return "offline"
+    return "run"
+
+
+def within(rows: Sequence[Comparison], tolerance: float, metrics: Sequence[str]) -> bool:
+    """Whether every row of `metrics` has |error| <= `tolerance` (a fraction)."""
+    return all(abs(r.error) <= tolerance for r in rows if r.metric in metrics)
+
+
+def markdown_table(rows: Sequence[Comparison], tolerance: float | None = None) -> str:
+    """A GitHub markdown table, one row per point and metric; with a `tolerance`, a last
+    column marks the `BAR_METRICS` rows within it."""
+    head = "| point | metric | measured | predicted | error |"
+    rule = "|---|---|---:|---:|---:|"
+    if tolerance is not None:
+        head += f" within {100 * tolerance:g} % |"
+        rule += ":-:|"
+    lines = [head, rule]
+    for r in rows:
+        line = (
+            f"| {r.label} | {r.name} | {_fmt(r.measured)} | {_fmt(r.predicted)} | "
+            f"{100 * r.error:+.1f} % |"
+        )
+        if tolerance is not None:
+            mark = (
+                ("yes" if abs(r.error) <= tolerance else "**no**")
+                if r.metric in BAR_METRICS
+                else ""
+            )
+            line += f" {mark} |"
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def _fmt(value: float) -> str:
+    return f"{value:,.1f}" if abs(value) >= 10 else f"{value:,.3g}"

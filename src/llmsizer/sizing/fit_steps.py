@@ -1,0 +1,208 @@
+"""Fit a step cost to measured runs by simulating them: for engines the GPU model can't describe.
+
+The reference vLLM runs on a CPU, where no roofline applies; what it does per engine step can
+still be measured from outside. Each measured run becomes a `MeasuredPoint` (its workload:
+the same closed-loop concurrency, or the same send times, and the same lengths; and its
+measured means). The fit replays every point through the simulator with the server's batching
+configuration and a candidate
+
+    step = a + b x prompt tokens + c x decoding sequences + d x context tokens read
+    client token i = max(engine token i, engine token 0 + D)        (`llmsizer.sim.delivery`)
+
+and moves (a, b, c, d, D) to minimise the sum over points and `FIT_METRICS` of
+log(simulated / measured)^2: relative errors, so milliseconds of TTFT and requests per
+second weigh alike (scipy `least_squares`, bounds >= 0, finite differences). D is the API
+server's first-chunk delay: a fixed time per request that the client sees and the engine
+never spends, kept apart from the step cost so that it does not inflate the prompt term.
+
+Theory check: runs produced by the simulator itself with known coefficients are fitted back
+to those coefficients (tests/sizing/test_fit_steps.py).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import least_squares
+
+from llmsizer.metrics import summarize
+from llmsizer.records import RequestRecord
+from llmsizer.sim import Engine, EngineConfig, LinearStepCost
+from llmsizer.units import MS, US
+from llmsizer.workload import Workload
+
+FIT_METRICS = ("mean_ttft_ms", "mean_tpot_ms", "request_throughput")
+PARAMETERS = ("a_s", "b_s_per_prefill_token", "c_s_per_decode_seq", "d_s_per_context_token")
+DELAY = "first_token_delay_s"
+# Optimiser units per parameter: ms, us/token, ms/seq, us/token, ms. Values of order 1-100,
+# so one finite-difference step and one trust radius suit them all.
+_SCALE = {PARAMETERS[0]: MS, PARAMETERS[1]: US, PARAMETERS[2]: MS, PARAMETERS[3]: US, DELAY: MS}
+
+
+@dataclass(frozen=True, slots=True)
+class MeasuredPoint:
+    """One measured run to reproduce: its workload and its measured `FIT_METRICS`.
+
+    `measured` holds the `llmsizer.metrics.summarize` values (ms and req/s) of the run's
+    successful requests; `workload` the same requests in send order.
+    """
+
+    label: str
+    workload: Workload
+    measured: Mapping[str, float]
+
+
+def point_from_records(
+    records: Sequence[RequestRecord], concurrency: int | None, label: str
+) -> MeasuredPoint:
+    """A point from a run's records: a closed loop at `concurrency`, or (None) the records'
+    own send times replayed. Failed requests are left out, as the metrics leave them out;
+    output lengths are those produced. Raises `ValueError` for a run with no success."""
+    ok = sorted((r for r in records if r.ok), key=lambda r: (r.arrival_s, r.request_id))
+    if not ok:
+        raise ValueError(f"{label}: no successful request to fit on")
+    prompt = np.array([r.num_prompt_tokens for r in ok], dtype=np.int64)
+    output = np.array([r.num_output_tokens for r in ok], dtype=np.int64)
+    if concurrency is None:
+        sent = np.array([r.arrival_s for r in ok], dtype=np.float64)
+        workload = Workload(prompt, output, arrival_s=sent - sent[0], source=label)
+    else:
+        workload = Workload(prompt, output, concurrency=concurrency, source=label)
+    summary = summarize(ok)
+    missing = [m for m in FIT_METRICS if not summary.get(m, 0.0) > 0]
+    if missing:
+        raise ValueError(f"{label}: {missing} not measured or zero (outputs of one token?)")
+    return MeasuredPoint(label, workload, {m: summary[m] for m in FIT_METRICS})
+
+
+@dataclass(frozen=True, slots=True)
+class Residual:
+    """A measured metric beside the fitted simulator's value (same units: ms or req/s)."""
+
+    label: str
+    metric: str
+    measured: float
+    predicted: float
+
+    @property
+    def error(self) -> float:
+        """Relative error of the prediction: predicted / measured - 1."""
+        return self.predicted / self.measured - 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class StepFit:
+    """The fitted step cost and first-token delay (seconds), and how well they reproduce
+    every point: one `Residual` per point and metric."""
+
+    step_cost: LinearStepCost
+    first_token_delay_s: float
+    residuals: tuple[Residual, ...]
+    num_simulations: int
+
+    @property
+    def max_abs_error(self) -> float:
+        return max(abs(r.error) for r in self.residuals)
+
+    @property
+    def rms_error(self) -> float:
+        return math.sqrt(sum(r.error**2 for r in self.residuals) / len(self.residuals))
+
+
+def simulate_point(
+    config: EngineConfig, cost: LinearStepCost, first_token_delay_s: float, point: MeasuredPoint
+) -> dict[str, float]:
+    """The simulator's `FIT_METRICS` for `point`'s workload (ms and req/s)."""
+    result = Engine(config, cost, first_token_delay_s).run(point.workload)
+    summary = summarize(result.records, percentiles=())
+    return {m: summary[m] for m in FIT_METRICS}
+
+
+def _unpack(x: np.ndarray, free: Sequence[str], fixed: Mapping[str, float]) -> dict[str, float]:
+    """Optimiser vector (scaled units) -> every parameter in seconds."""
+    values = dict(fixed)
+    values.update({name: float(v) * _SCALE[name] for name, v in zip(free, x, strict=True)})
+    return values
+
+
+def _split(values: Mapping[str, float]) -> tuple[LinearStepCost, float]:
+    return LinearStepCost(*(values[p] for p in PARAMETERS)), values[DELAY]
+
+
+def fit_step_cost(
+    points: Sequence[MeasuredPoint],
+    config: EngineConfig,
+    *,
+    fit_first_token_delay: bool = True,
+    fit_context: bool = True,
+    initial: Mapping[str, float] | None = None,
+    max_simulations: int = 400,
+) -> StepFit:
+    """Fit (a, b, c, d, D) to `points` as the module notes say; `config` is the measured
+    server's batching (max_num_seqs, max_num_batched_tokens, chunked prefill, KV blocks).
+
+    `fit_first_token_delay=False` holds D at 0 (a server that streams as it computes);
+    `fit_context=False` holds d at 0 (short contexts cannot tell it from c). `initial`
+    (seconds, by `PARAMETERS` and `DELAY` names) replaces the guess from the lightest point.
+    """
+    if not points:
+        raise ValueError("no measured points to fit on")
+    start = {**_initial_guess(points), **(initial or {})}
+    fixed = {}
+    if not fit_first_token_delay:
+        fixed[DELAY] = 0.0
+    if not fit_context:
+        fixed[PARAMETERS[3]] = 0.0
+    free = [p for p in (*PARAMETERS, DELAY) if p not in fixed]
+    measured = np.array([[p.measured[m] for m in FIT_METRICS] for p in points])
+    calls = [0]
+
+    def residuals(x: np.ndarray) -> np.ndarray:
+        calls[0] += 1
+        cost, delay = _split(_unpack(x, free, fixed))
+        simulated = np.array(
+            [[simulate_point(config, cost, delay, p)[m] for m in FIT_METRICS] for p in points]
+        )
+        # a candidate whose steps cost nothing predicts 0: a large finite residual, not -inf
+        return np.log(np.maximum(simulated, 1e-9 * measured) / measured).ravel()
+
+    x0 = np.array([start[name] / _SCALE[name] for name in free])
+    solution = least_squares(
+        residuals,
+        x0,
+        bounds=(0.0, np.inf),
+        diff_step=1e-3,
+        x_scale=np.maximum(x0, 1.0),
+        max_nfev=max(1, max_simulations // max(1, len(free) + 1)),
+    )
+    cost, delay = _split(_unpack(solution.x, free, fixed))
+    return StepFit(cost, delay, _residuals(points, config, cost, delay), calls[0])
+
+
+def _residuals(
+    points: Sequence[MeasuredPoint], config: EngineConfig, cost: LinearStepCost, delay: float
+) -> tuple[Residual, ...]:
+    out = []
+    for p in points:
+        simulated = simulate_point(config, cost, delay, p)
+        out += [Residual(p.label, m, p.measured[m], simulated[m]) for m in FIT_METRICS]
+    return tuple(out)
+
+
+def _initial_guess(points: Sequence[MeasuredPoint]) -> dict[str, float]:
+    """From the point with the fastest tokens: most of a decode step is the fixed part a,
+    the prompt term takes half the time to first token, the delay the other half."""
+    light = min(points, key=lambda p: p.measured["mean_tpot_ms"])
+    tpot_s = light.measured["mean_tpot_ms"] * MS
+    ttft_s = light.measured["mean_ttft_ms"] * MS
+    isl = float(np.mean(light.workload.num_prompt_tokens))
+    return {
+        PARAMETERS[0]: 0.8 * tpot_s,
+        PARAMETERS[1]: max(ttft_s - tpot_s, 0.0) / 2 / isl,
+        PARAMETERS[2]: 0.1 * tpot_s,
+        PARAMETERS[3]: 0.0,
+        DELAY: max(ttft_s - tpot_s, 0.0) / 2,
+    }
