@@ -19,6 +19,7 @@ from llmsizer.sizing.plan_data import plan_data
 from llmsizer.sizing.probe import Probe
 from llmsizer.sizing.render import plan_text
 from llmsizer.sizing.search import Status, evaluate, make_probe, objective, search
+from llmsizer.sizing.uncertainty import scaled_efficiency
 from llmsizer.sizing.usecase import UseCase
 
 FAST: dict[str, Any] = {
@@ -176,4 +177,14 @@ def test_the_plan_is_plain_data_text_and_one_self_contained_page() -> None:
     assert "Candidates (ranked by cost)" in text and "Why" in text
     page = plan_html(data)
     assert page.count("<script") == 4 and "src=" not in page.split("</head>")[1]
+    assert all(f"figure-{name}" in page for name in ("cost", "curves", "timeline"))
     assert page == plan_html(data)  # the same plan gives the same page
+
+
+def test_efficiency_is_injectable_and_a_slower_engine_needs_more_gpus() -> None:
+    u = usecase()
+    slow = scaled_efficiency(default_efficiency("vllm"), 0.5)
+    as_factors = sized(plan(u, efficiency=slow))
+    as_function = sized(plan(u, efficiency=lambda engine: slow))
+    assert as_factors == as_function
+    assert as_factors > sized(plan(u))

@@ -11,7 +11,7 @@ month and per million tokens; candidates are ranked by monthly cost when every f
 has a price, else by servers, then GPUs; the winner gets an uncertainty band and a
 timeline at its planned load; `explain` says why in plain words.
 
-`efficiency` is a function from engine name to `EfficiencyFactors` (default:
+`efficiency` is `EfficiencyFactors`, or a function from engine name to them (default:
 `llmsizer.perf.default_efficiency`), so fitted factors can be passed in.
 """
 
@@ -28,6 +28,7 @@ from llmsizer.perf import EfficiencyFactors, default_efficiency
 from llmsizer.sizing.configuration import Sizing
 from llmsizer.sizing.cost import BusinessView, Cost, Price, business_view, cost_of
 from llmsizer.sizing.curve import CurvePoint, curve_points, gpu_pareto
+from llmsizer.sizing.explain import explain
 from llmsizer.sizing.lengths import build_lengths, length_variants
 from llmsizer.sizing.limits import Limits
 from llmsizer.sizing.probe import Lengths
@@ -113,13 +114,16 @@ class PlanResult:
 def plan(
     usecase: UseCase,
     *,
-    efficiency: Efficiency | None = None,
+    efficiency: Efficiency | EfficiencyFactors | None = None,
     progress: Progress | None = None,
 ) -> PlanResult:
-    """Size `usecase` (module docstring). Deterministic for a use case and efficiency."""
-    from llmsizer.sizing.explain import explain
+    """Size `usecase` (module docstring). Deterministic for a use case and efficiency.
 
-    efficiency = efficiency or default_efficiency
+    `efficiency`: factors for every engine, a function from engine name to factors (such as
+    `default_efficiency`, the default), or `None`. `progress(done, total)` is called as
+    configurations are settled.
+    """
+    efficiency = _efficiency_function(efficiency)
     space = search_space(usecase)
     results = search(space, efficiency, progress)
     candidates = _rank(usecase, space, results)
@@ -130,7 +134,7 @@ def plan(
         planning_peak_rps=usecase.load.planning_peak_rps(),
         load_rps=space.load_rps,
         served_rps=_served_rps(usecase),
-        ranked_by=_ranking(usecase, candidates),
+        ranked_by=_ranking(candidates),
         candidates=candidates,
         results=results,
     )
@@ -147,6 +151,15 @@ def plan(
         timeline = _timeline(space, winner, efficiency)
         result = dataclasses.replace(result, band=b, timeline=timeline)
     return dataclasses.replace(result, explanation=explain(result))
+
+
+def _efficiency_function(efficiency: Efficiency | EfficiencyFactors | None) -> Efficiency:
+    if efficiency is None:
+        return default_efficiency
+    if isinstance(efficiency, EfficiencyFactors):
+        factors = efficiency
+        return lambda engine: factors
+    return efficiency
 
 
 def search_space(usecase: UseCase) -> SearchSpace:
@@ -237,7 +250,7 @@ def _rank(
 ) -> tuple[CandidatePlan, ...]:
     """Feasible candidates first, cheapest first when all have prices, else fewest servers."""
     candidates = [_candidate(usecase, space, g, results) for g in usecase.candidates.gpus]
-    by_cost = _ranking(usecase, candidates) == "cost"
+    by_cost = _ranking(candidates) == "cost"  # else servers, then GPUs
 
     def key(c: CandidatePlan) -> tuple[float, ...]:
         if c.sizing is None:
@@ -250,11 +263,11 @@ def _rank(
     return tuple(sorted(candidates, key=key))
 
 
-def _ranking(usecase: UseCase, candidates: list[CandidatePlan] | tuple[CandidatePlan, ...]) -> str:
+def _ranking(candidates: list[CandidatePlan] | tuple[CandidatePlan, ...]) -> str:
     feasible = [c for c in candidates if c.feasible]
     if feasible and all(c.cost is not None for c in feasible):
         return "cost"
-    return "servers"
+    return "servers, then GPUs"
 
 
 def _timeline(space: SearchSpace, winner: CandidatePlan, efficiency: Efficiency) -> Timeline:
