@@ -82,3 +82,14 @@ def test_equal_up_to_rounding_is_one_bin() -> None:
     values = np.array([0.01, 0.01 + 1e-18, 0.03 - 0.02])  # float noise around 10 ms
     h = histogram(values)
     assert h is not None and h.counts.tolist() == [3]
+
+
+def test_itl_of_big_runs_comes_from_every_kth_request() -> None:
+    records = continuous(60, 4)
+    all_gaps = latency_samples(records)["itl"].size
+    hists = latency_histograms(records, max_itl_samples=all_gaps // 3)
+    itl = hists["itl"]
+    assert itl is not None and itl.note == "ITL of 1 in 4 requests"
+    assert itl.num_samples == latency_samples(records, itl_every=4)["itl"].size < all_gaps
+    ttft = hists["ttft"]
+    assert ttft is not None and ttft.note == "" and ttft.num_samples == 60

@@ -8,7 +8,9 @@ as bars, so a plot of millions of ITL gaps stays a few kilobytes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +31,7 @@ METRICS: tuple[tuple[str, str], ...] = (
     ("e2el", "End-to-end latency (E2E)"),
 )
 DEFAULT_BINS = 50
+MAX_ITL_SAMPLES = 5_000_000  # 40 MB of gaps; beyond it ITL comes from every k-th request
 DEFAULT_TITLE = "Latency distributions"
 BAR_COLOUR = "#4e79a7"
 
@@ -42,35 +45,52 @@ class Histogram:
     counts: np.ndarray
     percentiles_s: dict[float, float]
     num_samples: int
+    note: str = ""  # how the samples were drawn, when not all were used
 
     @property
     def unit(self) -> TimeUnit:
         return time_unit(float(self.edges_s[-1]))
 
 
-def latency_samples(records: Sequence[RequestRecord]) -> dict[str, np.ndarray]:
-    """Per-metric samples in seconds, keyed `ttft`, `tpot`, `itl`, `e2el` (see module doc)."""
+def latency_samples(
+    records: Sequence[RequestRecord], *, itl_every: int = 1
+) -> dict[str, np.ndarray]:
+    """Per-metric samples in seconds, keyed `ttft`, `tpot`, `itl`, `e2el` (see module doc).
+
+    `itl_every`: pool the ITL gaps of every k-th successful request only; all gaps of a
+    million-request run would take gigabytes (`latency_histograms` picks k).
+    """
     ok = [r for r in records if r.ok]
     n = len(ok)
-    arrival = np.fromiter((r.arrival_s for r in ok), np.float64, count=n)
-    finish = np.fromiter(
-        (r.token_times_s[-1] if r.finish_s is None else r.finish_s for r in ok),
-        np.float64,
-        count=n,
-    )
-    # All token times end to end; request i owns flat[starts[i]:ends[i]] (at least one token).
-    # The gaps of np.diff(flat) at ends[i] - 1 span two requests and are not ITLs.
-    num_out = np.fromiter((r.num_output_tokens for r in ok), np.int64, count=n)
-    flat = np.concatenate([r.token_times_s for r in ok]) if n else np.zeros(0)
-    ends = np.cumsum(num_out)
-    first, last = flat[ends - num_out], flat[ends - 1]
+
+    def column(values: Iterable[float]) -> np.ndarray:
+        return np.fromiter(values, np.float64, count=n)
+
+    arrival = column(r.arrival_s for r in ok)
+    first = column(r.token_times_s[0] for r in ok)
+    last = column(r.token_times_s[-1] for r in ok)
+    finish = column(r.token_times_s[-1] if r.finish_s is None else r.finish_s for r in ok)
+    num_out = column(r.num_output_tokens for r in ok)
     multi = num_out > 1
     return {
         "ttft": first - arrival,
         "tpot": (last[multi] - first[multi]) / (num_out[multi] - 1),
-        "itl": np.delete(np.diff(flat), ends[:-1] - 1) if n else np.zeros(0),
+        "itl": _pooled_gaps([r.token_times_s for r in ok[::itl_every]]),
         "e2el": finish - arrival,
     }
+
+
+def _pooled_gaps(times: list[np.ndarray]) -> np.ndarray:
+    """Every gap between consecutive times within each array (each at least one long).
+
+    All arrays end to end: array i owns flat[ends[i] - len_i : ends[i]], so the gaps of
+    np.diff(flat) at ends[i] - 1 span two arrays and are dropped.
+    """
+    if not times:
+        return np.zeros(0)
+    flat = np.concatenate(times)
+    ends = np.cumsum([t.shape[0] for t in times])
+    return np.delete(np.diff(flat), ends[:-1] - 1)
 
 
 def histogram(values_s: np.ndarray, *, bins: int = DEFAULT_BINS) -> Histogram | None:
@@ -92,11 +112,26 @@ def histogram(values_s: np.ndarray, *, bins: int = DEFAULT_BINS) -> Histogram | 
 
 
 def latency_histograms(
-    records: Sequence[RequestRecord], *, bins: int = DEFAULT_BINS
+    records: Sequence[RequestRecord],
+    *,
+    bins: int = DEFAULT_BINS,
+    max_itl_samples: int = MAX_ITL_SAMPLES,
 ) -> dict[str, Histogram | None]:
-    """`histogram` of each of `latency_samples(records)`, in the order of `METRICS`."""
-    samples = latency_samples(records)
-    return {key: histogram(samples[key], bins=bins) for key, _ in METRICS}
+    """`histogram` of each of `latency_samples(records)`, in the order of `METRICS`; ITL from
+    every k-th request, the smallest k that keeps its samples under `max_itl_samples`
+    (the histogram's `note` then says so)."""
+    num_gaps = sum(r.num_output_tokens - 1 for r in records if r.ok)
+    every = max(1, math.ceil(num_gaps / max_itl_samples))
+    samples = latency_samples(records, itl_every=every)
+    out = {key: histogram(samples[key], bins=bins) for key, _ in METRICS}
+    itl = out["itl"]
+    if every > 1 and itl is not None:
+        out["itl"] = dataclasses.replace(itl, note=f"ITL of 1 in {every} requests")
+    return out
+
+
+def _samples_caption(hist: Histogram) -> str:
+    return f"{hist.num_samples:,} samples" + (f", {hist.note}" if hist.note else "")
 
 
 def _draw_histogram(ax: Axes, hist: Histogram | None, label: str) -> None:
@@ -111,7 +146,7 @@ def _draw_histogram(ax: Axes, hist: Histogram | None, label: str) -> None:
     for p, colour in PERCENTILE_STYLES:
         value = hist.percentiles_s[p] * scale
         ax.axvline(value, color=colour, lw=1.2, ls="--", label=f"p{p:g} = {value:.4g} {unit}")
-    ax.set_xlabel(f"{unit}  ({hist.num_samples:,} samples)")
+    ax.set_xlabel(f"{unit}  ({_samples_caption(hist)})")
     ax.set_ylabel("count")
     ax.legend(fontsize=8, loc="upper right", framealpha=0.9)
 
@@ -173,7 +208,7 @@ def distributions_plotly(
                 row=row,
                 col=col,
             )
-        fig.update_xaxes(title_text=f"{unit} ({hist.num_samples:,} samples)", row=row, col=col)
+        fig.update_xaxes(title_text=f"{unit} ({_samples_caption(hist)})", row=row, col=col)
     fig.update_layout(title={"text": title}, height=650, bargap=0, plot_bgcolor="white")
     return fig
 

@@ -111,6 +111,7 @@ def _draw_latencies(ax: Axes, tl: Timeline) -> None:
             label=label,
             linewidths=0,
             rasterized=many,
+            clip_on=False,  # a point at the window's edge shows whole
         )
     ax.set_ylabel(f"latency ({y_unit.label})")
     ax.set_ylim(bottom=0)
