@@ -90,3 +90,45 @@ def test_bad_scenario_value_is_named(
     code = run_main(monkeypatch, ["simulate", "--max-num-seqs", "0"])
     err = capsys.readouterr().err
     assert code == 2 and "engine.max_num_seqs = 0" in err and "Traceback" not in err
+
+
+def test_simulate_the_notebook_experiment_writes_what_it_is_asked(tmp_path: Path) -> None:
+    args = (
+        "simulate --batching static --max-num-seqs 4 --arrival burst --num-requests 20 "
+        "--isl 1000 --osl 100 --step-time-ms 10"
+    ).split()
+    files = {
+        k: tmp_path / n
+        for k, n in (
+            ("--json", "s.json"),
+            ("--records", "r.csv"),
+            ("--plot", "t.png"),
+            ("--html", "r.html"),
+        )
+    }
+    extra = [x for k, v in files.items() for x in (k, str(v))]
+    r = runner.invoke(app, [*args, *extra])
+    assert r.exit_code == 0, r.output
+    assert "Mean TTFT (ms)" in r.output
+    summary = json.loads(files["--json"].read_text())
+    assert summary["completed"] == 20 and summary["scenario"]["engine"]["batching"] == "static"
+    assert files["--records"].read_text().count("\n") == 21
+    assert files["--plot"].read_bytes()[:4] == b"\x89PNG"
+    assert "<html" in files["--html"].read_text().lower()
+
+
+def test_simulate_writes_nothing_unasked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    r = runner.invoke(app, ["simulate", "--num-requests", "50", "--request-rate", "5"])
+    assert r.exit_code == 0, r.output
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_simulate_priced_by_the_gpu_model() -> None:
+    r = runner.invoke(
+        app,
+        "simulate --model llama-3.1-8b --gpu h100-sxm --precision fp8 --num-requests 50 "
+        "--request-rate 5".split(),
+    )
+    assert r.exit_code == 0, r.output
+    assert "peak KV blocks" in r.output

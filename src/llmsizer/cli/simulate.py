@@ -231,6 +231,6 @@ def _render_simulation(
             padded=padded,
             max_num_seqs=scenario.engine.max_num_seqs,
         )
-    for path in (json_out, records_out, plot, html):
+    for path in (records_out, plot, html):
         if path:
             err.print(f"wrote {path}", highlight=False)
