@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from llmsizer.config import load_scenario
+from llmsizer.metrics import summarize
 from llmsizer.records import RequestRecord
 from llmsizer.sim import Engine, EngineConfig, LinearStepCost
 from llmsizer.sizing.fit_steps import (
@@ -23,9 +24,10 @@ from llmsizer.sizing.step_calibration import (
     fitted_point,
     load_any_calibration,
     load_step_calibration,
+    predict_calibrated,
     save_step_calibration,
 )
-from llmsizer.workload import Workload
+from llmsizer.workload import Workload, WorkloadSpec, make_workload
 
 CONFIG = EngineConfig(engine="vllm", max_num_seqs=16, max_num_batched_tokens=1024)
 TRUE = LinearStepCost(4e-3, 40e-6, 0.6e-3, 0.0)
@@ -162,3 +164,24 @@ def test_a_scenario_runs_the_calibrated_engine(calibration_file: Path) -> None:
     cfg = override.build_engine().config
     assert cfg.max_num_seqs == 4
     assert cfg.max_num_batched_tokens == CONFIG.max_num_batched_tokens
+
+
+def test_predict_with_a_calibration_uses_the_benchmarks_arrivals(calibration_file: Path) -> None:
+    cal = load_step_calibration(calibration_file)
+    closed = predict_calibrated(cal, isl=256, osl=64, concurrency=2, num_requests=8)
+    assert closed["mean_ttft_ms"] == pytest.approx(cal.residuals[0].predicted)
+    spec = WorkloadSpec.model_validate(
+        {
+            "arrival": "poisson",
+            "request_rate": 3.0,
+            "isl": 256,
+            "osl": 64,
+            "num_requests": 12,
+            "seed": 7,
+        }
+    )  # what `llmsizer bench --request-rate 3 --seed 7` sends
+    expected = summarize(cal.build_engine().run(make_workload(spec)).records)
+    got = predict_calibrated(cal, isl=256, osl=64, request_rate=3.0, num_requests=12, seed=7)
+    assert got == expected
+    with pytest.raises(ValueError, match="exactly one load"):
+        predict_calibrated(cal, isl=1, osl=1)

@@ -8,7 +8,7 @@ import sys
 import typer
 
 from llmsizer.bench import BenchError
-from llmsizer.cli import bench, catalog, predict, simulate
+from llmsizer.cli import bench, calibrate, catalog, predict, simulate
 from llmsizer.cli.common import err
 
 app = typer.Typer(
@@ -21,6 +21,8 @@ app = typer.Typer(
 app.command()(simulate.simulate)
 app.command()(predict.predict)
 app.command()(bench.bench)
+app.command()(calibrate.calibrate)
+app.command()(calibrate.compare)
 app.command()(catalog.models)
 app.command()(catalog.gpus)
 app.command()(catalog.systems)

@@ -62,19 +62,28 @@ def describe_point(d: Mapping[str, Any]) -> str:
     `Poisson 2 req/s`, `offline`, or `run` when it says nothing about its load."""
     workload = (d.get("scenario") or {}).get("workload") or {}
     arrival = workload.get("arrival")
-    rate = d.get("request_rate", workload.get("request_rate") if arrival else None)
     concurrency = d.get("max_concurrency", d.get("concurrency"))
-    if arrival == "closed_loop":
+    rate = _finite(d.get("request_rate"))
+    if arrival in ("poisson", "gamma"):
+        rate = _finite(workload.get("request_rate"))
+    elif arrival == "closed_loop":
         concurrency = workload.get("concurrency")
-    if rate is not None and arrival != "closed_loop":
-        burst = d.get("burstiness", workload.get("burstiness", 1.0))
+    if rate is not None:
+        burst = d.get("burstiness", workload.get("burstiness"))
         kind = "Poisson" if burst in (None, 1.0) else f"gamma (burstiness {burst:g})"
-        return f"{kind} {float(rate):g} req/s"
+        return f"{kind} {rate:g} req/s"
     if concurrency is not None:
         return f"concurrency {int(concurrency)}"
     if d.get("offline") or arrival == "burst":
         return "offline"
     return "run"
+
+
+def _finite(value: Any) -> float | None:
+    """A rate as a float; None for none or vLLM's "inf" (a closed loop or a burst)."""
+    if value is None or value == "inf" or not math.isfinite(float(value)):
+        return None
+    return float(value)
 
 
 def within(rows: Sequence[Comparison], tolerance: float, metrics: Sequence[str]) -> bool:

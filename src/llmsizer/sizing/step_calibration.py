@@ -29,10 +29,12 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from llmsizer.metrics import summarize
 from llmsizer.perf import EfficiencyFactors
 from llmsizer.sim import Engine, EngineConfig, LinearStepCost
 from llmsizer.sizing.fit_steps import MeasuredPoint, StepFit
 from llmsizer.units import MS
+from llmsizer.workload import WorkloadSpec, make_workload
 
 KIND = "fitted_step_cost"
 
@@ -193,3 +195,31 @@ def load_any_calibration(path: Path) -> StepCalibration | EfficiencyFactors:
     from llmsizer.sizing.calibration import load_calibration
 
     return load_calibration(path)
+
+
+def predict_calibrated(
+    calibration: StepCalibration,
+    *,
+    isl: int,
+    osl: int,
+    concurrency: int | None = None,
+    request_rate: float | None = None,
+    num_requests: int = 200,
+    seed: int = 0,
+) -> dict[str, float]:
+    """`llmsizer predict` for a fitted step cost: the calibrated engine at a closed-loop
+    `concurrency` or Poisson `request_rate` (req/s), with fixed lengths; the vLLM-style
+    summary (`llmsizer.metrics.summarize`). With the seed a benchmark used, the Poisson
+    arrivals are the ones it sent (`BenchSpec.workload_spec`)."""
+    if (concurrency is None) == (request_rate is None):
+        raise ValueError("give exactly one load: concurrency or request_rate")
+    load: dict[str, Any] = (
+        {"arrival": "closed_loop", "concurrency": concurrency}
+        if concurrency is not None
+        else {"arrival": "poisson", "request_rate": request_rate}
+    )
+    spec = WorkloadSpec.model_validate(
+        {**load, "isl": isl, "osl": osl, "num_requests": num_requests, "seed": seed}
+    )
+    result = calibration.build_engine().run(make_workload(spec))
+    return summarize(result.records)
