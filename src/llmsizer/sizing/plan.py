@@ -138,19 +138,22 @@ def plan(
         candidates=candidates,
         results=results,
     )
-    winner = result.winner
-    if winner is not None and winner.best is not None and winner.best.rate is not None:
-        b = band(
-            space,
-            winner.best.config,
-            winner.best.rate,
-            efficiency,
-            usecase.search.uncertainty,
-            length_variants(usecase, space.lengths),
-        )
-        timeline = _timeline(space, winner, efficiency)
-        result = dataclasses.replace(result, band=b, timeline=timeline)
+    result = _with_band_and_timeline(result, space, efficiency)
     return dataclasses.replace(result, explanation=explain(result))
+
+
+def _with_band_and_timeline(
+    result: PlanResult, space: SearchSpace, efficiency: Efficiency
+) -> PlanResult:
+    """The winner re-searched under other assumptions, and its engine at the planned load."""
+    winner = result.winner
+    best = winner.best if winner is not None else None
+    if winner is None or best is None or not best.rate or not best.capacity:
+        return result
+    variants = length_variants(result.usecase, space.lengths)
+    uncertainty = result.usecase.search.uncertainty
+    b = band(space, best.config, (best.rate, best.capacity), efficiency, uncertainty, variants)
+    return dataclasses.replace(result, band=b, timeline=_timeline(space, winner, efficiency))
 
 
 def _efficiency_function(efficiency: Efficiency | EfficiencyFactors | None) -> Efficiency:

@@ -38,7 +38,7 @@ from llmsizer.sizing.limits import Limits
 from llmsizer.workload import Workload
 
 HIGH_LOAD_REQUESTS = 3000
-LOW_LOAD_REQUESTS = 1000  # 50 requests above the p95 even when the load is light
+LOW_LOAD_REQUESTS = 500  # 25 requests above the p95 even when the load is light
 HIGH_LOAD_FRACTION = 0.6  # of capacity: from here on, runs are `num_requests` long
 WARMUP_FRACTION = 0.1  # requests left out of the latency percentiles (started empty)
 OFFLINE_BATCHES = 4  # full batches in the capacity run: the drain at its end is then ~2 %

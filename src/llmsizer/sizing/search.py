@@ -9,15 +9,15 @@ For each configuration (GPU x precision x TP x PP x engine preset x batch knobs)
    no load can;
 3. capacity: the saturated throughput of an offline run (`Probe.capacity`), which bounds
    every rate the configuration can sustain;
-4. branch and bound: configurations are taken from the most promising bound down; one whose
-   capacity cannot beat the best found so far is not searched;
-5. rate search: Poisson probes at falling fractions of capacity (`GRID`, never above 95 %:
-   a queue at utilisation 1 is unstable, however a finite run looks) until one meets every
-   limit, then `BISECTION_STEPS` halvings between it and the failing fraction above.
-
-Steps 3-5 depend on the limits only through pass/fail, probes start from the same bracket
-and see the same arrival pattern, so a tighter limit can only give a lower rate, and more
-load can only need more servers: the property tests hold these.
+4. rate search (`rate_search.RateSearch`): Poisson probes down a grid of fractions of the
+   capacity until one meets every limit, then bisection;
+5. branch and bound, best first per GPU: a heap of lower bounds on the objective (servers,
+   then GPUs needed at the load), first from one instance, then from the capacity, then
+   from the lowest rate that failed; each pop runs one probe of the most promising
+   configuration, and a configuration whose bound cannot beat the best rate already found
+   is dropped. The optimum is exact (a test compares it with an exhaustive search), and
+   since each configuration's rate can only fall as limits tighten, and servers only grow
+   with load, so does the optimum.
 """
 
 from __future__ import annotations
@@ -34,11 +34,10 @@ from llmsizer.sizing.configuration import Config, Sizing
 from llmsizer.sizing.instance import make_instance
 from llmsizer.sizing.limits import Limits
 from llmsizer.sizing.probe import Batch1, Lengths, Point, Probe
+from llmsizer.sizing.rate_search import GRID, RateSearch
 from llmsizer.sizing.servers import server_for
 from llmsizer.specs import UnknownNameError
 
-GRID = (0.95, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.14, 0.1, 0.07, 0.05)
-BISECTION_STEPS = 3
 CURVE = (0.95, 0.9, 0.8, 0.6, 0.4)  # fractions of capacity on the latency curve
 
 Progress = Callable[[int, int], None]  # (configurations done, configurations in total)
@@ -122,12 +121,8 @@ def search(
     efficiency: Callable[[str], EfficiencyFactors],
     progress: Progress | None = None,
 ) -> tuple[ConfigResult, ...]:
-    """Every configuration's result, in `space.configs` order; the best per GPU has a curve.
-
-    Best-first branch and bound per GPU (module docstring): a heap of lower bounds on the
-    objective, first "one instance" (no simulation), refined by the capacity when popped;
-    a configuration is searched only while its bound beats the incumbent.
-    """
+    """Every configuration's result, in `space.configs` order; the best per GPU has a curve
+    (module docstring, step 5)."""
     bnb = _BranchAndBound(space, efficiency)
     done = len(space.configs) - len(bnb.heap)
     while bnb.heap:
@@ -141,13 +136,14 @@ def search(
 
 
 class _BranchAndBound:
-    """The search's state: results so far, a heap of (bound, tie-break, order, config), the
-    incumbent (objective, config) per GPU."""
+    """The search's state: verdicts so far, a heap of (bound, tie-break, order, config),
+    each configuration's rate search, and per GPU the best (objective, config) achieved."""
 
     def __init__(self, space: SearchSpace, efficiency: Callable[[str], EfficiencyFactors]):
         self.space = space
         self.results: dict[Config, ConfigResult] = {}
         self.probes: dict[Config, Probe] = {}
+        self.searches: dict[Config, RateSearch] = {}
         self.heap: list[tuple[tuple[int, int], float, int, Config]] = []
         self.best: dict[str, tuple[tuple[int, int], Config]] = {}
         for i, config in enumerate(space.configs):
@@ -157,29 +153,32 @@ class _BranchAndBound:
                 heapq.heappush(self.heap, (objective(space, config, math.inf), 0.0, i, config))
 
     def pop(self) -> bool:
-        """Settle or refine the most promising configuration; True when it is settled."""
+        """One probe (or capacity run) of the most promising configuration, or drop it;
+        True when that configuration is settled."""
         bound, _, i, config = heapq.heappop(self.heap)
         incumbent = self.best.get(config.gpu)
-        result = self.results[config]
-        if incumbent is not None and bound >= incumbent[0]:
-            self.results[config] = replace(
-                result, status=Status.BOUNDED, reason=_bounded(incumbent)
-            )
+        if incumbent is not None and incumbent[1] != config and bound >= incumbent[0]:
+            self.results[config] = _bounded(self.results[config], incumbent, self.probes[config])
             return True
-        probe = self.probes[config]
-        if result.capacity is None:  # refine the bound with the capacity, then queue again
-            capacity = probe.capacity()
-            self.results[config] = replace(result, capacity=capacity)
-            refined = objective(self.space, config, _max_rate(self.space, capacity))
-            tie = -capacity / config.num_gpus  # equal bounds: higher capacity per GPU first
-            heapq.heappush(self.heap, (refined, tie, i, config))
-            return False
-        self.results[config] = result = _rate_search(self.space, result, probe)
-        if result.rate is not None:
-            key = objective(self.space, config, result.rate)
+        search = self.searches.get(config)
+        if search is None:
+            search = self.searches[config] = RateSearch(
+                self.probes[config], self.space.limits, self.space.online
+            )
+            self.results[config] = replace(self.results[config], capacity=search.capacity)
+        else:
+            search.step()
+        if search.rate is not None:
+            key = objective(self.space, config, search.rate)
             if incumbent is None or key < incumbent[0]:
                 self.best[config.gpu] = (key, config)
-        return True
+        if search.done:
+            self.results[config] = _settled(self.results[config], search)
+            return True
+        tie = -search.capacity / config.num_gpus  # equal bounds: more capacity per GPU first
+        refined = objective(self.space, config, search.upper_rate())
+        heapq.heappush(self.heap, (refined, tie, i, config))
+        return False
 
 
 def _with_curve(space: SearchSpace, result: ConfigResult, probe: Probe) -> ConfigResult:
@@ -191,11 +190,18 @@ def _with_curve(space: SearchSpace, result: ConfigResult, probe: Probe) -> Confi
 
 
 def evaluate(
-    space: SearchSpace, config: Config, efficiency: Callable[[str], EfficiencyFactors]
+    space: SearchSpace,
+    config: Config,
+    efficiency: Callable[[str], EfficiencyFactors],
+    start: float | None = None,
 ) -> ConfigResult:
-    """One configuration searched on its own (no bound): used for the uncertainty band."""
+    """One configuration searched on its own (no bound), optionally from a warm start (a
+    fraction of capacity, `RateSearch`): used for the uncertainty band and by tests."""
     partial, probe = _screen(space, config, efficiency)
-    return partial if probe is None else _rate_search(space, partial, probe)
+    if probe is None:
+        return partial
+    search = RateSearch(probe, space.limits, space.online, start).run()
+    return _settled(replace(partial, capacity=search.capacity), search)
 
 
 def _screen(
@@ -261,65 +267,41 @@ def _ratios_batch1(limits: Limits, b1: Batch1) -> dict[str, float]:
     return {m: values[m] / (limits.limit_s(m) or math.inf) for m in limits.active}
 
 
-def _max_rate(space: SearchSpace, capacity: float) -> float:
-    """The highest rate the search can return for a configuration of this capacity."""
-    return capacity * (GRID[0] if space.online else 1.0)
-
-
-def _bounded(incumbent: tuple[tuple[int, int], Config]) -> str:
+def _bounded(
+    partial: ConfigResult, incumbent: tuple[tuple[int, int], Config], probe: Probe
+) -> ConfigResult:
     key, config = incumbent
-    return (
-        f"even at its capacity it cannot need less than {config.label()} "
-        f"({key[0]} and {key[1]}: servers and GPUs, or GPUs and servers when priced per GPU)"
+    reason = (
+        f"cannot need less than {config.label()} ({key[0]} and {key[1]}: servers and GPUs, "
+        "or GPUs and servers when priced per GPU), even at the highest rate still possible"
     )
+    return replace(partial, status=Status.BOUNDED, reason=reason, points=tuple(probe.points))
 
 
-def _rate_search(space: SearchSpace, partial: ConfigResult, probe: Probe) -> ConfigResult:
-    """Step 5 of the module docstring."""
-    capacity = probe.capacity()
-    if not space.online:
-        return replace(partial, rate=capacity, binding="throughput")
-    limits = space.limits
-    failed: Point | None = None
-    for fraction in GRID:
-        point = probe.at_rate(fraction * capacity)
-        if limits.met_by(point.summary):
-            break
-        failed = point
-    else:
+def _settled(partial: ConfigResult, search: RateSearch) -> ConfigResult:
+    """The verdict of a finished rate search."""
+    points = tuple(search.probe.points)
+    if search.exhausted:
+        failed = search.failed
         assert failed is not None
-        ratio = max(limits.ratios(failed.summary).values())
+        ratio = max(search.limits.ratios(failed.summary).values())
         reason = f"even at {GRID[-1]:.0%} of capacity the limits are missed by {ratio:.2f}x"
         return replace(
             partial,
             status=Status.NO_RATE,
             reason=reason,
-            binding=limits.binding(failed.summary),
             worst_ratio=ratio,
-            points=tuple(probe.points),
+            binding=search.binding(),
+            points=points,
         )
-    passed = point
-    if failed is not None:
-        passed, failed = _bisect(probe, limits, passed, failed)
-    binding = "throughput" if failed is None else limits.binding(failed.summary)
     return replace(
         partial,
-        rate=passed.offered_rate,
-        at_rate=passed,
-        failed_at=failed,
-        binding=binding,
-        points=tuple(probe.points),
+        rate=search.rate,
+        at_rate=search.passed,
+        failed_at=search.failed,
+        binding=search.binding(),
+        points=points,
     )
-
-
-def _bisect(probe: Probe, limits: Limits, passed: Point, failed: Point) -> tuple[Point, Point]:
-    for _ in range(BISECTION_STEPS):
-        point = probe.at_rate(0.5 * (passed.offered_rate + failed.offered_rate))
-        if limits.met_by(point.summary):
-            passed = point
-        else:
-            failed = point
-    return passed, failed
 
 
 def best_by_gpu(space: SearchSpace, results: Sequence[ConfigResult]) -> dict[str, ConfigResult]:

@@ -2,7 +2,8 @@
 
 The performance model's efficiency factors are priors or fits, not facts, and a use case's
 lengths are averages whose spread matters for percentiles. So the winning configuration is
-searched again (same configuration, same search) with:
+searched again (same configuration, the same search warm-started at the planned fraction of
+capacity) with:
 
 - every efficiency (fraction of peak) times 1 - u and 1 + u (capped at 1), and the fixed
   overheads divided by the same factor: the engine `u` slower and faster than modelled;
@@ -75,12 +76,15 @@ def scaled_efficiency(factors: EfficiencyFactors, scale: float) -> EfficiencyFac
 def band(
     space: SearchSpace,
     config: Config,
-    base_rate: float,
+    base: tuple[float, float],
     efficiency: Callable[[str], EfficiencyFactors],
     uncertainty: float,
     length_variants: Sequence[tuple[str, Lengths]],
 ) -> Band:
-    """Re-search `config` under each variant (module docstring)."""
+    """Re-search `config` under each variant (module docstring). `base` is the planned
+    (rate, capacity) per instance; each re-search starts at the same fraction of capacity."""
+    base_rate, capacity = base
+    start = base_rate / capacity
     runs: list[tuple[str, SearchSpace, Callable[[str], EfficiencyFactors]]] = []
     if uncertainty > 0:
         for sign, word in ((-1, "slower"), (1, "faster")):
@@ -92,14 +96,18 @@ def band(
             runs.append((f"efficiency {sign * uncertainty:+.0%} (engine {word})", space, scaled))
     for label, lengths in length_variants:
         runs.append((label, dataclasses.replace(space, lengths=lengths), efficiency))
-    variants = tuple(_variant(label, s, config, e) for label, s, e in runs)
+    variants = tuple(_variant(label, s, config, e, start) for label, s, e in runs)
     return Band(_as_variant("as planned", space, config, base_rate), variants)
 
 
 def _variant(
-    label: str, space: SearchSpace, config: Config, efficiency: Callable[[str], EfficiencyFactors]
+    label: str,
+    space: SearchSpace,
+    config: Config,
+    efficiency: Callable[[str], EfficiencyFactors],
+    start: float,
 ) -> Variant:
-    result = evaluate(space, config, efficiency)
+    result = evaluate(space, config, efficiency, start)
     return _as_variant(label, space, config, result.rate)
 
 

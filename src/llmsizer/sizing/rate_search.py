@@ -1,0 +1,124 @@
+"""`RateSearch`: the highest Poisson rate at which one configuration meets every limit, found
+one probe at a time so that a branch and bound can interleave configurations.
+
+1. Walk down `GRID`, fractions of the configuration's capacity, until a probe meets every
+   limit. The walk starts at 95 %: a queue at utilisation 1 never settles, however a finite
+   run looks. Probes at high utilisation are the cheap ones (large batches, few steps).
+2. Bisect between that rate and the failing one above until they are within
+   `RATE_TOLERANCE` of each other.
+
+Each `step` is one probe. `upper_rate` is the most the search can still return: the lowest
+rate that failed, else the top of the grid; a bound on the objective follows from it.
+
+A warm start (`start`, a fraction of capacity, for re-searches of a similar case such as the
+uncertainty band's) probes there first, then walks the grid up while probes pass or down
+while they fail. Without one, the walk is the plain one from the top.
+
+Probes are a deterministic function of the rate and both phases depend on the limits only
+through pass or fail, so two searches with limits L1 tighter than L2 probe the same rates
+until the first rate that passes L2 but not L1; from there L1's answer stays below it and
+L2's at or above it. A tighter limit never gives a higher rate.
+"""
+
+from __future__ import annotations
+
+from llmsizer.sizing.limits import Limits
+from llmsizer.sizing.probe import Point, Probe
+
+GRID = (0.95, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1, 0.05)
+RATE_TOLERANCE = 0.03  # bisection stops when (failed - passed) / passed is at most this
+
+
+class RateSearch:
+    """The search state of one configuration (module docstring). Offline (`online` False)
+    there is nothing to search: the rate is the capacity."""
+
+    def __init__(
+        self, probe: Probe, limits: Limits, online: bool = True, start: float | None = None
+    ) -> None:
+        self.probe = probe
+        self.limits = limits
+        self.online = online
+        self.capacity = probe.capacity()
+        self.passed: Point | None = None
+        self.failed: Point | None = None
+        if start is None:
+            self._down, self._up = list(GRID), []
+        else:
+            start = min(start, GRID[0])
+            self._down = [start, *(f for f in GRID if f < start)]
+            self._up = sorted(f for f in GRID if f > start)
+
+    @property
+    def exhausted(self) -> bool:
+        """Every fraction down to the bottom of the grid failed: no useful rate."""
+        return self.passed is None and not self._down
+
+    @property
+    def bracketed(self) -> bool:
+        """A passing rate with a failing one above it, or the top of the grid passed."""
+        if self.passed is None:
+            return False
+        if self.failed is not None and self.failed.offered_rate > self.passed.offered_rate:
+            return True
+        return not self._up
+
+    @property
+    def done(self) -> bool:
+        if not self.online or self.exhausted:
+            return True
+        if not self.bracketed:
+            return False
+        if self.failed is None or self.failed.offered_rate < self.passed_rate:
+            return True  # the top of the grid passed
+        gap = self.failed.offered_rate - self.passed_rate
+        return gap <= RATE_TOLERANCE * self.passed_rate
+
+    @property
+    def passed_rate(self) -> float:
+        assert self.passed is not None
+        return self.passed.offered_rate
+
+    @property
+    def rate(self) -> float | None:
+        """The highest rate known to meet every limit (the capacity offline)."""
+        if not self.online:
+            return self.capacity
+        return None if self.passed is None else self.passed.offered_rate
+
+    def upper_rate(self) -> float:
+        """No rate at or above this can be returned (except the grid top itself)."""
+        if not self.online:
+            return self.capacity
+        if self.failed is not None and (self.passed is None or self.bracketed):
+            return max(self.failed.offered_rate, self.rate or 0.0)
+        return GRID[0] * self.capacity
+
+    def binding(self) -> str | None:
+        """What stopped the rate: the limit furthest over at the failing rate above, or
+        `throughput` when the top of the grid met every limit (or offline)."""
+        if self.failed is None or (self.passed and self.failed.offered_rate < self.passed_rate):
+            return "throughput"
+        return self.limits.binding(self.failed.summary)
+
+    def step(self) -> None:
+        """One probe: the next grid fraction, or the middle of the bracket."""
+        if self.done:
+            raise RuntimeError("the rate search is done")
+        if self.passed is None:
+            point = self.probe.at_rate(self._down.pop(0) * self.capacity)
+        elif not self.bracketed:
+            point = self.probe.at_rate(self._up.pop(0) * self.capacity)
+        else:
+            assert self.failed is not None
+            point = self.probe.at_rate(0.5 * (self.passed_rate + self.failed.offered_rate))
+        if self.limits.met_by(point.summary):
+            self.passed = point
+        else:
+            self.failed = point
+
+    def run(self) -> RateSearch:
+        """Step until done."""
+        while not self.done:
+            self.step()
+        return self
