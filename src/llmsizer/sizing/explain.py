@@ -106,7 +106,9 @@ def _alternatives(plan: PlanResult, w: CandidatePlan) -> list[str]:
         out.append(f"{r.config.label()} {r.status.value}: {r.reason}.")
     bounded = [r.config.label() for r in mine if r.status is Status.BOUNDED]
     if bounded:
-        out.append(f"Cannot need fewer even at full throughput: {', '.join(bounded)}.")
+        out.append(
+            f"Cannot need fewer, even at the highest rate still open to them: {', '.join(bounded)}."
+        )
     for c in plan.candidates[1:]:
         if c.sizing is not None and c.best is not None:
             cost = f", ${c.cost.usd_per_month:,.0f}/month" if c.cost is not None else ""

@@ -51,7 +51,7 @@ class Status(StrEnum):
     NO_FIT = "does not fit in memory"
     TOO_SLOW = "misses a limit even at batch 1"
     NO_RATE = "misses a limit at every rate tried"
-    BOUNDED = "cannot beat the best (capacity bound)"
+    BOUNDED = "cannot beat the best (bound)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +61,8 @@ class SearchSpace:
     `load_rps` is the planning peak times (1 + headroom), req/s over the whole deployment;
     `online` False means throughput only (the limits are ignored, rate = capacity).
     `cloud_priced` holds the GPUs billed per GPU hour: for those the fewest GPUs win, for
-    the others the fewest servers.
+    the others the fewest servers. `curves`: simulate the winners' latency curves (`CURVE`).
+    `num_requests`: Poisson requests per probe at high load (`Probe`; `None`: its default).
     """
 
     model: str
