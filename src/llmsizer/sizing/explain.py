@@ -134,9 +134,14 @@ def _changes(plan: PlanResult, w: CandidatePlan) -> list[str]:
         )
     if plan.band is not None:
         low, high = plan.band.range_of("num_servers")
-        top = "more (a variant meets no rate)" if high is None else str(high)
         names = ", ".join(v.label for v in plan.band.variants)
-        out.append(f"Uncertainty: with {names}, the answer is {low} to {top} servers.")
+        if high is None:
+            span = f"{low} servers or more (a variant meets no rate)"
+        elif low == high:
+            span = f"still {low} server{'s' if low > 1 else ''}"
+        else:
+            span = f"{low} to {high} servers"
+        out.append(f"Uncertainty: with {names}, the answer is {span}.")
     return out
 
 

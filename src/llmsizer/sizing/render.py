@@ -144,8 +144,9 @@ def _pareto(c: dict[str, Any], data: dict[str, Any]) -> Table:
 
 def _band(band: dict[str, Any]) -> Table:
     low, high = band["num_servers"]
-    top = "more" if high is None else str(high)
-    table = Table(title=f"Uncertainty: {low} to {top} servers", title_justify="left")
+    span = f"{low} to {'more' if high is None else high}" if low != high else str(low)
+    unit = "server" if span == "1" else "servers"
+    table = Table(title=f"Uncertainty: {span} {unit}", title_justify="left")
     for name in ("assumption", "req/s/inst", "instances", "GPUs", "servers"):
         table.add_column(name, justify="left" if name == "assumption" else "right")
     for v in band["variants"]:
