@@ -1,0 +1,122 @@
+"""Fitted efficiency factors as data: the calibration file format and the packaged fit.
+
+A calibration file (YAML) holds `EfficiencyFactors` and says what they were fitted on and
+how well they fit; `load_calibration` validates it strictly (an unknown key, a factor out of
+its range or a wrong kind is an error naming it and what is allowed):
+
+    kind: efficiency_factors          # what the file calibrates (required)
+    engine: trtllm                    # factors left out take this engine's priors
+    factors:                          # EfficiencyFactors fields; SI units (seconds)
+      gemm_compute_efficiency: 0.62
+      step_overhead_s: 0.00031
+    fitted_on: {data: measurements.csv, sha256: ..., num_rows: 412}   # free provenance
+    residuals:                        # per metric: rows, median and mean abs. % error
+      output_throughput: {num_rows: 412, median_ape_pct: 8.1, mean_ape_pct: 11.0}
+
+`calibrated_efficiency(engine)` reads the fit shipped in `perf/data/calibrated_<engine>.yaml`
+(written by `bench/validate_perf.py --fit`), so normal use never re-fits.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from llmsizer.perf.efficiency import EfficiencyFactors, Engine, default_efficiency
+
+KIND = "efficiency_factors"
+
+
+class ResidualSummary(BaseModel):
+    """How well the factors fit one metric: rows and absolute percentage errors."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    num_rows: int = Field(ge=0, description="Measurements of this metric in the fit.")
+    median_ape_pct: float = Field(ge=0, description="Median absolute percentage error.")
+    mean_ape_pct: float = Field(ge=0, description="Mean absolute percentage error.")
+
+
+class CalibrationFile(BaseModel):
+    """The file's content (module docstring); `efficiency()` gives the factors."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["efficiency_factors"] = Field(description="What the file calibrates.")
+    engine: Engine = Field(Engine.VLLM, description="Priors for the factors not listed.")
+    factors: dict[str, float] = Field(description="EfficiencyFactors fields, SI units.")
+    fitted_on: dict[str, Any] = Field(
+        default_factory=dict, description="What the factors were fitted on (provenance)."
+    )
+    residuals: dict[str, ResidualSummary] = Field(
+        default_factory=dict, description="Fit quality per metric."
+    )
+
+    @field_validator("factors")
+    @classmethod
+    def _known_and_in_range(cls, factors: dict[str, float]) -> dict[str, float]:
+        EfficiencyFactors.from_dict(factors)  # unknown names and ranges raise ValueError
+        return factors
+
+    def efficiency(self) -> EfficiencyFactors:
+        """The engine's priors with the file's factors in their place."""
+        return default_efficiency(self.engine).replace(**self.factors)
+
+
+def save_calibration(path: Path, calibration: CalibrationFile) -> None:
+    """Write `calibration` as YAML; `load_calibration` reads the same factors back."""
+    data = calibration.model_dump(mode="json")
+    path.write_text(yaml.safe_dump(data, sort_keys=False, width=100))
+
+
+def read_calibration(path: Path) -> CalibrationFile:
+    """Read and validate a calibration file; `ValueError` names each bad key or value."""
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as e:
+        raise ValueError(f"cannot read calibration file '{path}': {e.strerror}") from e
+    except yaml.YAMLError as e:
+        raise ValueError(f"calibration file '{path}' is not valid YAML: {e}") from e
+    return parse_calibration(data, str(path))
+
+
+def parse_calibration(data: Any, where: str = "calibration") -> CalibrationFile:
+    """Validate already-parsed YAML (see `read_calibration`)."""
+    if not isinstance(data, dict):
+        raise ValueError(f"{where} must hold a mapping of keys, not {data!r}")
+    try:
+        return CalibrationFile.model_validate(data)
+    except ValidationError as e:
+        allowed = ", ".join(CalibrationFile.model_fields)
+        lines = [f"invalid calibration file '{where}':"]
+        for problem in e.errors():
+            loc = ".".join(str(p) for p in problem["loc"]) or "(top level)"
+            if problem["type"] == "extra_forbidden":
+                lines.append(f"  {loc}: unknown key (allowed: {allowed})")
+            else:
+                lines.append(f"  {loc}: {problem['msg']}")
+        raise ValueError("\n".join(lines)) from e
+
+
+def load_calibration(path: Path) -> EfficiencyFactors:
+    """The efficiency factors of the calibration file at `path` (strictly validated)."""
+    return read_calibration(path).efficiency()
+
+
+@cache
+def packaged_calibration(engine: Engine | str) -> CalibrationFile:
+    """The fit shipped with llmsizer for `engine` (module docstring)."""
+    name = f"calibrated_{Engine.parse(engine).value}.yaml"
+    text = resources.files("llmsizer.perf").joinpath("data", name).read_text()
+    return parse_calibration(yaml.safe_load(text), name)
+
+
+def calibrated_efficiency(engine: Engine | str = Engine.VLLM) -> EfficiencyFactors:
+    """Efficiency factors fitted on the calibration set, for `engine` (see its file's
+    `fitted_on` for what was fitted and what was carried over from priors)."""
+    return packaged_calibration(engine).efficiency()

@@ -1,0 +1,79 @@
+"""Step features: re-pricing a step for any factors equals the step model itself."""
+
+import random
+
+import numpy as np
+import pytest
+
+from llmsizer.perf.batch_shape import decode_batch, prefill_batch
+from llmsizer.perf.efficiency import EfficiencyFactors
+from llmsizer.perf.step_features import (
+    COMPUTE,
+    MEMORY,
+    NUM_FEATURES,
+    STEPS,
+    StepFeaturizer,
+    price,
+)
+from tests.perf.conftest import make_step_model
+from tests.perf.test_step import random_batch
+
+CONFIGS = [
+    ("llama-3.1-8b", "h100-sxm", "fp8", 1, 1),
+    ("llama-3.1-70b", "h200", "bf16", 4, 2),
+    ("mixtral-8x7b", "a100-sxm-80gb", "fp16", 2, 1),
+    ("mistral-7b", "l40s", "fp8", 1, 1),  # sliding window
+    ("deepseek-v3", "b200", "fp8", 8, 1),  # MLA, shared experts
+    ("gpt-oss-20b", "h100-sxm", "mxfp4", 1, 1),
+]
+
+
+def random_factors(rng: random.Random) -> EfficiencyFactors:
+    values = {
+        name: rng.uniform(0.05, 1.0) if name.endswith("efficiency") else rng.uniform(0, high)
+        for name, (_, high) in EfficiencyFactors.bounds().items()
+    }
+    return EfficiencyFactors(**values)
+
+
+@pytest.mark.parametrize(("model", "gpu", "precision", "tp", "pp"), CONFIGS)
+def test_price_of_features_equals_the_step_model(model, gpu, precision, tp, pp):
+    rng = random.Random(11)
+    step = make_step_model(
+        model, gpu, precision, tensor_parallel_size=tp, pipeline_parallel_size=pp
+    )
+    featurize = StepFeaturizer(step.deployment)
+    for _ in range(100):
+        batch, eff = random_batch(rng), random_factors(rng)
+        expected = make_step_model(
+            model, gpu, precision, eff, tensor_parallel_size=tp, pipeline_parallel_size=pp
+        )(batch)
+        assert float(price(featurize(batch), eff)) == pytest.approx(expected, rel=1e-12, abs=1e-15)
+
+
+def test_an_empty_batch_has_no_features_and_costs_nothing(llama8b):
+    features = StepFeaturizer(llama8b.deployment)(decode_batch(0, 0))
+    assert features.shape == (NUM_FEATURES,)
+    assert not features.any()
+    assert float(price(features, EfficiencyFactors())) == 0.0
+
+
+def test_features_are_affine_in_aggregates_for_one_shape(llama8b):
+    """Steps of one shape: the features of their mean aggregates times their count equal
+    the sum of their features (what a trace stores)."""
+    featurize = StepFeaturizer(llama8b.deployment)
+    batches = [decode_batch(32, context) for context in (100, 900, 4000)]
+    aggregates = np.array([featurize.aggregates(b) for b in batches])
+    summed = sum(featurize(b) for b in batches)
+    grouped = 3 * featurize.features(aggregates.mean(axis=0))[0]
+    np.testing.assert_allclose(grouped, summed, rtol=1e-12)
+    assert grouped[STEPS] == 3
+
+
+def test_the_roofline_columns_are_times_at_full_peak(llama8b):
+    d = llama8b.deployment
+    features = StepFeaturizer(d)(prefill_batch(1, 4096))
+    linear = 0  # ROOFLINE_PARTS[0]
+    flops = 4096 * llama8b.constants.dense_flops_per_token
+    assert features[COMPUTE][linear] == pytest.approx(flops / d.matmul_flops_per_s)
+    assert features[MEMORY][linear] > 0
