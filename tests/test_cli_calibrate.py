@@ -120,6 +120,10 @@ def test_rows_and_labels() -> None:
     assert describe_point({"request_rate": 3, "burstiness": 0.5}).startswith("gamma")
     assert describe_point({"offline": True}) == "offline"
     assert markdown_table(rows).splitlines()[2] == "| x | mean TTFT (ms) | 100.0 | 90.0 | -10.0 % |"
+    noisy = {**MEASURED[0], "std_ttft_ms": 40.0, "completed": 100}
+    (row,) = compare_summaries(noisy, {"mean_ttft_ms": 90.0}, "x")
+    assert row.measured_se == pytest.approx(4.0)
+    assert "| 100.0 ± 4 (4 %) | 90.0 |" in markdown_table([row])
 
 
 @pytest.mark.server

@@ -14,6 +14,7 @@ from llmsizer.records import RequestRecord
 from llmsizer.sim import Engine, EngineConfig, LinearStepCost
 from llmsizer.sizing.fit_steps import (
     FIT_METRICS,
+    NOISE_FLOOR,
     MeasuredPoint,
     fit_step_cost,
     point_from_records,
@@ -82,8 +83,20 @@ def test_a_point_replays_send_times_when_not_a_closed_loop() -> None:
     assert p.workload.num_prompt_tokens.tolist() == [200, 100]
     assert p.measured["mean_ttft_ms"] == pytest.approx(500.0)
     assert p.measured["mean_tpot_ms"] == pytest.approx(100.0)
+    assert p.sigma("mean_ttft_ms") == NOISE_FLOOR  # equal TTFTs: no sampling noise
+    assert p.relative_error["request_throughput"] == pytest.approx(0.0)
     with pytest.raises(ValueError, match="no successful request"):
         point_from_records(records[2:], None, "failed")
+
+
+def test_noisier_means_weigh_less() -> None:
+    records = [
+        RequestRecord(i, float(i), 100, 3, token_times_s=np.array([0.1, 0.2, 0.3]) * (1 + i) + i)
+        for i in range(4)
+    ]
+    p = point_from_records(records, None, "noisy")
+    ttft = np.array([0.1, 0.2, 0.3, 0.4])
+    assert p.sigma("mean_ttft_ms") == pytest.approx(ttft.std() / 2 / ttft.mean())
 
 
 def test_simulating_a_point_reproduces_it_exactly() -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 COMPARED: tuple[tuple[str, str], ...] = (
     ("mean_ttft_ms", "mean TTFT (ms)"),
@@ -24,17 +24,25 @@ COMPARED: tuple[tuple[str, str], ...] = (
     ("output_throughput", "output throughput (tok/s)"),
 )
 BAR_METRICS = ("mean_ttft_ms", "mean_tpot_ms", "request_throughput")
+_STD_OF = {
+    "mean_ttft_ms": "std_ttft_ms",
+    "mean_tpot_ms": "std_tpot_ms",
+    "mean_e2el_ms": "std_e2el_ms",
+}
 
 
 @dataclass(frozen=True, slots=True)
 class Comparison:
-    """One metric of one point: measured, predicted (same units), relative error."""
+    """One metric of one point: measured, predicted (same units), relative error, and for a
+    mean the standard error of the measured one (std / sqrt(requests): how far chance alone
+    moves it), or None."""
 
     label: str
     metric: str
     name: str
     measured: float
     predicted: float
+    measured_se: float | None = None
 
     @property
     def error(self) -> float:
@@ -47,13 +55,22 @@ def compare_summaries(
 ) -> list[Comparison]:
     """Every `COMPARED` metric both summaries hold, in `COMPARED` order."""
     return [
-        Comparison(label, key, name, float(measured[key]), float(predicted[key]))
+        Comparison(
+            label, key, name, float(measured[key]), float(predicted[key]), _se(measured, key)
+        )
         for key, name in COMPARED
         if _number(measured.get(key)) and _number(predicted.get(key))
     ]
 
 
-def _number(value: Any) -> bool:
+def _se(summary: Mapping[str, Any], key: str) -> float | None:
+    std, n = summary.get(_STD_OF.get(key, "")), summary.get("completed")
+    if _number(std) and _number(n) and n:
+        return float(std) / math.sqrt(float(n))
+    return None
+
+
+def _number(value: Any) -> TypeGuard[float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
@@ -94,7 +111,7 @@ def within(rows: Sequence[Comparison], tolerance: float, metrics: Sequence[str])
 def markdown_table(rows: Sequence[Comparison], tolerance: float | None = None) -> str:
     """A GitHub markdown table, one row per point and metric; with a `tolerance`, a last
     column marks the `BAR_METRICS` rows within it."""
-    head = "| point | metric | measured | predicted | error |"
+    head = "| point | metric | measured (± 1 se) | predicted | error |"
     rule = "|---|---|---:|---:|---:|"
     if tolerance is not None:
         head += f" within {100 * tolerance:g} % |"
@@ -102,7 +119,7 @@ def markdown_table(rows: Sequence[Comparison], tolerance: float | None = None) -
     lines = [head, rule]
     for r in rows:
         line = (
-            f"| {r.label} | {r.name} | {_fmt(r.measured)} | {_fmt(r.predicted)} | "
+            f"| {r.label} | {r.name} | {_measured(r)} | {_fmt(r.predicted)} | "
             f"{100 * r.error:+.1f} % |"
         )
         if tolerance is not None:
@@ -114,6 +131,12 @@ def markdown_table(rows: Sequence[Comparison], tolerance: float | None = None) -
             line += f" {mark} |"
         lines.append(line)
     return "\n".join(lines) + "\n"
+
+
+def _measured(r: Comparison) -> str:
+    if r.measured_se is None:
+        return _fmt(r.measured)
+    return f"{_fmt(r.measured)} ± {_fmt(r.measured_se)} ({100 * r.measured_se / r.measured:.0f} %)"
 
 
 def _fmt(value: float) -> str:

@@ -10,10 +10,17 @@ configuration and a candidate
     client token i = max(engine token i, engine token 0 + D)        (`llmsizer.sim.delivery`)
 
 and moves (a, b, c, d, D) to minimise the sum over points and `FIT_METRICS` of
-log(simulated / measured)^2: relative errors, so milliseconds of TTFT and requests per
-second weigh alike (scipy `least_squares`, bounds >= 0, finite differences). D is the API
-server's first-chunk delay: a fixed time per request that the client sees and the engine
-never spends, kept apart from the step cost so that it does not inflate the prompt term.
+
+    (log(simulated / measured) / sigma)^2,   sigma = max(standard error / mean, NOISE_FLOOR)
+
+relative errors, so milliseconds of TTFT and requests per second weigh alike, each counted in
+units of its own sampling noise: a mean TTFT that a few stalled requests move by 20 % says
+less than a mean TPOT known to 2 % (scipy `least_squares`, bounds >= 0, finite differences).
+
+D is the API server's first-chunk delay: a fixed time per request that the client sees and
+the engine never spends, kept apart from the step cost so that it does not inflate the
+prompt term. On the reference server the real hold is heavy-tailed (most requests wait a
+few tens of ms, a few wait seconds while the shared machine stalls); D is its mean.
 
 Theory check: runs produced by the simulator itself with known coefficients are fitted back
 to those coefficients (tests/sizing/test_fit_steps.py).
@@ -23,7 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.optimize import least_squares
@@ -35,6 +42,7 @@ from llmsizer.units import MS, US
 from llmsizer.workload import Workload
 
 FIT_METRICS = ("mean_ttft_ms", "mean_tpot_ms", "request_throughput")
+NOISE_FLOOR = 0.02  # no measured mean is trusted beyond 2 %: drift between runs is that large
 PARAMETERS = ("a_s", "b_s_per_prefill_token", "c_s_per_decode_seq", "d_s_per_context_token")
 DELAY = "first_token_delay_s"
 # Optimiser units per parameter: ms, us/token, ms/seq, us/token, ms. Values of order 1-100,
@@ -47,12 +55,18 @@ class MeasuredPoint:
     """One measured run to reproduce: its workload and its measured `FIT_METRICS`.
 
     `measured` holds the `llmsizer.metrics.summarize` values (ms and req/s) of the run's
-    successful requests; `workload` the same requests in send order.
+    successful requests; `workload` the same requests in send order; `relative_error` the
+    standard error of each mean over the mean (std / sqrt(n) / mean; for throughput that of
+    the mean E2E latency, which sets it), missing ones counted as `NOISE_FLOOR`.
     """
 
     label: str
     workload: Workload
     measured: Mapping[str, float]
+    relative_error: Mapping[str, float] = field(default_factory=dict)
+
+    def sigma(self, metric: str) -> float:
+        return max(self.relative_error.get(metric, 0.0), NOISE_FLOOR)
 
 
 def point_from_records(
@@ -71,11 +85,16 @@ def point_from_records(
         workload = Workload(prompt, output, arrival_s=sent - sent[0], source=label)
     else:
         workload = Workload(prompt, output, concurrency=concurrency, source=label)
-    summary = summarize(ok)
-    missing = [m for m in FIT_METRICS if not summary.get(m, 0.0) > 0]
+    s = summarize(ok, percentiles=())
+    missing = [m for m in FIT_METRICS if not s.get(m, 0.0) > 0]
     if missing:
         raise ValueError(f"{label}: {missing} not measured or zero (outputs of one token?)")
-    return MeasuredPoint(label, workload, {m: summary[m] for m in FIT_METRICS})
+    root_n = math.sqrt(len(ok))
+    noise = {
+        m: s[f"std_{name}_ms"] / root_n / s[f"mean_{name}_ms"]
+        for m, name in zip(FIT_METRICS, ("ttft", "tpot", "e2el"), strict=True)
+    }
+    return MeasuredPoint(label, workload, {m: s[m] for m in FIT_METRICS}, noise)
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +177,7 @@ def fit_step_cost(
         fixed[PARAMETERS[3]] = 0.0
     free = [p for p in (*PARAMETERS, DELAY) if p not in fixed]
     measured = np.array([[p.measured[m] for m in FIT_METRICS] for p in points])
+    sigma = np.array([[p.sigma(m) for m in FIT_METRICS] for p in points])
     calls = [0]
 
     def residuals(x: np.ndarray) -> np.ndarray:
@@ -167,7 +187,7 @@ def fit_step_cost(
             [[simulate_point(config, cost, delay, p)[m] for m in FIT_METRICS] for p in points]
         )
         # a candidate whose steps cost nothing predicts 0: a large finite residual, not -inf
-        return np.log(np.maximum(simulated, 1e-9 * measured) / measured).ravel()
+        return (np.log(np.maximum(simulated, 1e-9 * measured) / measured) / sigma).ravel()
 
     x0 = np.array([start[name] / _SCALE[name] for name in free])
     solution = least_squares(
