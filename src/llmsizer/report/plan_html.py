@@ -40,13 +40,14 @@ def plan_html(data: dict[str, Any]) -> str:
         "<h2>Latency against throughput</h2>",
         _figure(_curve_figure(data), "curves"),
     ]
-    if winner is not None:
-        sections += [
-            f"<h2>Pareto points on {_e(winner['gpu'])}</h2>",
-            "<p class=muted>Throughput-optimal at the top of the table, latency-optimal at "
-            "the bottom (the request alone on the instance).</p>",
-            _pareto_table(winner, data),
-        ]
+    for c in data["candidates"]:
+        if c.get("pareto"):
+            sections += [
+                f"<h2>Pareto points on {_e(c['gpu'])}</h2>",
+                "<p class=muted>Throughput-optimal at the top, latency-optimal at the bottom "
+                "(a request alone on the instance), over every configuration searched.</p>",
+                _pareto_table(c, data),
+            ]
     if data["timeline"] is not None:
         sections += [
             "<h2>The chosen configuration at its planned load</h2>",

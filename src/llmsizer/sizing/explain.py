@@ -31,6 +31,11 @@ def explain(plan: PlanResult) -> tuple[str, ...]:
     )
 
 
+def _n(count: int, word: str) -> str:
+    """`1 server`, `3 servers`."""
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
 def _ms(seconds: float) -> str:
     """`2,870 ms`, `49.7 ms`, `12.5 s`."""
     if seconds >= 10:
@@ -48,8 +53,8 @@ def _answer(plan: PlanResult, w: CandidatePlan) -> str:
         load += f" (peak {plan.planning_peak_rps:.3g} + {plan.usecase.headroom:.0%} headroom)"
     cost = "" if w.cost is None else f" at ${w.cost.usd_per_month:,.0f} a month"
     return (
-        f"Buy {s.num_servers} x {w.server.name} ({s.num_gpus} GPUs in use){cost}: "
-        f"{s.num_instances} instances of {plan.usecase.model} as {c.label()}, each serving "
+        f"Buy {s.num_servers} x {w.server.name} ({_n(s.num_gpus, 'GPU')} in use){cost}: "
+        f"{_n(s.num_instances, 'instance')} of {plan.usecase.model} as {c.label()}, each serving "
         f"{w.best.rate:.3g} req/s ({per_server:.3g} req/s per server), for a planning load of "
         f"{load}."
     )
@@ -114,7 +119,7 @@ def _alternatives(plan: PlanResult, w: CandidatePlan) -> list[str]:
             cost = f", ${c.cost.usd_per_month:,.0f}/month" if c.cost is not None else ""
             out.append(
                 f"Instead, {c.gpu} needs {c.sizing.num_servers} x {c.server.name} "
-                f"({c.best.config.label()}, {c.sizing.num_instances} instances{cost})."
+                f"({c.best.config.label()}, {_n(c.sizing.num_instances, 'instance')}{cost})."
             )
         else:
             out.append(f"{c.gpu}: no configuration meets the limits.")
@@ -128,17 +133,20 @@ def _changes(plan: PlanResult, w: CandidatePlan) -> list[str]:
     rows = dict(w.headroom)
     if 0.0 in rows and 0.2 in rows:
         out.append(
-            f"Headroom: 0 % needs {rows[0.0].num_instances} instances "
-            f"({rows[0.0].num_servers} servers), 20 % needs {rows[0.2].num_instances} "
-            f"({rows[0.2].num_servers} servers)."
+            f"Headroom: 0 % needs {_n(rows[0.0].num_instances, 'instance')} "
+            f"({_n(rows[0.0].num_servers, 'server')}), 20 % needs "
+            f"{_n(rows[0.2].num_instances, 'instance')} ({_n(rows[0.2].num_servers, 'server')})."
         )
     if plan.band is not None:
         low, high = plan.band.range_of("num_servers")
         names = ", ".join(v.label for v in plan.band.variants)
+        failing = [v.label for v in plan.band.variants if v.sizing is None]
         if high is None:
-            span = f"{low} servers or more (a variant meets no rate)"
+            span = (
+                f"{_n(low, 'server')} or more: with {', '.join(failing)} no rate meets the limits"
+            )
         elif low == high:
-            span = f"still {low} server{'s' if low > 1 else ''}"
+            span = f"still {_n(low, 'server')}"
         else:
             span = f"{low} to {high} servers"
         out.append(f"Uncertainty: with {names}, the answer is {span}.")
@@ -157,8 +165,8 @@ def _looser(plan: PlanResult, w: CandidatePlan) -> list[str]:
     return [
         f"A looser limit: with {LABELS[best.binding]} allowed up to {_ms(value)} at the "
         f"{limits.percentile(best.binding):g}th percentile, an instance could take "
-        f"{top.offered_rate:.3g} req/s: {sizing.num_instances} instances, "
-        f"{sizing.num_servers} servers."
+        f"{top.offered_rate:.3g} req/s: {_n(sizing.num_instances, 'instance')}, "
+        f"{_n(sizing.num_servers, 'server')}."
     ]
 
 
@@ -173,7 +181,7 @@ def _runner_up(plan: PlanResult, w: CandidatePlan) -> list[str]:
     sizing, r = min(sizes, key=lambda item: (item[0].num_servers, item[0].num_gpus))
     return [
         f"Runner-up on {w.gpu}: {r.config.label()} at {r.rate:.3g} req/s per instance "
-        f"needs {sizing.num_servers} servers ({sizing.num_gpus} GPUs)."
+        f"needs {_n(sizing.num_servers, 'server')} ({_n(sizing.num_gpus, 'GPU')})."
     ]
 
 
