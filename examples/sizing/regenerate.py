@@ -17,19 +17,28 @@ import time
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from llmsizer.report.plan_html import plan_html
-from llmsizer.sizing.inputs import load_usecase
+from llmsizer.sizing.inputs import usecase_from_mapping
 from llmsizer.sizing.plan import plan
 from llmsizer.sizing.plan_data import plan_data
 from llmsizer.sizing.render import plan_text
+from llmsizer.sizing.usecase import UseCase
 
 HERE = Path(__file__).resolve().parent
 EXAMPLES = ("nemo43b_dgx_h100", "llama3_8b_h100", "azure_chat_llama31_70b")
 
 
+def load(name: str) -> UseCase:
+    """The use case `examples/sizing/<name>.yaml` (paths in it relative to this folder)."""
+    path = Path(f"{name}.yaml")
+    return usecase_from_mapping(yaml.safe_load(path.read_text()), base_dir=path.parent)
+
+
 def run(name: str) -> dict[str, Any]:
     """The plan of `examples/sizing/<name>.yaml` as plain data (run from this folder)."""
-    return plan_data(plan(load_usecase(Path(f"{name}.yaml"))))
+    return plan_data(plan(load(name)))
 
 
 def as_json(data: dict[str, Any]) -> str:

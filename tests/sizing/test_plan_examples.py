@@ -11,8 +11,9 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+import yaml
 
-from llmsizer.sizing.inputs import load_usecase
+from llmsizer.sizing.inputs import usecase_from_mapping
 from llmsizer.sizing.plan import plan
 from llmsizer.sizing.render import plan_text
 from llmsizer.sizing.usecase import UseCase
@@ -21,7 +22,8 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "sizing"
 
 
 def answer_only(name: str) -> UseCase:
-    u = load_usecase(EXAMPLES / f"{name}.yaml")
+    path = EXAMPLES / f"{name}.yaml"
+    u = usecase_from_mapping(yaml.safe_load(path.read_text()), base_dir=path.parent)
     quick = u.search.model_copy(update={"curves": False, "uncertainty": 0.0})
     return u.model_copy(update={"search": quick})
 

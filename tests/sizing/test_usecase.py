@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from llmsizer.config import ConfigError
-from llmsizer.sizing.inputs import load_usecase, usecase_dict, usecase_from_flags
+from llmsizer.sizing.inputs import usecase_dict, usecase_from_flags, usecase_from_mapping
 from llmsizer.sizing.usecase import UseCase
 
 TRACE = (
@@ -157,15 +156,11 @@ def test_flags_map_to_fields() -> None:
         usecase_from_flags(model="llama-3.1-8b", isl=10, osl=10, peak_rps=1, tp="1,x")
 
 
-def test_files_load_with_paths_relative_to_them_and_errors_name_file_and_key(
-    tmp_path: Path,
-) -> None:
+def test_files_resolve_trace_paths_against_their_folder(tmp_path: Path) -> None:
     (tmp_path / "traces").mkdir()
     (tmp_path / "traces" / "t.csv").write_text(TRACE.read_text()[:2000].rsplit("\n", 1)[0] + "\n")
-    good = tmp_path / "chat.yaml"
-    good.write_text("model: llama-3.1-8b\nlengths_trace: traces/t.csv\nload: {peak_rps: 2}\n")
-    assert load_usecase(good).lengths_trace == tmp_path / "traces" / "t.csv"
-    bad = tmp_path / "bad.yaml"
-    bad.write_text("model: llama-3.1-8b\ninput: {user: 100}\noutput: 10\nload: {peak_rps: -2}\n")
-    with pytest.raises(ConfigError, match=r"load\.peak_rps = -2"):
-        load_usecase(bad)
+    data = {"model": "llama-3.1-8b", "lengths_trace": "traces/t.csv", "load": {"peak_rps": 2}}
+    u = usecase_from_mapping(data, base_dir=tmp_path)
+    assert u.lengths_trace == tmp_path / "traces" / "t.csv"
+    with pytest.raises(ValidationError, match=r"load\.peak_rps"):
+        usecase_from_mapping({**BASE, "load": {"peak_rps": -2}}, base_dir=tmp_path)

@@ -1,4 +1,4 @@
-"""Use cases from the edges: a YAML file, or the flags of `llmsizer plan`.
+"""Use cases from the edges: a parsed YAML file, or the flags of `llmsizer plan`.
 
     llmsizer plan usecase.yaml
     llmsizer plan --model llama-3.1-8b --isl 2000 --osl 200 --peak-rps 70 --ttft-ms 500 \\
@@ -15,24 +15,20 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from pydantic import ValidationError
-
 from llmsizer.sizing.usecase import UseCase
 
 
-def load_usecase(path: Path, overrides: dict[str, Any] | None = None) -> UseCase:
-    """Read and validate a use-case YAML file; flag values in `overrides` (nested dicts, as
-    `usecase_dict` builds) win. Raises `llmsizer.config.ConfigError` naming file and keys."""
-    from llmsizer.config import ConfigError, deep_merge, format_validation_error, read_yaml
+def usecase_from_mapping(data: Mapping[str, Any], base_dir: Path | None = None) -> UseCase:
+    """Validate a parsed use-case file (raises `pydantic.ValidationError` naming the keys).
 
-    data = deep_merge(read_yaml(path), overrides or {})
-    if "lengths_trace" in data and data["lengths_trace"] is not None:
-        trace = Path(data["lengths_trace"])  # relative to the file, as a reader expects
-        data["lengths_trace"] = str(trace if trace.is_absolute() else path.parent / trace)
-    try:
-        return UseCase.model_validate(data)
-    except ValidationError as e:
-        raise ConfigError(format_validation_error(e, f"use case '{path}'")) from e
+    A relative `lengths_trace` is taken relative to `base_dir`, the file's folder, as a
+    reader of the file expects. Reading the file is the caller's (the CLI's) job.
+    """
+    data = dict(data)
+    trace = data.get("lengths_trace")
+    if trace is not None and base_dir is not None and not Path(trace).is_absolute():
+        data["lengths_trace"] = str(base_dir / trace)
+    return UseCase.model_validate(data)
 
 
 FLAG_FIELDS: Mapping[str, str] = MappingProxyType(
