@@ -132,3 +132,28 @@ def test_simulate_priced_by_the_gpu_model() -> None:
     )
     assert r.exit_code == 0, r.output
     assert "peak KV blocks" in r.output
+
+
+def test_plan_from_flags_writes_json_and_html(tmp_path: Path) -> None:
+    args = (
+        "plan --model llama-3.1-8b --isl 2000 --osl 200 --peak-rps 40 --ttft-ms 500 "
+        "--gpu h100-sxm --tp 1 --precision fp8"
+    ).split()
+    r = runner.invoke(
+        app, [*args, "--json", str(tmp_path / "p.json"), "--html", str(tmp_path / "p.html")]
+    )
+    assert r.exit_code == 0, r.output
+    data = json.loads((tmp_path / "p.json").read_text())
+    assert data["model"] == "llama-3.1-8b"
+    assert "<script src=\"http" not in (tmp_path / "p.html").read_text()
+
+
+def test_plan_bad_use_case_names_the_field(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = run_main(
+        monkeypatch,
+        ["plan", "--model", "llama-3.1-8b", "--isl", "-5", "--osl", "10", "--peak-rps", "1"],
+    )
+    err = capsys.readouterr().err
+    assert code == 2 and "input.user" in err and "Traceback" not in err

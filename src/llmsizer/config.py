@@ -23,7 +23,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from llmsizer.metrics import Slo
 from llmsizer.perf import EfficiencyFactors
 from llmsizer.sim import Engine, EngineConfig, FixedTicks, LinearStepCost, StepCost
+from llmsizer.sizing.inputs import usecase_from_mapping
 from llmsizer.sizing.instance import make_instance
+from llmsizer.sizing.usecase import UseCase
 from llmsizer.units import MS
 from llmsizer.workload import WorkloadSpec
 
@@ -231,3 +233,12 @@ def load_scenario(path: Path | None, overrides: dict[str, Any] | None = None) ->
         return Scenario.model_validate(data)
     except ValidationError as e:
         raise ConfigError(format_validation_error(e, f"scenario '{path or 'defaults'}'")) from e
+
+
+def load_usecase(path: Path | None, overrides: dict[str, Any] | None = None) -> UseCase:
+    """A sizing use case from a YAML file and/or flag overrides, validated as one."""
+    data = deep_merge(read_yaml(path) if path is not None else {}, overrides or {})
+    try:
+        return usecase_from_mapping(data, base_dir=path.parent if path is not None else None)
+    except ValidationError as e:
+        raise ConfigError(format_validation_error(e, f"use case '{path or 'flags'}'")) from e

@@ -8,7 +8,7 @@ import sys
 import typer
 
 from llmsizer.bench import BenchError
-from llmsizer.cli import bench, calibrate, catalog, predict, simulate
+from llmsizer.cli import bench, calibrate, catalog, plan, predict, simulate
 from llmsizer.cli.common import err
 
 app = typer.Typer(
@@ -20,6 +20,7 @@ app = typer.Typer(
 )
 app.command()(simulate.simulate)
 app.command()(predict.predict)
+app.command()(plan.plan)
 app.command()(bench.bench)
 app.command()(calibrate.calibrate)
 app.command()(calibrate.compare)

@@ -1,0 +1,70 @@
+"""`llmsizer plan`: from a use case to GPUs, servers and cost, with the reasons."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from llmsizer.cli.common import err, out, progress_bar
+from llmsizer.config import load_efficiency, load_usecase
+from llmsizer.report.plan_html import plan_html
+from llmsizer.sizing.inputs import usecase_dict
+from llmsizer.sizing.plan import plan as run_plan
+from llmsizer.sizing.plan_data import plan_data
+from llmsizer.sizing.render import print_plan
+
+Opt = typer.Option
+
+
+def plan(
+    usecase_file: Annotated[Path | None, typer.Argument(help="Use-case YAML.")] = None,
+    model: Annotated[str | None, Opt(help="Model: catalog name, HF id, config.json path.")] = None,
+    isl: Annotated[float | None, Opt(help="Input length per request (user text part).")] = None,
+    osl: Annotated[float | None, Opt(help="Output length per request.")] = None,
+    words: Annotated[bool, Opt(help="Lengths are in words, not tokens (0.75 word/token).")] = False,
+    peak_rps: Annotated[float | None, Opt(help="Peak requests per second to serve.")] = None,
+    average_rps: Annotated[
+        float | None, Opt(help="Average req/s; the plan sizes for its Poisson peak.")
+    ] = None,
+    daily_active_users: Annotated[int | None, Opt(help="Daily active users.")] = None,
+    ttft_ms: Annotated[float | None, Opt(help="TTFT limit in ms.")] = None,
+    tpot_ms: Annotated[float | None, Opt(help="TPOT (ITL) limit in ms.")] = None,
+    e2el_ms: Annotated[float | None, Opt(help="End-to-end latency limit in ms.")] = None,
+    percentile: Annotated[float | None, Opt(help="Percentile the limits apply at (95).")] = None,
+    gpu: Annotated[str | None, Opt(help="Candidate GPUs, comma separated.")] = None,
+    precision: Annotated[str | None, Opt(help="Candidate precisions, comma separated.")] = None,
+    tp: Annotated[str | None, Opt(help="Candidate tensor-parallel sizes, e.g. 1,2,4,8.")] = None,
+    pp: Annotated[str | None, Opt(help="Candidate pipeline-parallel sizes.")] = None,
+    engine: Annotated[str | None, Opt(help="Candidate engine presets: vllm,trtllm,sglang.")] = None,
+    headroom: Annotated[float | None, Opt(help="Spare capacity, e.g. 0.2 for 20 %.")] = None,
+    offline: Annotated[bool, Opt(help="Throughput only, no latency limits.")] = False,
+    sequential: Annotated[bool, Opt(help="Answers used whole: the E2E limit matters.")] = False,
+    trace: Annotated[Path | None, Opt(help="Trace whose length distribution to use.")] = None,
+    calibration: Annotated[Path | None, Opt(help="Calibration file (efficiency factors).")] = None,
+    json_out: Annotated[Path | None, Opt("--json", help="Write the plan as JSON.")] = None,
+    html: Annotated[Path | None, Opt(help="Write a self-contained HTML report.")] = None,
+) -> None:
+    """Size a deployment: the best configuration per GPU, instances, GPUs, servers and cost.
+
+    Give a use-case YAML (see examples/sizing/) and/or flags; flags override the file.
+    """
+    flags = usecase_dict(
+        model=model, isl=isl, osl=osl, words=words, peak_rps=peak_rps, average_rps=average_rps,
+        daily_active_users=daily_active_users, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
+        e2el_ms=e2el_ms, percentile=percentile, gpu=gpu, precision=precision, tp=tp, pp=pp,
+        engine=engine, headroom=headroom, offline=offline, sequential=sequential, trace=trace,
+    )  # fmt: skip
+    usecase = load_usecase(usecase_file, flags)
+    with progress_bar("sizing") as progress:
+        result = run_plan(usecase, efficiency=load_efficiency(calibration), progress=progress)
+    data = plan_data(result)
+    print_plan(data, out)
+    if json_out:
+        json_out.write_text(json.dumps(data, indent=1) + "\n")
+        err.print(f"wrote {json_out}", highlight=False)
+    if html:
+        html.write_text(plan_html(data))
+        err.print(f"wrote {html}", highlight=False)
