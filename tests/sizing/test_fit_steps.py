@@ -12,6 +12,7 @@ from llmsizer.config import load_scenario
 from llmsizer.metrics import summarize
 from llmsizer.records import RequestRecord
 from llmsizer.sim import Engine, EngineConfig, LinearStepCost
+from llmsizer.sim.delivery import hold_first_token
 from llmsizer.sizing.fit_steps import (
     FIT_METRICS,
     NOISE_FLOOR,
@@ -59,6 +60,24 @@ def test_the_fit_recovers_the_coefficients_that_made_the_runs(
     assert fit.first_token_delay_s == pytest.approx(TRUE_DELAY_S, rel=0.02)
     assert fit.max_abs_error < 1e-3
     assert len(fit.residuals) == len(points) * len(FIT_METRICS)
+
+
+def test_the_servers_own_means_are_fitted_on_the_engines_token_times() -> None:
+    points = []
+    for c in (1, 8):
+        workload = Workload(np.full(16, 256), np.full(16, 64), concurrency=c)
+        engine = Engine(CONFIG, TRUE).run(workload).records
+        inside = summarize(engine)
+        server = {"server_mean_ttft_ms": inside["mean_ttft_ms"], "server_mean_tpot_ms": 0.0,
+                  "server_mean_e2el_ms": 1.0}  # fmt: skip
+        client = [hold_first_token(r, TRUE_DELAY_S) for r in engine]
+        points.append(point_from_records(client, c, f"c{c}", server))
+    assert set(points[0].measured) == {*FIT_METRICS, "server_mean_ttft_ms"}  # zero: not measured
+    fit = fit_step_cost(points, CONFIG, fit_context=False)
+    assert fit.step_cost.b_s_per_prefill_token == pytest.approx(40e-6, rel=0.02)
+    assert fit.first_token_delay_s == pytest.approx(TRUE_DELAY_S, rel=0.02)
+    server_rows = [r for r in fit.residuals if r.metric == "server_mean_ttft_ms"]
+    assert len(server_rows) == 2 and all(abs(r.error) < 1e-3 for r in server_rows)
 
 
 def test_without_a_delay_the_prompt_term_absorbs_what_it_can(

@@ -14,16 +14,8 @@ from llmsizer.bench import ImportedRun, import_results
 from llmsizer.cli.common import err, field_help, out
 from llmsizer.config import format_validation_error
 from llmsizer.sim import EngineConfig
-from llmsizer.sizing.compare import (
-    BAR_METRICS,
-    COMPARED,
-    Comparison,
-    compare_summaries,
-    describe_point,
-    markdown_table,
-    within,
-)
-from llmsizer.sizing.fit_steps import FIT_METRICS, MeasuredPoint, fit_step_cost, point_from_records
+from llmsizer.sizing import compare as cmp
+from llmsizer.sizing.fit_steps import MeasuredPoint, fit_step_cost, point_from_records
 from llmsizer.sizing.step_calibration import (
     calibration_from_fit,
     fitted_point,
@@ -31,7 +23,11 @@ from llmsizer.sizing.step_calibration import (
 )
 
 E = EngineConfig
-METRIC_NAMES = dict(COMPARED)
+METRIC_NAMES = {
+    **dict(cmp.COMPARED),
+    "server_mean_ttft_ms": "server's mean TTFT (ms)",
+    "server_mean_tpot_ms": "server's mean TPOT (ms)",
+}
 
 
 def _label(run: ImportedRun) -> str:
@@ -50,11 +46,12 @@ def _points(paths: list[Path]) -> list[tuple[MeasuredPoint, str]]:
             closed = run.request_rate is None and run.max_concurrency is not None
             label = _label(run) if len(paths) == 1 else f"{path.name}: {_label(run)}"
             concurrency = run.max_concurrency if closed else None
-            points.append((point_from_records(run.records, concurrency, label), str(path)))
+            point = point_from_records(run.records, concurrency, label, run.raw_params)
+            points.append((point, str(path)))
     return points
 
 
-def _table(rows: list[Comparison], title: str) -> Table:
+def _table(rows: list[cmp.Comparison], title: str) -> Table:
     t = Table(title=title)
     for name in ("point", "metric", "measured", "predicted", "error"):
         t.add_column(name, justify="left" if name in ("point", "metric") else "right")
@@ -140,9 +137,8 @@ def calibrate(
         highlight=False,
     )
     rows = [
-        Comparison(r.label, r.metric, METRIC_NAMES[r.metric], r.measured, r.predicted)
+        cmp.Comparison(r.label, r.metric, METRIC_NAMES[r.metric], r.measured, r.predicted)
         for r in fit.residuals
-        if r.metric in FIT_METRICS
     ]
     out.print(_table(rows, f"fit residuals (rms {fit.rms_error:.1%}, max {fit.max_abs_error:.1%})"))
     save_step_calibration(cal, out_path)
@@ -193,13 +189,13 @@ def compare(
     rows = [
         r
         for m, p in zip(meas, pred, strict=True)
-        for r in compare_summaries(m, p, describe_point(m))
+        for r in cmp.compare_summaries(m, p, cmp.describe_point(m))
     ]
     out.print(_table(rows, f"measured ({measured.name}) vs predicted"))
     tolerance = None if tolerance_pct is None else tolerance_pct / 100
     if markdown is not None:
-        markdown.write_text(markdown_table(rows, tolerance))
+        markdown.write_text(cmp.markdown_table(rows, tolerance))
         err.print(f"wrote {markdown}", highlight=False)
-    if tolerance is not None and not within(rows, tolerance, BAR_METRICS):
-        err.print(f"some of {', '.join(BAR_METRICS)} are off by more than {tolerance_pct:g} %")
+    if tolerance is not None and not cmp.within(rows, tolerance, cmp.BAR_METRICS):
+        err.print(f"some of {', '.join(cmp.BAR_METRICS)} are off by more than {tolerance_pct:g} %")
         raise typer.Exit(1)

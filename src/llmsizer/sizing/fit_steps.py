@@ -17,6 +17,10 @@ relative errors, so milliseconds of TTFT and requests per second weigh alike, ea
 units of its own sampling noise: a mean TTFT that a few stalled requests move by 20 % says
 less than a mean TPOT known to 2 % (scipy `least_squares`, bounds >= 0, finite differences).
 
+When the run also holds the server's own means (`llmsizer bench --server-metrics` reads
+vLLM's histograms: `SERVER_METRICS`), they are fitted too, against the engine's token times
+before the hold: they pin the step cost without the client's delivery noise.
+
 D is the API server's first-chunk delay: a fixed time per request that the client sees and
 the engine never spends, kept apart from the step cost so that it does not inflate the
 prompt term. On the reference server the real hold is heavy-tailed (most requests wait a
@@ -38,10 +42,12 @@ from scipy.optimize import least_squares
 from llmsizer.metrics import summarize
 from llmsizer.records import RequestRecord
 from llmsizer.sim import Engine, EngineConfig, LinearStepCost
+from llmsizer.sim.delivery import hold_first_token
 from llmsizer.units import MS, US
 from llmsizer.workload import Workload
 
 FIT_METRICS = ("mean_ttft_ms", "mean_tpot_ms", "request_throughput")
+SERVER_METRICS = ("server_mean_ttft_ms", "server_mean_tpot_ms")  # the engine's view, no hold
 NOISE_FLOOR = 0.02  # no measured mean is trusted beyond 2 %: drift between runs is that large
 PARAMETERS = ("a_s", "b_s_per_prefill_token", "c_s_per_decode_seq", "d_s_per_context_token")
 DELAY = "first_token_delay_s"
@@ -55,7 +61,8 @@ class MeasuredPoint:
     """One measured run to reproduce: its workload and its measured `FIT_METRICS`.
 
     `measured` holds the `llmsizer.metrics.summarize` values (ms and req/s) of the run's
-    successful requests; `workload` the same requests in send order; `relative_error` the
+    successful requests, and any `SERVER_METRICS` the server reported for them; `workload`
+    the same requests in send order; `relative_error` the
     standard error of each mean over the mean (std / sqrt(n) / mean; for throughput that of
     the mean E2E latency, which sets it), missing ones counted as `NOISE_FLOOR`.
     """
@@ -70,11 +77,15 @@ class MeasuredPoint:
 
 
 def point_from_records(
-    records: Sequence[RequestRecord], concurrency: int | None, label: str
+    records: Sequence[RequestRecord],
+    concurrency: int | None,
+    label: str,
+    server: Mapping[str, float] | None = None,
 ) -> MeasuredPoint:
     """A point from a run's records: a closed loop at `concurrency`, or (None) the records'
     own send times replayed. Failed requests are left out, as the metrics leave them out;
-    output lengths are those produced. Raises `ValueError` for a run with no success."""
+    output lengths are those produced. `server`: the run's result keys, of which
+    `SERVER_METRICS` (ms) are kept. Raises `ValueError` for a run with no success."""
     ok = sorted((r for r in records if r.ok), key=lambda r: (r.arrival_s, r.request_id))
     if not ok:
         raise ValueError(f"{label}: no successful request to fit on")
@@ -94,7 +105,9 @@ def point_from_records(
         m: s[f"std_{name}_ms"] / root_n / s[f"mean_{name}_ms"]
         for m, name in zip(FIT_METRICS, ("ttft", "tpot", "e2el"), strict=True)
     }
-    return MeasuredPoint(label, workload, {m: s[m] for m in FIT_METRICS}, noise)
+    measured = {m: s[m] for m in FIT_METRICS}
+    measured |= {m: float(v) for m, v in (server or {}).items() if m in SERVER_METRICS and v}
+    return MeasuredPoint(label, workload, measured, noise)
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,10 +147,16 @@ class StepFit:
 def simulate_point(
     config: EngineConfig, cost: LinearStepCost, first_token_delay_s: float, point: MeasuredPoint
 ) -> dict[str, float]:
-    """The simulator's `FIT_METRICS` for `point`'s workload (ms and req/s)."""
-    result = Engine(config, cost, first_token_delay_s).run(point.workload)
-    summary = summarize(result.records, percentiles=())
-    return {m: summary[m] for m in FIT_METRICS}
+    """The simulator's `FIT_METRICS` (client view, after the hold) and `SERVER_METRICS`
+    (engine view) for `point`'s workload, in ms and req/s."""
+    engine = Engine(config, cost).run(point.workload).records
+    client = summarize([hold_first_token(r, first_token_delay_s) for r in engine], percentiles=())
+    out = {m: client[m] for m in FIT_METRICS}
+    if any(m in point.measured for m in SERVER_METRICS):
+        inside = summarize(engine, percentiles=())
+        out |= {"server_mean_ttft_ms": inside["mean_ttft_ms"]}
+        out |= {"server_mean_tpot_ms": inside["mean_tpot_ms"]}
+    return out
 
 
 def _unpack(x: np.ndarray, free: Sequence[str], fixed: Mapping[str, float]) -> dict[str, float]:
@@ -176,18 +195,18 @@ def fit_step_cost(
     if not fit_context:
         fixed[PARAMETERS[3]] = 0.0
     free = [p for p in (*PARAMETERS, DELAY) if p not in fixed]
-    measured = np.array([[p.measured[m] for m in FIT_METRICS] for p in points])
-    sigma = np.array([[p.sigma(m) for m in FIT_METRICS] for p in points])
+    targets = [(i, m) for i, p in enumerate(points) for m in p.measured]
+    measured = np.array([points[i].measured[m] for i, m in targets])
+    sigma = np.array([points[i].sigma(m) for i, m in targets])
     calls = [0]
 
     def residuals(x: np.ndarray) -> np.ndarray:
         calls[0] += 1
         cost, delay = _split(_unpack(x, free, fixed))
-        simulated = np.array(
-            [[simulate_point(config, cost, delay, p)[m] for m in FIT_METRICS] for p in points]
-        )
+        runs = [simulate_point(config, cost, delay, p) for p in points]
+        simulated = np.array([runs[i][m] for i, m in targets])
         # a candidate whose steps cost nothing predicts 0: a large finite residual, not -inf
-        return (np.log(np.maximum(simulated, 1e-9 * measured) / measured) / sigma).ravel()
+        return np.log(np.maximum(simulated, 1e-9 * measured) / measured) / sigma
 
     x0 = np.array([start[name] / _SCALE[name] for name in free])
     solution = least_squares(
@@ -208,7 +227,7 @@ def _residuals(
     out = []
     for p in points:
         simulated = simulate_point(config, cost, delay, p)
-        out += [Residual(p.label, m, p.measured[m], simulated[m]) for m in FIT_METRICS]
+        out += [Residual(p.label, m, p.measured[m], simulated[m]) for m in p.measured]
     return tuple(out)
 
 
