@@ -5,9 +5,9 @@
 Setting (issue 2's bar): vLLM-style continuous batching, max_num_seqs 256, chunked prefill,
 prompt and output lengths drawn from the Azure LLM inference conversation trace, Poisson
 arrivals at 80 % of the engine's measured capacity, steps priced by the GPU performance
-model (Llama 3.1 8B, FP8, one H100 SXM; KV-cache blocks from its memory). Each size runs in its own process so
-that its peak memory (max RSS) is its own. Prints one row per size: wall time, engine steps,
-steps per second, requests per second of wall time, peak memory.
+model (Llama 3.1 8B, FP8, one H100 SXM; KV-cache blocks from its memory). Each size runs
+in its own process so that its peak memory (max RSS) is its own. Prints one row per size:
+wall time, engine steps, steps per second, requests per second of wall time, peak memory.
 
 Capacity is measured, not assumed: a saturated run (all requests at t=0) gives the
 engine's maximum request throughput with this step cost.
@@ -22,14 +22,13 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 from llmsizer.metrics import summarize
 from llmsizer.sim import Engine, EngineConfig
 from llmsizer.sizing import make_instance
 from llmsizer.workload import Workload, WorkloadSpec, make_workload
 
-TRACE = Path(__file__).resolve().parents[2] / "shared" / "traces" / "AzureLLMInferenceTrace_conv.csv"
+TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
+TRACE = TRACES / "AzureLLMInferenceTrace_conv.csv"
 INSTANCE = make_instance(
     "llama-3.1-8b",
     "h100-sxm",

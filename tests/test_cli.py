@@ -145,7 +145,7 @@ def test_plan_from_flags_writes_json_and_html(tmp_path: Path) -> None:
     assert r.exit_code == 0, r.output
     data = json.loads((tmp_path / "p.json").read_text())
     assert data["model"] == "llama-3.1-8b"
-    assert "<script src=\"http" not in (tmp_path / "p.html").read_text()
+    assert '<script src="http' not in (tmp_path / "p.html").read_text()
 
 
 def test_plan_bad_use_case_names_the_field(

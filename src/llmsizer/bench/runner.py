@@ -141,7 +141,8 @@ async def discover_model(http: httpx.AsyncClient) -> str:
         response.raise_for_status()
         return str(response.json()["data"][0]["id"])
     except (httpx.HTTPError, KeyError, IndexError, ValueError) as e:
-        raise BenchError(f"could not read a model name from {str(http.base_url).rstrip('/')}/v1/models: {e}") from e
+        url = f"{str(http.base_url).rstrip('/')}/v1/models"
+        raise BenchError(f"could not read a model name from {url}: {e}") from e
 
 
 def _records_path(path: Path | None, point: LoadPoint, num_points: int) -> Path | None:
