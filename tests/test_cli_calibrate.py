@@ -13,11 +13,12 @@ from typer.testing import CliRunner
 from llmsizer.cli import app, main
 from llmsizer.records import write_jsonl
 from llmsizer.sim import Engine, EngineConfig, LinearStepCost
-from llmsizer.sizing.compare import compare_summaries, describe_point, markdown_table
-from llmsizer.sizing.step_calibration import load_step_calibration
+from llmsizer.sizing.compare import BAR_METRICS, compare_summaries, describe_point, markdown_table
+from llmsizer.sizing.step_calibration import load_step_calibration, predict_calibrated
 from llmsizer.workload import Workload
 
 runner = CliRunner()
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "reference-server" / "calibration"
 CONFIG = EngineConfig(engine="vllm", max_num_seqs=32, max_num_batched_tokens=2048)
 TRUE = LinearStepCost(5e-3, 30e-6, 0.5e-3, 0.0)
 
@@ -124,6 +125,27 @@ def test_rows_and_labels() -> None:
     (row,) = compare_summaries(noisy, {"mean_ttft_ms": 90.0}, "x")
     assert row.measured_se == pytest.approx(4.0)
     assert "| 100.0 ± 4 (4 %) | 90.0 |" in markdown_table([row])
+
+
+@pytest.mark.parametrize("run", ["light", "heavy"])
+def test_the_committed_comparison_is_current(run: str) -> None:
+    """examples/reference-server/calibration: the predictions follow from the committed
+    calibration and the measured runs' settings, and comparison.md shows them."""
+    cal = load_step_calibration(EXAMPLE / "calibration.yaml")
+    measured = json.loads((EXAMPLE / f"poisson-{run}.json").read_text())[0]
+    summary = predict_calibrated(
+        cal,
+        isl=measured["isl"],
+        osl=measured["osl"],
+        request_rate=measured["request_rate"],
+        num_requests=measured["num_prompts"],
+        seed=measured["seed"],
+    )
+    committed = json.loads((EXAMPLE / f"predicted-{run}.json").read_text())
+    for key in BAR_METRICS:
+        assert summary[key] == pytest.approx(committed[key], rel=1e-9)
+    rows = compare_summaries(measured, committed, describe_point(measured))
+    assert markdown_table(rows, 0.15) in (EXAMPLE / "comparison.md").read_text()
 
 
 @pytest.mark.server

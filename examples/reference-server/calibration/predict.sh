@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# From the measured files to the comparison, offline (no server needed):
+#   1. fit the step cost to the concurrency sweep -> calibration.yaml
+#   2. simulate each Poisson run with it (same rate, seed, lengths and number of requests,
+#      so the same arrival times the client sent) -> predicted-*.json
+#   3. compare measured and predicted -> comparison.md
+set -euo pipefail
+cd "$(dirname "$0")"
+
+# The server's batching (vLLM 0.32 CPU defaults for the OpenAI server, as its log prints):
+# max_num_seqs 128, max_num_batched_tokens 2048, block_size 128, chunked prefill and prefix
+# caching on. KV cache: VLLM_CPU_KVCACHE_SPACE=2 GiB / 2048 bytes per token (4 layers x K,V x
+# 2 KV heads x 64 x 2 bytes, bf16) = 1,048,576 tokens = 8192 blocks of 128 (the log agrees).
+# --no-context-term: every request has the same lengths, so a cost per context token read
+# cannot be told apart from the cost per decoding sequence; the fit keeps the latter.
+llmsizer calibrate sweep.json --out calibration.yaml \
+  --max-num-seqs 128 --max-num-batched-tokens 2048 --block-size 128 --num-gpu-blocks 8192 \
+  --no-context-term \
+  --description "reference vLLM 0.32 (CPU, tiny Llama, 2 shared cores); sweep ISL 512 OSL 128"
+
+for run in light heavy; do
+  read -r rate seed n < <(jq -r '.[0] | "\(.request_rate) \(.seed) \(.num_prompts)"' "poisson-$run.json")
+  llmsizer simulate scenario.yaml --arrival poisson --request-rate "$rate" --seed "$seed" \
+    --num-requests "$n" --isl 512 --osl 128 --json "predicted-$run.json"
+done
+
+{
+  echo "# Calibrated simulator vs the reference vLLM (Poisson runs)"
+  echo
+  for run in light heavy; do
+    llmsizer compare "poisson-$run.json" "predicted-$run.json" --markdown "comparison-$run.md" \
+      --tolerance 15 || true
+    cat "comparison-$run.md"; echo
+  done
+} > comparison.md
+rm comparison-light.md comparison-heavy.md
+cat comparison.md
