@@ -8,7 +8,8 @@ Assumptions, since the slide states no more:
 - "Llama 70B" is Llama 2 70B (the course's 4K-context era; 3500 in + 500 out fits); Llama 3
   70B is checked too (same layers, larger vocabulary);
 - FP16 weights, activations and KV cache; 4 H100 SXM on NVLink (one DGX H100 half);
-- TensorRT-LLM, with this project's default (unfitted) efficiency factors;
+- TensorRT-LLM, with this project's priors (`default_efficiency`) and with the factors
+  fitted on the calibration set (`calibrated_efficiency`): both must hold;
 - the 8 prompts are prefilled together in one step (static batching, as in the course's
   notebook), so 2.6 s is one step over 8 x 3500 tokens;
 - a generated token is one decode step of 8 sequences mid-answer: 3500 + 250 tokens of
@@ -20,6 +21,7 @@ import pytest
 
 from llmsizer.perf.batch_shape import decode_batch, prefill_batch
 from llmsizer.perf.deployment import Deployment
+from llmsizer.perf.calibrated import calibrated_efficiency
 from llmsizer.perf.efficiency import default_efficiency
 from llmsizer.perf.step import StepModel
 
@@ -27,10 +29,11 @@ COURSE_PREFILL_S = 2.6
 COURSE_TPOT_S = 26.8e-3
 
 
+@pytest.mark.parametrize("factors", [default_efficiency, calibrated_efficiency])
 @pytest.mark.parametrize("model", ["llama-2-70b", "llama-3-70b"])
-def test_course_prefill_and_tpot_within_25_percent(model):
+def test_course_prefill_and_tpot_within_25_percent(model, factors):
     deployment = Deployment.from_names(model, "h100-sxm", "fp16", tensor_parallel_size=4)
-    step = StepModel(deployment, default_efficiency("trtllm"))
+    step = StepModel(deployment, factors("trtllm"))
     prefill_s = step(prefill_batch(8, 3500))
     tpot_s = step(decode_batch(8, 3500 + 250))
     assert prefill_s == pytest.approx(COURSE_PREFILL_S, rel=0.25)

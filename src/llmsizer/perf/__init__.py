@@ -3,7 +3,8 @@
 Build a `Deployment` (model, GPU, precisions, parallelism), wrap it in a `StepModel` (a
 `StepCost`: batch in, seconds out; `.breakdown(batch)` for parts, FLOPs, bytes, bounds and
 `mbu`/`mfu`), and ask `plan_memory` how many KV blocks fit. `EfficiencyFactors` holds every
-gap between datasheet peak and achieved speed, per engine via `default_efficiency`.
+gap between datasheet peak and achieved speed, per engine: the priors via
+`default_efficiency`, the fit on the calibration set via `calibrated_efficiency`.
 """
 
 from llmsizer.perf.batch_shape import (
@@ -14,6 +15,7 @@ from llmsizer.perf.batch_shape import (
     decode_batch,
     prefill_batch,
 )
+from llmsizer.perf.calibrated import calibrated_efficiency, load_calibration
 from llmsizer.perf.deployment import Deployment
 from llmsizer.perf.efficiency import EfficiencyFactors, Engine, default_efficiency
 from llmsizer.perf.memory import (
@@ -60,10 +62,12 @@ __all__ = [
     "StepModel",
     "StructuredSparsity",
     "activation_bytes_per_gpu",
+    "calibrated_efficiency",
     "decode_batch",
     "default_efficiency",
     "draft_head_model",
     "expected_experts_touched",
+    "load_calibration",
     "mbu",
     "mfu",
     "plan_memory",

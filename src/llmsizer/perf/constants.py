@@ -62,6 +62,7 @@ class StepConstants:
     step_overhead_s: float
     layer_overhead_s: float
     fixed_overhead_s: float
+    prefill_overhead_s: float
     stage_fraction: float
 
 
@@ -117,6 +118,7 @@ def build_constants(d: Deployment, eff: EfficiencyFactors) -> StepConstants:
         step_overhead_s=eff.step_overhead_s,
         layer_overhead_s=eff.layer_overhead_s,
         fixed_overhead_s=eff.step_overhead_s + m.num_layers * eff.layer_overhead_s,
+        prefill_overhead_s=m.num_layers * eff.prefill_layer_overhead_s,
         stage_fraction=math.ceil(m.num_layers / pp) / m.num_layers,
     )
 

@@ -5,8 +5,9 @@ of peak, and every step pays fixed costs (scheduler, kernel launches, collective
 `EfficiencyFactors` holds those fractions and costs, one factor per mechanism, so each can be
 checked against a measurement and fitted (`bounds()` gives a fitter its search box).
 
-The defaults are priors from public measurements, not fits; the calibration step replaces
-them with values fitted on the calibration set:
+The defaults are priors from public measurements, not fits; `calibrated_efficiency`
+(`llmsizer.perf.calibrated`, data in `perf/data/`) holds the values fitted on the
+calibration set by `bench/validate_perf.py --fit`. The priors:
 
 - `gemm_compute_efficiency` 0.6: cuBLAS reaches ~0.7-0.75 of dense peak on large BF16 GEMMs
   on H100 at sustained clocks; tensor-parallel shards are skinnier (end-to-end prefill MFU
@@ -24,6 +25,10 @@ them with values fitted on the calibration set:
 - `layer_overhead_s` 50 us: a decode layer runs ~12 kernels (4 GEMMs, attention, norms,
   rotary, activation, residuals, all-reduces), each with a few microseconds of launch gap,
   ramp-up and tail that no byte count captures.
+- `prefill_layer_overhead_s` 0: engines replay decode-only steps from captured CUDA graphs
+  (TensorRT-LLM, vLLM, SGLang) but launch a step with prompt work kernel by kernel, adding
+  a few microseconds per kernel (~15 a layer) that `layer_overhead_s` does not hold. The
+  prior leaves it out; the calibration fits it (it shows in TTFT at low load).
 - `step_overhead_s`: vLLM 0.5 ms, TensorRT-LLM 0.3 ms, SGLang 0.4 ms: scheduling, input
   preparation and sampling on the host per step; TensorRT-LLM's C++ runtime is leanest.
 
@@ -89,6 +94,7 @@ class EfficiencyFactors:
     interconnect_efficiency: float = 0.75
     collective_hop_latency_s: float = 2 * US
     layer_overhead_s: float = 50 * US
+    prefill_layer_overhead_s: float = 0.0
     step_overhead_s: float = 500 * US
 
     def __post_init__(self) -> None:
@@ -129,6 +135,7 @@ _BOUNDS: Mapping[str, tuple[float, float]] = MappingProxyType(
         "interconnect_efficiency": (0.0, 1.0),
         "collective_hop_latency_s": (0.0, 100 * US),
         "layer_overhead_s": (0.0, 500 * US),
+        "prefill_layer_overhead_s": (0.0, 500 * US),
         "step_overhead_s": (0.0, 50_000 * US),
     }
 )

@@ -10,7 +10,8 @@ sample a token, one GPU of a tensor-parallel group spends, over all layers:
     decode attn    max(context * f_pair / F_att,  context * kv_bytes / B_att)     reads each KV
     elementwise    norms, residuals, activations, rotary: bytes / B
     communication  2 L ring all-reduces of T h bytes (tp > 1), pp - 1 activation sends
-    overhead       step_overhead + L * layer_overhead
+    overhead       step_overhead + L * layer_overhead (+ L * prefill_layer_overhead when
+                   the step has prompt work: it is launched eagerly, not from a CUDA graph)
 
 F, B, F_att, B_att are datasheet peaks times `EfficiencyFactors`; w is bytes per weight (2:4
 sparsity shrinks it and multiplies F by `math_speedup`). Parts run one after another (no
@@ -93,6 +94,7 @@ class StepModel:
         )
         layer_work = linear + experts
         if num_prefill:
+            layer_work += c.prefill_overhead_s
             layer_work += max(
                 (c.full_layers * pairs_full + c.window_layers * pairs_window)
                 * c.prefill_flops_per_pair

@@ -10,6 +10,7 @@ is a few multiplications (`price`):
           + L_link / interconnect_efficiency
           + n_hops * collective_hop_latency_s
           + n_layers * layer_overhead_s
+          + n_prefill_layers * prefill_layer_overhead_s      (steps with prompt work)
           + n_steps * step_overhead_s
 
 C_p and M_p are part p's compute and memory times at 100 % of peak, L_link the collectives'
@@ -76,8 +77,8 @@ _N = len(ROOFLINE_PARTS)
 # Column layout of a feature row.
 COMPUTE = slice(0, _N)
 MEMORY = slice(_N, 2 * _N)
-ELEMENTWISE, LINK, HOPS, LAYERS, STEPS = range(2 * _N, 2 * _N + 5)
-NUM_FEATURES = 2 * _N + 5
+ELEMENTWISE, LINK, HOPS, LAYERS, PREFILL_LAYERS, STEPS = range(2 * _N, 2 * _N + 6)
+NUM_FEATURES = 2 * _N + 6
 # A step's aggregates as a row: the BatchAggregates fields in order; SHAPE_COLUMNS are the
 # integer fields that fix its shape.
 AGGREGATE_FIELDS = tuple(BatchAggregates.__dataclass_fields__)
@@ -95,6 +96,7 @@ UNIT_EFFICIENCY = EfficiencyFactors(
     interconnect_efficiency=1.0,
     collective_hop_latency_s=0.0,
     layer_overhead_s=0.0,
+    prefill_layer_overhead_s=0.0,
     step_overhead_s=0.0,
 )
 _PROBE_HOP_S = 1e-6
@@ -155,6 +157,8 @@ class StepFeaturizer:
         if not parts:
             return row
         row += self._constant
+        if agg.num_prefill_tokens:
+            row[PREFILL_LAYERS] = row[LAYERS]
         for part in parts:
             if part.name in self._rates:
                 flops_per_s, bytes_per_s = self._rates[part.name]
@@ -186,6 +190,7 @@ def price(features: np.ndarray, eff: EfficiencyFactors) -> np.ndarray:
         + f[:, LINK] / eff.interconnect_efficiency
         + f[:, HOPS] * eff.collective_hop_latency_s
         + f[:, LAYERS] * eff.layer_overhead_s
+        + f[:, PREFILL_LAYERS] * eff.prefill_layer_overhead_s
         + f[:, STEPS] * eff.step_overhead_s
     )
     return time_s if features.ndim == 2 else time_s.reshape(features.shape[:-1])

@@ -174,8 +174,9 @@ def step_parts(c: StepConstants, a: BatchAggregates) -> tuple[tuple[PartCost, ..
     )
     send_s = c.send_latency_s + t * c.send_s_per_token
     sends = PartCost("pipeline_send", c.num_pipeline_sends * send_s, 0.0, 0.0, Bound.COMMUNICATION)
-    overhead = PartCost("overhead", c.fixed_overhead_s, 0.0, 0.0, Bound.OVERHEAD)
-    layers_s = sum(p.time_s for p in layer_parts) + c.fixed_overhead_s - c.step_overhead_s
+    eager_s = c.prefill_overhead_s if a.num_prefill_tokens else 0.0
+    overhead = PartCost("overhead", c.fixed_overhead_s + eager_s, 0.0, 0.0, Bound.OVERHEAD)
+    layers_s = sum(p.time_s for p in layer_parts) + overhead.time_s - c.step_overhead_s
     stage_send_s = send_s if c.num_pipeline_sends else 0.0
     stage_interval_s = (
         layers_s * c.stage_fraction + lm_head.time_s + stage_send_s + c.step_overhead_s

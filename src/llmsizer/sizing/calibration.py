@@ -1,0 +1,505 @@
+"""Fitting the GPU model's efficiency factors to measurements, and calibration files.
+
+A case is a `PredictSpec` and the metrics measured for it (vLLM summary keys and units:
+`output_throughput` tok/s, `mean_ttft_ms`, ...). `fit_efficiency` finds the factors that
+minimise the squared log error of `predict` over every measured metric of every case
+(`llmsizer.perf.fit`).
+
+Simulating every case at every optimiser step would take hours, so each case is simulated
+once and its schedule recorded (`record_trace`); the optimiser re-prices the recorded steps
+(`llmsizer.perf.replay`), which is exact for offline and closed-loop runs, whose scheduling
+never reads the clock. Open-loop (Poisson) cases are re-simulated after each round and the
+fit repeated until the factors settle, so the residuals reported are those of simulations
+at the fitted factors: what `predict` returns.
+
+`load_measurements` turns the published calibration set into cases (rules in `_map`);
+`calibration_file` + `save_calibration` write a fit in the format of
+`llmsizer.perf.calibrated`, which `load_calibration` reads back.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from llmsizer.perf import Deployment, EfficiencyFactors
+from llmsizer.perf.calibrated import (
+    CalibrationFile,
+    load_calibration,
+    read_calibration,
+    save_calibration,
+)
+from llmsizer.perf.efficiency import Engine as EngineName
+from llmsizer.perf.fit import FitResult, Residual, Target, fit_factors
+from llmsizer.perf.memory import (
+    DEFAULT_RUNTIME_OVERHEAD_BYTES,
+    activation_bytes_per_gpu,
+    weight_bytes_per_gpu,
+)
+from llmsizer.perf.replay import ScheduleTrace, StepRecord
+from llmsizer.perf.step_features import NUM_AGGREGATES, StepFeaturizer
+from llmsizer.sim import Batch, Engine
+from llmsizer.sizing.predict import PredictSpec, _num_requests, _workload, build
+from llmsizer.specs import get_gpu, get_model
+
+__all__ = [
+    "DEFAULT_FIT_FACTORS",
+    "LATENCY_METRICS",
+    "PRIOR_SIGMA",
+    "CalibrationFile",
+    "Case",
+    "FitResult",
+    "Residual",
+    "calibration_file",
+    "fit_efficiency",
+    "load_calibration",
+    "read_calibration",
+    "record_trace",
+    "save_calibration",
+]
+
+Case = tuple[PredictSpec, Mapping[str, float]]
+LATENCY_METRICS = frozenset({"mean_ttft_ms", "mean_tpot_ms", "mean_itl_ms"})
+DEFAULT_FIT_FACTORS = (
+    "gemm_compute_efficiency",
+    "gemm_bandwidth_efficiency",
+    "attention_compute_efficiency",
+    "attention_bandwidth_efficiency",
+    "layer_overhead_s",
+    "prefill_layer_overhead_s",
+    "step_overhead_s",
+)
+# The shipped fit's log-normal prior around the priors (a factor 1.65 is one sigma), against
+# ~900 log-error residuals: it settles the directions the data leaves open.
+PRIOR_SIGMA = 0.5
+
+
+class _Recorder:
+    """A step cost that prices like `step` and records each batch's aggregates."""
+
+    def __init__(self, step: Callable[[Batch], float], featurizer: StepFeaturizer) -> None:
+        self.step = step
+        self.featurizer = featurizer
+        self.aggregates: list[tuple[float, ...]] = []
+
+    def __call__(self, batch: Batch) -> float:
+        self.aggregates.append(self.featurizer.aggregates(batch))
+        return self.step(batch)
+
+
+def record_trace(
+    spec: PredictSpec, efficiency: EfficiencyFactors | None = None, latencies: bool = True
+) -> ScheduleTrace:
+    """Simulate `spec` exactly as `predict` does and keep its re-priceable schedule.
+
+    `replay(record_trace(spec, e), e)` equals `predict(spec, e).summary` for the throughput
+    and mean latency keys; for offline and closed-loop specs it does so under any other
+    factors too. Without `latencies` the trace is smaller and gives throughputs only.
+    """
+    inst = build(spec, efficiency)
+    pp = spec.pp
+    num_engines = spec.num_instances * pp  # as in `predict`: one simulated engine's share
+    blocks = inst.engine.num_gpu_blocks or 0
+    cfg = inst.engine.model_copy(
+        update={
+            "num_gpu_blocks": max(1, blocks // pp),
+            "max_num_seqs": max(1, inst.engine.max_num_seqs // pp),
+        }
+    )
+    per_seq_blocks = -(-(spec.isl + spec.osl) // cfg.block_size)
+    max_batch = min(cfg.max_num_seqs, max(1, blocks // pp // per_seq_blocks))
+    n = _num_requests(spec, max_batch)
+    featurizer = StepFeaturizer(inst.deployment)
+    recorder = _Recorder(inst.step, featurizer)
+    workload = _workload(spec, max(1, math.ceil(n / num_engines)), num_engines)
+    result = Engine(cfg, recorder).run(workload)
+    records = result.records
+    run = StepRecord(
+        aggregates=np.array(recorder.aggregates).reshape(-1, NUM_AGGREGATES),
+        start_s=result.steps.start_s,
+        end_s=result.steps.end_s,
+        arrival_s=np.array([r.arrival_s for r in records]),
+        scheduled_s=np.array([r.scheduled_s for r in records], dtype=np.float64),
+        first_token_s=np.array([r.token_times_s[0] for r in records]),
+        last_token_s=np.array([r.token_times_s[-1] for r in records]),
+        num_output_tokens=np.array([r.num_output_tokens for r in records]),
+        closed_loop=spec.concurrency is not None,
+    )
+    return ScheduleTrace.from_record(
+        run, featurizer, latencies=latencies, throughput_scale=num_engines, num_gpus=spec.total_gpus
+    )
+
+
+def _record(job: tuple[PredictSpec, EfficiencyFactors, bool]) -> ScheduleTrace:
+    return record_trace(*job)
+
+
+def record_traces(
+    specs: Sequence[PredictSpec],
+    efficiency: EfficiencyFactors,
+    latencies: Sequence[bool],
+    workers: int = 1,
+) -> list[ScheduleTrace]:
+    """`record_trace` for each spec, in `workers` processes when more than one."""
+    jobs = [(s, efficiency, lat) for s, lat in zip(specs, latencies, strict=True)]
+    if workers <= 1 or len(jobs) < 2:
+        return [_record(job) for job in jobs]
+    with ProcessPoolExecutor(workers) as pool:
+        return list(pool.map(_record, jobs, chunksize=max(1, len(jobs) // (8 * workers))))
+
+
+def fit_efficiency(
+    cases: Sequence[Case],
+    start: EfficiencyFactors,
+    *,
+    fit: Sequence[str] = DEFAULT_FIT_FACTORS,
+    max_rounds: int = 3,
+    prior_sigma: float | None = None,
+    workers: int = 1,
+    progress: Callable[[str], None] | None = None,
+) -> FitResult:
+    """Fit the factors named in `fit` (the others stay as in `start`) to `cases`.
+
+    Residuals (`FitResult.residuals`, indexed by case) are at the fitted factors. Up to
+    `max_rounds` rounds re-simulate the open-loop cases; `workers` processes simulate;
+    `prior_sigma` (None: off) holds poorly determined factors near `start`
+    (`llmsizer.perf.fit`); it weighs like that many log-error residuals, so with a handful
+    of cases it dominates.
+    """
+    specs = [spec for spec, _ in cases]
+    targets: list[Target] = [
+        (i, metric, float(value))
+        for i, (_, measured) in enumerate(cases)
+        for metric, value in measured.items()
+    ]
+    latencies = [bool(LATENCY_METRICS & set(measured)) for _, measured in cases]
+    open_loop = [i for i, s in enumerate(specs) if s.request_rate is not None]
+    say = progress or (lambda _: None)
+    say(f"simulating {len(specs)} cases ({len(open_loop)} open-loop)")
+    traces = record_traces(specs, start, latencies, workers)
+
+    def refresh(factors: EfficiencyFactors) -> dict[int, ScheduleTrace]:
+        say(f"re-simulating {len(open_loop)} open-loop cases")
+        fresh = record_traces(
+            [specs[i] for i in open_loop], factors, [latencies[i] for i in open_loop], workers
+        )
+        return dict(zip(open_loop, fresh, strict=True))
+
+    return fit_factors(
+        traces,
+        targets,
+        start,
+        fit,
+        clock_dependent=open_loop,
+        refresh=refresh,
+        max_rounds=max_rounds,
+        prior_sigma=prior_sigma,
+        progress=say,
+    )
+
+
+def calibration_file(
+    result: FitResult, engine: EngineName | str, fitted_on: Mapping[str, Any]
+) -> CalibrationFile:
+    """The calibration file of a fit that started from `engine`'s priors (factors rounded
+    to 4 significant digits, well inside what the data can tell apart)."""
+    return CalibrationFile(
+        kind="efficiency_factors",
+        engine=EngineName.parse(engine),
+        factors={k: float(f"{v:.4g}") for k, v in result.factors.as_dict().items()},
+        fitted_on={**fitted_on, "fitted_factors": list(result.fitted)},
+        residuals=result.summary(),
+    )
+
+
+# --- The published calibration set (`../shared/calibration/measurements.csv`) as cases ----
+
+
+@dataclass(frozen=True, slots=True)
+class Measurement:
+    """A row of the calibration set as a case: the spec and its measured metrics."""
+
+    row_id: int
+    source_id: str
+    spec: PredictSpec
+    measured: dict[str, float]
+    quality: str
+
+    @property
+    def case(self) -> Case:
+        return (self.spec, self.measured)
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """A row that could not become a case, and why."""
+
+    row_id: int
+    source_id: str
+    reason: str
+
+
+class _Skip(Exception):
+    """Raised while mapping a row: the message is the reason it is skipped."""
+
+
+@dataclass(frozen=True, slots=True)
+class CalibrationSet:
+    measurements: tuple[Measurement, ...]
+    skipped: tuple[Skipped, ...]
+
+    def skip_counts(self) -> dict[str, int]:
+        """Rows skipped per reason, most frequent first."""
+        counts: dict[str, int] = {}
+        for s in self.skipped:
+            counts[s.reason] = counts.get(s.reason, 0) + 1
+        return dict(sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
+def load_measurements(path: Path) -> CalibrationSet:
+    """Read the calibration CSV and map every row (`map_row`)."""
+    with path.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    mapped = [map_row(row) for row in rows]
+    return CalibrationSet(
+        tuple(m for m in mapped if isinstance(m, Measurement)),
+        tuple(m for m in mapped if isinstance(m, Skipped)),
+    )
+
+
+def map_row(row: Mapping[str, str]) -> Measurement | Skipped:
+    """One CSV row as a case, or the reason it cannot be one (rules in `_map`)."""
+    try:
+        spec, measured = _map(row)
+    except _Skip as reason:
+        return Skipped(int(row["id"]), row["source_id"], str(reason))
+    return Measurement(int(row["id"]), row["source_id"], spec, measured, row["quality"])
+
+
+# trtllm-bench dataset sizes per (ISL, OSL): TensorRT-LLM perf-overview, "$num_requests"
+# (v0.17 commit 258c754; v1.0 commit 00f3768 adds 1000/2000).
+TRTLLM_BENCH_NUM_REQUESTS = {
+    (128, 128): 30000,
+    (128, 2048): 3000,
+    (128, 4096): 1500,
+    (2048, 128): 3000,
+    (2048, 2048): 1500,
+    (5000, 500): 1500,
+    (1000, 1000): 3000,
+    (500, 2000): 3000,
+    (20000, 2000): 1000,
+    (1000, 2000): 1500,
+}
+_ONLINE_NUM_REQUESTS = 500  # "All data ... generated ... with 500 requests"
+_MODEL_ALIASES = {"Llama 70B": "llama-2-70b"}  # the course's 4K-context example
+_PRECISIONS = {  # weights, KV cache: TRT-LLM's FP8 and NVFP4 checkpoints keep an FP8 KV cache
+    "FP8": ("fp8", "fp8"),
+    "FP4": ("fp4", "fp8"),
+    "BF16": ("bf16", None),
+    "FP16": ("fp16", None),
+}
+_COLUMNS = (  # CSV column -> summary key
+    ("output_tok_s_total", "output_throughput"),
+    ("output_tok_s_per_gpu", "output_throughput_per_gpu"),
+    ("requests_per_s", "request_throughput"),
+    ("ttft_mean_ms", "mean_ttft_ms"),
+    ("itl_tpot_mean_ms", "mean_tpot_ms"),
+)
+
+
+def _int(text: str) -> int | None:
+    text = text.strip()
+    return int(text) if text.isdigit() else None
+
+
+def _float(text: str) -> float | None:
+    try:
+        return float(text.strip().lstrip("~").replace(",", ""))
+    except ValueError:
+        return None
+
+
+def _map(row: Mapping[str, str]) -> tuple[PredictSpec, dict[str, float]]:
+    """The mapping rules (the validation report lists what each one skipped):
+
+    - offline max-throughput rows (trtllm-bench): `offline`, the dataset size and engine
+      limits trtllm-bench used (`trtllm_bench_settings`); output tokens/s of the whole run.
+    - online rows (500 requests at a QPS): Poisson `request_rate`, or `offline` at QPS=INF;
+      mean TTFT, mean ITL (per request, as `mean_tpot_ms`), output tokens/s.
+    - static-batch rows: a closed loop at `concurrency` = the batch size; batch-1 latency
+      rows: `concurrency` 1, first-token latency only.
+    - ratios, heuristics, sizing statements, figures without one configuration, GPUs or
+      models outside the catalog and ambiguous throughput labels are skipped.
+    """
+    scenario = row["scenario"]
+    static = "static batch" in scenario
+    batch1 = scenario in ("min latency, batch 1", "batch 1 TTFT")
+    if not (static or batch1 or scenario.startswith(("offline max throughput", "online serving"))):
+        raise _Skip(f"not one configuration's measurement ({scenario.split(' (')[0]})")
+    if "HF Pipelines" in row["engine"]:
+        raise _Skip("engine not modelled (HF pipelines)")
+    precision, kv = _precision(row["precision"])
+    tp, pp = _parallel(row)
+    isl, osl = _int(row["isl"]), _int(row["osl"])
+    if isl is None:
+        raise _Skip("input length not given")
+    base: dict[str, Any] = {
+        "model": _model(row["model"]),
+        "gpu": _gpu(row["gpu"]),
+        "precision": precision,
+        "kv_precision": kv,
+        "tp": tp,
+        "pp": pp,
+        "isl": isl,
+        "engine": "vllm" if row["engine"].startswith("vLLM") else "trtllm",
+    }
+    measured = _metrics(row, tp)
+    if batch1 or osl is None:  # first-token latency needs no output length
+        measured = {k: v for k, v in measured.items() if k == "mean_ttft_ms"}
+    if not measured:
+        raise _Skip("no metric comparable (lengths or throughput definition missing)")
+    if scenario.startswith("offline"):
+        spec = _bench_spec(base, _need(osl))
+    elif scenario.startswith("online"):
+        measured.pop("request_throughput", None)  # rounded to whole req/s; tok/s is kept
+        qps = row["request_rate_qps"].strip().upper()
+        load = {"offline": True} if qps == "INF" else {"request_rate": _float(qps)}
+        spec = PredictSpec(**base, osl=_need(osl), num_requests=_ONLINE_NUM_REQUESTS, **load)
+    else:
+        batch = 1 if batch1 else _int(row["batch_size"])
+        if batch is None:
+            raise _Skip("batch size not given")
+        # an engine built for this batch (gptSessionBenchmark): KV takes 95 % of what is free
+        spec = PredictSpec(
+            **base,
+            osl=osl or 1,
+            concurrency=batch,
+            num_requests=max(3 * batch, 3),
+            max_num_seqs=batch,
+            max_num_batched_tokens=isl if batch == 1 else max(8192, isl + batch),
+            gpu_memory_utilization=0.95,
+        )
+    try:
+        build(spec)
+    except ValueError as e:  # DoesNotFitError, heads not divisible by tp, ...
+        raise _Skip(f"rejected by the model: {str(e).split(':')[0]}") from e
+    return spec, measured
+
+
+def _need(osl: int | None) -> int:
+    if osl is None:
+        raise _Skip("output length not given")
+    return osl
+
+
+def _metrics(row: Mapping[str, str], tp: int) -> dict[str, float]:
+    out = {key: v for column, key in _COLUMNS if (v := _float(row[column])) is not None}
+    if row["other_metric"] == "throughput_out_tok_s_as_labelled":
+        if tp > 1:
+            raise _Skip("throughput label ambiguous (per GPU or total) for TP > 1")
+        value = _float(row["other_value"])
+        if value is not None:
+            out["output_throughput"] = value
+    return out
+
+
+def _precision(text: str) -> tuple[str, str | None]:
+    if text.startswith("16-bit"):
+        return "bf16", None
+    if text not in _PRECISIONS:
+        raise _Skip(f"precision not one format ({text or 'not given'})")
+    return _PRECISIONS[text]
+
+
+def _parallel(row: Mapping[str, str]) -> tuple[int, int]:
+    tp, pp, num_gpus = _int(row["tp"]), _int(row["pp"]) or 1, _int(row["num_gpus"])
+    if tp is None or (num_gpus is not None and num_gpus != tp * pp):
+        raise _Skip("parallel layout not given")
+    return tp, pp
+
+
+def _model(text: str) -> str:
+    name = _MODEL_ALIASES.get(text, text)
+    try:
+        return get_model(name).name
+    except (ValueError, OSError) as e:
+        raise _Skip("model not in the catalog") from e
+
+
+def _gpu(text: str) -> str:
+    if " vs " in text or "not stated" in text:
+        raise _Skip("GPU not one known variant")
+    try:
+        return get_gpu(text).key
+    except ValueError as e:
+        raise _Skip("GPU not in the catalog") from e
+
+
+def _bench_spec(base: dict[str, Any], osl: int) -> PredictSpec:
+    isl = base["isl"]
+    num = TRTLLM_BENCH_NUM_REQUESTS.get((isl, osl))
+    if num is None:
+        raise _Skip("trtllm-bench dataset size unknown for these lengths")
+    d = Deployment.from_names(
+        base["model"], base["gpu"], base["precision"], base["kv_precision"], base["tp"], base["pp"]
+    )
+    max_seqs, max_tokens, utilization = trtllm_bench_settings(d, isl, osl)
+    return PredictSpec(
+        **base,
+        osl=osl,
+        offline=True,
+        num_requests=num,
+        max_num_seqs=max_seqs,
+        max_num_batched_tokens=max_tokens,
+        gpu_memory_utilization=utilization,
+    )
+
+
+def trtllm_bench_settings(
+    d: Deployment, isl: int, osl: int, kv_fraction: float = 0.95
+) -> tuple[int, int, float]:
+    """(max_num_seqs, max_num_batched_tokens, gpu_memory_utilization) as trtllm-bench sets
+    them for fixed lengths: a port of `calc_engine_setting` and `finetune_setting`
+    (TensorRT-LLM tensorrt_llm/bench/build/tuning.py).
+
+    trtllm-bench estimates how many requests' KV fits in `kv_fraction` of the memory the
+    weights leave (at most 4096, per pipeline stage), rounds that up to a batch size, and
+    gives the step a token budget of that batch times (1 + isl / osl), between 2048 and
+    32768. Chunked context is off by default there, so a prompt must fit beside the decodes:
+    the budget here is at least isl + the batch size (and the batches of all stages).
+    TRT-LLM's KV cache takes `kv_fraction` of the memory free after weights, activations
+    and runtime, which is the `gpu_memory_utilization` returned.
+    """
+    tp, pp = d.tensor_parallel_size, d.pipeline_parallel_size
+    kv_per_token = d.kv_bytes_per_token_per_layer_per_gpu * d.model.num_layers * tp
+    free = d.gpu.memory_bytes * d.num_gpus - d.model.weight_bytes(d.precision)
+    raw_batch = min(max(kv_fraction * free / (kv_per_token * (isl + osl)), 1.0), 4096) / pp
+    raw_tokens = min(raw_batch * (1 + isl / osl), 32768)
+    if raw_batch < 256:
+        batch = max(64, 32 * math.ceil(raw_batch / 32))
+    elif raw_batch < 1024:
+        batch = 128 * math.ceil(raw_batch / 128)
+    else:
+        batch = 256 * math.ceil(raw_batch / 256)
+    if raw_tokens < 4096:
+        tokens = max(2048, 256 * math.ceil(raw_tokens / 256))
+    elif raw_tokens < 8192:
+        tokens = 512 * math.ceil(raw_tokens / 512)
+    else:
+        tokens = 1024 * math.ceil(raw_tokens / 1024)
+    tokens = max(tokens, isl + batch, batch * pp)
+    used = (
+        weight_bytes_per_gpu(d)
+        + activation_bytes_per_gpu(d, tokens, batch * pp)
+        + DEFAULT_RUNTIME_OVERHEAD_BYTES
+    )
+    memory = d.gpu.memory_bytes
+    utilization = min(1.0, (kv_fraction * (memory - used) + used) / memory)
+    return batch * pp, tokens, utilization
