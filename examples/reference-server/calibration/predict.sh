@@ -29,7 +29,7 @@ done
   echo
   for run in light heavy; do
     llmsizer compare "poisson-$run.json" "predicted-$run.json" --markdown "comparison-$run.md" \
-      --tolerance 15 || true
+      --tolerance 15 >/dev/null || true
     cat "comparison-$run.md"; echo
   done
 } > comparison.md
