@@ -29,14 +29,14 @@ EDGES = {"config", "cli", "__init__"}  # the edges may import anything
 
 # Lines per subpackage (code, comments and docstrings): growth past these needs a reason.
 BUDGET = {
-    "specs": 1600,
-    "perf": 2200,
+    "specs": 1300,
+    "perf": 2600,
     "sim": 1600,
-    "workload": 1400,
-    "bench": 2600,
-    "report": 1800,
-    "sizing": 3200,
-    "cli": 900,
+    "workload": 1300,
+    "bench": 2700,
+    "report": 2000,
+    "sizing": 5200,  # predict + plan + calibration: split calibration out when it grows
+    "cli": 1100,
 }
 
 

@@ -13,7 +13,7 @@ from llmsizer.sizing.inputs import usecase_dict, usecase_from_flags, usecase_fro
 from llmsizer.sizing.usecase import UseCase
 
 TRACE = (
-    Path(__file__).resolve().parents[3] / "shared" / "traces" / "AzureLLMInferenceTrace_conv.csv"
+    Path(__file__).resolve().parents[2] / "examples" / "traces" / "AzureLLMInferenceTrace_conv.csv"
 )
 BASE: dict[str, Any] = {
     "model": "llama-3.1-8b",
