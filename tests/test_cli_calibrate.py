@@ -161,3 +161,22 @@ def test_calibrate_on_the_real_server(tmp_path: Path) -> None:
     r = runner.invoke(app, ["calibrate", str(sweep), "--out", str(cal), "--no-context-term"])
     assert r.exit_code == 0, r.output
     assert max(abs(x.error_pct) for x in load_step_calibration(cal).residuals) < 50
+
+
+def test_predict_and_simulate_accept_a_fitted_step_cost_file() -> None:
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from llmsizer.cli import app
+
+    cal = Path(__file__).resolve().parents[1] / "examples/reference-server/calibration"
+    path = str(cal / "calibration.yaml")
+    runner = CliRunner()
+    args = ["--isl", "512", "--osl", "16", "--request-rate", "1"]
+    r = runner.invoke(app, ["predict", "--calibration", path, *args])
+    assert r.exit_code == 0, r.output
+    assert "Mean TTFT (ms)" in r.output
+    r = runner.invoke(app, ["simulate", "--calibration", path, *args, "--num-requests", "20"])
+    assert r.exit_code == 0, r.output
+    assert "of 8192" in r.output  # the server's KV blocks come from the calibration file

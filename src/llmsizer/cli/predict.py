@@ -17,8 +17,15 @@ from rich.table import Table
 from llmsizer.cli.common import err, field_help, out, progress_bar, write_json
 from llmsizer.config import format_validation_error, load_efficiency
 from llmsizer.perf import EfficiencyFactors
+from llmsizer.report import print_summary
 from llmsizer.sizing.predict import Prediction, PredictSpec
 from llmsizer.sizing.predict import predict as run_predict
+from llmsizer.sizing.step_calibration import KIND as FITTED_STEP_COST
+from llmsizer.sizing.step_calibration import (
+    calibration_kind,
+    load_step_calibration,
+    predict_calibrated,
+)
 
 SHOWN = (
     ("mean_ttft_ms", "mean TTFT (ms)"),
@@ -54,6 +61,29 @@ def _table(p: Prediction) -> Table:
     t.add_row("KV-cache capacity (tokens per instance)", f"{p.max_num_kv_tokens:,}")
     t.add_row("weights per GPU (GB)", f"{p.weight_bytes_per_gpu / 1e9:,.1f}")
     return t
+
+
+def _predict_fitted(
+    path: Path,
+    isl: int | None,
+    osl: int | None,
+    concurrency: int | None,
+    request_rate: float | None,
+    json_out: Path | None,
+) -> None:
+    """`predict` with a step cost fitted to a server (`llmsizer calibrate`): no GPU model."""
+    if isl is None or osl is None:
+        raise ValueError("--isl and --osl are needed to predict with a fitted step cost")
+    summary = predict_calibrated(
+        load_step_calibration(path),
+        isl=isl,
+        osl=osl,
+        concurrency=concurrency,
+        request_rate=request_rate,
+    )
+    print_summary(out, summary, title=f"predicted with the fitted step cost in {path}")
+    if json_out:
+        write_json(json_out, summary)
 
 
 def _blank(value: str) -> Any:
@@ -155,6 +185,9 @@ def predict(
     The engine is simulated with the GPU performance model: a closed loop at --concurrency,
     Poisson arrivals at --request-rate, or --offline (all requests at once).
     """
+    if calibration is not None and calibration_kind(calibration) == FITTED_STEP_COST:
+        _predict_fitted(calibration, isl, osl, concurrency, request_rate, json_out)
+        return
     efficiency = load_efficiency(calibration)
     if cases is not None:
         if out_csv is None:

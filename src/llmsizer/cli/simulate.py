@@ -12,6 +12,8 @@ from llmsizer.config import FixedStepCostSpec, GpuStepCostSpec, Scenario, load_s
 from llmsizer.metrics import summarize
 from llmsizer.records import write_records
 from llmsizer.sim import EngineConfig, SimResult
+from llmsizer.sizing.step_calibration import KIND as FITTED_STEP_COST
+from llmsizer.sizing.step_calibration import calibration_kind
 from llmsizer.workload import WorkloadSpec, make_workload
 
 
@@ -172,7 +174,11 @@ def simulate(
         "pipeline_parallel_size": pp,
         "calibration": calibration,
     }
-    if any(v is not None for v in gpu_flags.values()):
+    fitted = calibration is not None and calibration_kind(calibration) == FITTED_STEP_COST
+    if fitted and model is None and gpu is None:
+        # a step cost fitted to a server's measurements (`llmsizer calibrate`)
+        o["step_cost"] = {"kind": "calibrated", "calibration": calibration}
+    elif any(v is not None for v in gpu_flags.values()):
         o.setdefault("step_cost", {})["kind"] = "gpu"
         for key, value in gpu_flags.items():
             put(o, "step_cost", key, value)
