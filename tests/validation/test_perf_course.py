@@ -20,8 +20,8 @@ Tolerance: 25 % (the project's bar for course figures).
 import pytest
 
 from llmsizer.perf.batch_shape import decode_batch, prefill_batch
-from llmsizer.perf.deployment import Deployment
 from llmsizer.perf.calibrated import calibrated_efficiency
+from llmsizer.perf.deployment import Deployment
 from llmsizer.perf.efficiency import default_efficiency
 from llmsizer.perf.step import StepModel
 
