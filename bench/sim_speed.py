@@ -1,6 +1,6 @@
 """Simulator speed: continuous batching on the Azure conversation trace's lengths.
 
-    .venv/bin/python bench/sim_speed.py [NUM_REQUESTS ...]     (default: 100000 1000000)
+    .venv/bin/python bench/sim_speed.py [--linear] [NUM_REQUESTS ...]   (default: 100000 1000000)
 
 Setting (issue 2's bar): vLLM-style continuous batching, max_num_seqs 256, chunked prefill,
 prompt and output lengths drawn from the Azure LLM inference conversation trace, Poisson
@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from llmsizer.metrics import summarize
-from llmsizer.sim import Engine, EngineConfig
+from llmsizer.sim import Engine, EngineConfig, LinearStepCost
 from llmsizer.sizing import make_instance
 from llmsizer.workload import Workload, WorkloadSpec, make_workload
 
@@ -35,8 +35,11 @@ INSTANCE = make_instance(
     precision="fp8",
     engine=EngineConfig(engine="vllm", max_num_seqs=256, max_num_batched_tokens=8192),
 )
+# --linear: a Llama-3.1-8B-on-H100-like linear step instead of the GPU model (6 ms fixed,
+# 25 us per prompt token, 40 us per decoding sequence, 20 ns per KV token read).
+LINEAR = "--linear" in sys.argv
 CONFIG = INSTANCE.engine
-COST = INSTANCE.step
+COST = LinearStepCost(6e-3, 25e-6, 40e-6, 20e-9) if LINEAR else INSTANCE.step
 
 
 def lengths_workload(n: int, rate: float | None, seed: int = 0) -> Workload:
@@ -81,7 +84,7 @@ def main(sizes: list[int]) -> None:
     print(f"capacity {rate / 0.8:.1f} req/s; offering {rate:.1f} req/s (80 %)")
     print(f"{'requests':>9} {'wall s':>8} {'steps':>9} {'steps/s':>9} {'req/s':>9} {'peak MiB':>9}")
     for n in sizes:
-        cmd = [sys.executable, __file__, "--one", str(n), str(rate)]
+        cmd = [sys.executable, __file__, "--one", str(n), str(rate), *(["--linear"] * LINEAR)]
         row = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
         print(
             f"{row['num_requests']:>9} {row['wall_s']:>8.1f} {row['num_steps']:>9} "
@@ -95,4 +98,4 @@ if __name__ == "__main__":
     if sys.argv[1:2] == ["--one"]:
         print(json.dumps(one(int(sys.argv[2]), float(sys.argv[3]))))
     else:
-        main([int(a) for a in sys.argv[1:]] or [100_000, 1_000_000])
+        main([int(a) for a in sys.argv[1:] if a != "--linear"] or [100_000, 1_000_000])
