@@ -28,7 +28,6 @@ from pathlib import Path
 
 from llmsizer.perf.calibrated import (
     CalibrationFile,
-    calibrated_efficiency,
     packaged_calibration,
     save_calibration,
 )
@@ -40,7 +39,7 @@ from llmsizer.sizing.calibration import (
     fit_efficiency,
     load_measurements,
 )
-from llmsizer.sizing.validation import BARS, validate
+from llmsizer.sizing.validation import BARS, validate_calibration_set
 
 REPO = Path(__file__).resolve().parents[1]
 CSV = REPO.parent / "shared" / "calibration" / "measurements.csv"
@@ -65,7 +64,7 @@ def fit(csv_path: Path, every: int, workers: int) -> None:
     fitted_on = {
         "data": "shared/calibration/measurements.csv",
         "sha256": hashlib.sha256(csv_path.read_bytes()).hexdigest(),
-        "rows": f"every mapped row whose position in file order is a multiple of {every} "
+        "rows": f"one mapped row in every {every}, in file order from the first "
         f"({len(chosen)} of {len(data.measurements)} mapped; {len(data.skipped)} skipped)",
         "row_ids": " ".join(str(m.row_id) for m in chosen),
         "objective": "squared log error of every measured metric of every row, plus a "
@@ -100,25 +99,16 @@ def main() -> None:
     if args.fit:
         fit(args.csv, args.fit_every, args.workers)
         packaged_calibration.cache_clear()  # read the files just written
-    data = load_measurements(args.csv)
-    ids = str(packaged_calibration(Engine.TRTLLM).fitted_on.get("row_ids", ""))
-    fitted_rows = frozenset(int(i) for i in ids.split())
     t0 = time.perf_counter()
-    report = validate(
-        data.measurements,
-        {"default": default_efficiency, "fitted": calibrated_efficiency},
-        data.skipped,
-        fitted_rows=fitted_rows,
-        workers=args.workers,
-        progress=say,
-    )
+    report = validate_calibration_set(args.csv, workers=args.workers, progress=say)
     say(f"validation: {time.perf_counter() - t0:.0f} s")
+    num_used = len({c.measurement.row_id for c in report.comparisons})
     preamble = PREAMBLE.format(
-        num_rows=len(data.measurements) + len(data.skipped),
-        num_used=len(data.measurements),
-        num_skipped=len(data.skipped),
+        num_rows=num_used + len(report.skipped),
+        num_used=num_used,
+        num_skipped=len(report.skipped),
     )
-    text = report.to_markdown(preamble)
+    text = report.to_markdown(preamble) + "\n" + NOTES
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text + "\n")
     print(text)
@@ -147,6 +137,37 @@ online table's rows are Poisson arrivals of 500 requests at the QPS (QPS=INF: al
 and its ITL is compared with the mean TPOT (genai-perf's per-request inter-token latency);
 static-batch rows are a closed loop at the batch size; batch-1 latency rows compare TTFT.
 Errors are |predicted / measured - 1|; MdAPE and MAPE are their median and mean in %.
+"""
+
+
+NOTES = """
+## What the worst rows have in common
+
+Signed errors below are predicted / measured - 1 with the fitted factors.
+
+- **Mistral 7B at 20000/2000 (+63 to +95 %, every GPU).** The catalog's Mistral 7B has the
+  4096-token sliding window of its `config.json`, so the model prices prefill attention
+  over at most 4096 keys; TensorRT-LLM's attention window defaults to the whole sequence
+  unless `max_attention_window_size` is set, so it most likely attended to all 20000. The
+  shorter Mistral rows (under 4096 tokens) are unaffected.
+- **Late-2023 static-batch rows with grouped-query attention (Llama 2 70B, Falcon 180B in
+  v0.6.1: median +40 %, up to +100 %; H200 launch blog: up to +166 %).** Those TensorRT-LLM
+  versions decoded grouped-query attention with slower kernels: the set's Falcon-180B blog
+  (row 760) reports "up to 2.4x" on Llama-70B from v0.5 to v0.7. The same tables' models
+  with plain multi-head attention (GPT-J, Llama 2 7B) come out 12 % low, not high.
+- **RTX PRO 6000 with 8 pipeline stages (median +41 %, up to +97 %).** The model runs `pp`
+  batches in flight with no bubbles and sends activations over PCIe at its datasheet rate.
+- **The online table's 202/214 rows at QPS=INF (throughput +62 %, ITL +37 %).** The other
+  rows of that series fit; these lengths are probably a dataset's means rather than fixed
+  lengths (the table gives no spread), and all 500 requests at once make spread matter most.
+- **One set of factors for every GPU.** L40S (median +17 %) and Blackwell FP4 (B200, GB200:
+  +13 %) run slower than Hopper relative to their datasheets, while H100 (-6 %), H200
+  (-3 %) and GH200 (-10 %) come out low: the factors are per engine, not per GPU, and the
+  Hopper rows are most of the data.
+- **TTFT at low load:** the priors miss 4 to 13 ms per request in the online table; the fit
+  puts it into `prefill_layer_overhead_s` (a step with prompt work is launched kernel by
+  kernel, not replayed from a CUDA graph). Part of it is probably the serving path (HTTP,
+  tokenisation) that no step cost holds.
 """
 
 

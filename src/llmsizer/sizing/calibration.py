@@ -54,15 +54,22 @@ __all__ = [
     "LATENCY_METRICS",
     "PRIOR_SIGMA",
     "CalibrationFile",
+    "CalibrationSet",
     "Case",
     "FitResult",
+    "Measurement",
     "Residual",
+    "Skipped",
     "calibration_file",
     "fit_efficiency",
     "load_calibration",
+    "load_measurements",
+    "map_row",
     "read_calibration",
     "record_trace",
+    "record_traces",
     "save_calibration",
+    "trtllm_bench_settings",
 ]
 
 Case = tuple[PredictSpec, Mapping[str, float]]
@@ -169,9 +176,10 @@ def fit_efficiency(
 
     Residuals (`FitResult.residuals`, indexed by case) are at the fitted factors. Up to
     `max_rounds` rounds re-simulate the open-loop cases; `workers` processes simulate;
-    `prior_sigma` (None: off) holds poorly determined factors near `start`
-    (`llmsizer.perf.fit`); it weighs like that many log-error residuals, so with a handful
-    of cases it dominates.
+    with `prior_sigma` (None: off) each fitted factor adds the residual
+    log(f / f_start) / prior_sigma beside the data's log errors (`llmsizer.perf.fit`), so
+    with a handful of cases the prior dominates, with hundreds it only settles what they
+    leave open.
     """
     specs = [spec for spec, _ in cases]
     targets: list[Target] = [

@@ -15,16 +15,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from llmsizer.perf import EfficiencyFactors
+from llmsizer.perf.calibrated import calibrated_efficiency, packaged_calibration
+from llmsizer.perf.efficiency import Engine, default_efficiency
 from llmsizer.perf.fit import predictions
 from llmsizer.perf.replay import ScheduleTrace
 from llmsizer.sizing.calibration import (
     LATENCY_METRICS,
     Measurement,
     Skipped,
+    load_measurements,
     record_traces,
 )
 from llmsizer.sizing.predict import PredictSpec
@@ -186,6 +190,24 @@ def validate(
         for j, (i, metric, value) in enumerate(targets)
     )
     return ValidationReport(comparisons, tuple(factor_sets), tuple(skipped), fitted_rows)
+
+
+def validate_calibration_set(
+    csv_path: Path, *, workers: int = 1, progress: Callable[[str], None] | None = None
+) -> ValidationReport:
+    """The published calibration set under the priors ("default") and the shipped fit
+    ("fitted"), with the rows the shipped fit used marked: what `bench/validate_perf.py`
+    renders and a `llmsizer validate` command can call."""
+    data = load_measurements(csv_path)
+    ids = str(packaged_calibration(Engine.TRTLLM).fitted_on.get("row_ids", ""))
+    return validate(
+        data.measurements,
+        {"default": default_efficiency, "fitted": calibrated_efficiency},
+        data.skipped,
+        fitted_rows=frozenset(int(i) for i in ids.split()),
+        workers=workers,
+        progress=progress,
+    )
 
 
 def _record(
