@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from llmsizer.perf import Deployment, EfficiencyFactors, MemoryPlan, StepModel, plan_memory
-from llmsizer.perf.efficiency import default_efficiency
+from llmsizer.perf.calibrated import calibrated_efficiency
 from llmsizer.perf.sparsity import StructuredSparsity
 from llmsizer.sim import EngineConfig
 
@@ -51,6 +51,8 @@ def make_instance(
     The engine config's `num_gpu_blocks`, when unset, becomes the blocks that fit. With
     pipeline parallelism each stage holds its share of layers, so the blocks counted are
     per stage: every stage holds the KV of every running sequence for its layers.
+    `efficiency` defaults to the factors fitted on the published measurements
+    (`calibrated_efficiency`, see examples/validation/perf_validation.md).
     Raises `UnknownNameError` or `DoesNotFitError` with a message for the user.
     """
     engine = engine or EngineConfig(engine="vllm")
@@ -73,5 +75,5 @@ def make_instance(
     )
     if engine.num_gpu_blocks is None:
         engine = engine.model_copy(update={"num_gpu_blocks": memory.num_kv_blocks})
-    step = StepModel(deployment, efficiency or default_efficiency(engine.engine or "vllm"))
+    step = StepModel(deployment, efficiency or calibrated_efficiency(engine.engine or "vllm"))
     return Instance(step=step, memory=memory, engine=engine)

@@ -12,7 +12,8 @@ has a price, else by servers, then GPUs; the winner gets an uncertainty band and
 timeline at its planned load; `explain` says why in plain words.
 
 `efficiency` is `EfficiencyFactors`, or a function from engine name to them (default:
-`llmsizer.perf.default_efficiency`), so fitted factors can be passed in.
+`llmsizer.perf.calibrated.calibrated_efficiency`, the factors fitted on the published
+measurements), so other factors can be passed in.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from llmsizer.perf import EfficiencyFactors, default_efficiency
+from llmsizer.perf import EfficiencyFactors
+from llmsizer.perf.calibrated import calibrated_efficiency
 from llmsizer.sizing.configuration import Sizing
 from llmsizer.sizing.cost import BusinessView, Cost, Price, business_view, cost_of
 from llmsizer.sizing.curve import CurvePoint, curve_points, gpu_pareto
@@ -120,8 +122,8 @@ def plan(
     """Size `usecase` (module docstring). Deterministic for a use case and efficiency.
 
     `efficiency`: factors for every engine, a function from engine name to factors (such as
-    `default_efficiency`, the default), or `None`. `progress(done, total)` is called as
-    configurations are settled.
+    `calibrated_efficiency`, the default, or the unfitted `default_efficiency`), or `None`.
+    `progress(done, total)` is called as configurations are settled.
     """
     efficiency = _efficiency_function(efficiency)
     space = search_space(usecase)
@@ -158,7 +160,7 @@ def _with_band_and_timeline(
 
 def _efficiency_function(efficiency: Efficiency | EfficiencyFactors | None) -> Efficiency:
     if efficiency is None:
-        return default_efficiency
+        return calibrated_efficiency
     if isinstance(efficiency, EfficiencyFactors):
         factors = efficiency
         return lambda engine: factors
