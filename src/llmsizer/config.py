@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from llmsizer.errors import format_validation_error
 from llmsizer.metrics import Slo
 from llmsizer.perf import EfficiencyFactors
 from llmsizer.sim import Engine, EngineConfig, FixedTicks, LinearStepCost, StepCost
@@ -183,21 +184,6 @@ def load_efficiency(path: Path | None) -> EfficiencyFactors | None:
     from llmsizer.sizing.calibration import load_calibration
 
     return load_calibration(path)
-
-
-def format_validation_error(err: ValidationError, source: str) -> str:
-    """One line per problem: where (dotted key), the value given, and what is allowed."""
-    lines = [f"invalid {source}:"]
-    for e in err.errors():
-        where = ".".join(str(p) for p in e["loc"]) or "(top level)"
-        msg = e["msg"].removeprefix("Value error, ")
-        if e["type"] == "extra_forbidden":
-            lines.append(f"  {where}: unknown key")
-        elif "input" in e and not isinstance(e["input"], dict):
-            lines.append(f"  {where} = {e['input']!r}: {msg}")
-        else:
-            lines.append(f"  {where}: {msg}")
-    return "\n".join(lines)
 
 
 def read_yaml(path: Path) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from llmsizer.errors import format_validation_error
 from llmsizer.perf.efficiency import EfficiencyFactors, Engine, default_efficiency
 
 KIND = "efficiency_factors"
@@ -92,15 +93,10 @@ def parse_calibration(data: Any, where: str = "calibration") -> CalibrationFile:
     try:
         return CalibrationFile.model_validate(data)
     except ValidationError as e:
-        allowed = ", ".join(CalibrationFile.model_fields)
-        lines = [f"invalid calibration file '{where}':"]
-        for problem in e.errors():
-            loc = ".".join(str(p) for p in problem["loc"]) or "(top level)"
-            if problem["type"] == "extra_forbidden":
-                lines.append(f"  {loc}: unknown key (allowed: {allowed})")
-            else:
-                lines.append(f"  {loc}: {problem['msg']}")
-        raise ValueError("\n".join(lines)) from e
+        message = format_validation_error(
+            e, f"calibration file '{where}'", allowed_keys=CalibrationFile.model_fields
+        )
+        raise ValueError(message) from e
 
 
 def load_calibration(path: Path) -> EfficiencyFactors:

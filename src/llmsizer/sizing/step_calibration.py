@@ -29,6 +29,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from llmsizer.errors import format_validation_error
 from llmsizer.metrics import summarize
 from llmsizer.perf import EfficiencyFactors
 from llmsizer.sim import Engine, EngineConfig, LinearStepCost
@@ -174,17 +175,7 @@ def load_step_calibration(path: Path) -> StepCalibration:
     try:
         return StepCalibration.model_validate(_read(path))
     except ValidationError as e:
-        lines = [f"invalid calibration file '{path}':"]
-        for problem in e.errors():
-            where = ".".join(str(p) for p in problem["loc"]) or "(top level)"
-            given = problem.get("input")
-            if problem["type"] == "extra_forbidden":
-                lines.append(f"  {where}: unknown key")
-            elif isinstance(given, dict) or given is None:
-                lines.append(f"  {where}: {problem['msg']}")
-            else:
-                lines.append(f"  {where} = {given!r}: {problem['msg']}")
-        raise ValueError("\n".join(lines)) from e
+        raise ValueError(format_validation_error(e, f"calibration file '{path}'")) from e
 
 
 def load_any_calibration(path: Path) -> StepCalibration | EfficiencyFactors:
