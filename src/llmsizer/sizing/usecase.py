@@ -16,7 +16,6 @@ checks across fields say which fields they compare.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -27,6 +26,7 @@ from llmsizer.sizing.limits import Limits
 from llmsizer.sizing.peak import dau_average_rps, poisson_peak_rps
 from llmsizer.specs import Precision, get_gpu, get_model
 from llmsizer.units import MS
+from llmsizer.workload.spec import TraceFile
 
 COURSE_WORDS_PER_TOKEN = 0.75  # course: "For English one token is approximately 0.75 of a word"
 
@@ -271,7 +271,7 @@ class UseCase(_Strict):
         description="Spread of lengths: coefficient of variation of lognormal "
         "lengths around the given means (0: every request the same).",
     )
-    lengths_trace: Path | None = Field(
+    lengths_trace: TraceFile | None = Field(
         None, description="Trace (Azure .csv, Mooncake .jsonl) whose lengths to use instead."
     )
     load: LoadSpec = Field(description="The traffic to size for.")
@@ -300,13 +300,6 @@ class UseCase(_Strict):
     def _known_model(cls, name: str) -> str:
         get_model(name)  # UnknownNameError names close matches
         return name
-
-    @field_validator("lengths_trace")
-    @classmethod
-    def _trace_exists(cls, path: Path | None) -> Path | None:
-        if path is not None and not path.is_file():
-            raise ValueError(f"trace file '{path}' does not exist or is not a file")
-        return path
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:

@@ -9,10 +9,17 @@ spec into a `Workload`.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal, Self, TypeVar
+from typing import Annotated, Any, Literal, Self, TypeVar
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
 
 from llmsizer.workload import lengths
 from llmsizer.workload.traces import detect_trace_format
@@ -22,6 +29,16 @@ DEFAULT_ISL = 1000  # the course notebook's scenario: 1000 prompt tokens, 100 ou
 DEFAULT_OSL = 100
 
 T = TypeVar("T")
+
+
+def _existing_file(path: Path) -> Path:
+    if not path.is_file():
+        raise ValueError(f"trace file '{path}' does not exist or is not a file")
+    return path
+
+
+TraceFile = Annotated[Path, AfterValidator(_existing_file)]
+"""A path that must name an existing file (any trace a schema accepts)."""
 ArrivalKind = Literal["burst", "poisson", "gamma", "closed_loop", "trace"]
 LengthKind = Literal["fixed", "uniform", "normal", "lognormal", "trace"]
 
@@ -202,7 +219,7 @@ class WorkloadSpec(BaseModel):
         description="Tokens of a system prompt shared by every request and reusable by the "
         "prefix cache, added in front of each prompt (prompts are isl + this).",
     )
-    trace: Path | None = Field(
+    trace: TraceFile | None = Field(
         default=None,
         description="Trace file to replay or to draw lengths from: Azure .csv or Mooncake .jsonl.",
     )
@@ -232,13 +249,6 @@ class WorkloadSpec(BaseModel):
         if isinstance(value, int) and not isinstance(value, bool):
             return {"kind": "fixed", "value": value}
         return value
-
-    @field_validator("trace")
-    @classmethod
-    def _trace_exists(cls, path: Path | None) -> Path | None:
-        if path is not None and not path.is_file():
-            raise ValueError(f"trace file '{path}' does not exist or is not a file")
-        return path
 
     @model_validator(mode="after")
     def _check_combination(self) -> Self:
