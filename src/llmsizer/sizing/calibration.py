@@ -46,7 +46,7 @@ from llmsizer.perf.memory import (
 from llmsizer.perf.replay import ScheduleTrace, StepRecord
 from llmsizer.perf.step_features import NUM_AGGREGATES, StepFeaturizer
 from llmsizer.sim import Batch, Engine
-from llmsizer.sizing.predict import PredictSpec, _num_requests, _workload, build
+from llmsizer.sizing.predict import PredictSpec, build, simulation_setup
 from llmsizer.specs import get_gpu, get_model
 
 __all__ = [
@@ -110,23 +110,11 @@ def record_trace(
     and mean latency keys; for offline and closed-loop specs it does so under any other
     factors too. Without `latencies` the trace is smaller and gives throughputs only.
     """
-    inst = build(spec, efficiency)
-    pp = spec.pp
-    num_engines = spec.num_instances * pp  # as in `predict`: one simulated engine's share
-    blocks = inst.engine.num_gpu_blocks or 0
-    cfg = inst.engine.model_copy(
-        update={
-            "num_gpu_blocks": max(1, blocks // pp),
-            "max_num_seqs": max(1, inst.engine.max_num_seqs // pp),
-        }
-    )
-    per_seq_blocks = -(-(spec.isl + spec.osl) // cfg.block_size)
-    max_batch = min(cfg.max_num_seqs, max(1, blocks // pp // per_seq_blocks))
-    n = _num_requests(spec, max_batch)
+    setup = simulation_setup(spec, efficiency)  # exactly what `predict` simulates
+    inst, num_engines = setup.instance, setup.num_engines
     featurizer = StepFeaturizer(inst.deployment)
     recorder = _Recorder(inst.step, featurizer)
-    workload = _workload(spec, max(1, math.ceil(n / num_engines)), num_engines)
-    result = Engine(cfg, recorder).run(workload)
+    result = Engine(setup.engine, recorder).run(setup.workload)
     records = result.records
     run = StepRecord(
         aggregates=np.array(recorder.aggregates).reshape(-1, NUM_AGGREGATES),

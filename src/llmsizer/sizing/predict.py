@@ -24,7 +24,6 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from llmsizer.metrics import summarize
 from llmsizer.perf import EfficiencyFactors, StepModel
 from llmsizer.sim import Batch, Engine, EngineConfig
-from llmsizer.sim.config import PRESETS
 from llmsizer.sizing.instance import Instance, make_instance
 from llmsizer.workload import Workload
 
@@ -191,24 +190,46 @@ def build(spec: PredictSpec, efficiency: EfficiencyFactors | None = None) -> Ins
     )
 
 
+def virtual_engine(cfg: EngineConfig, pp: int) -> EngineConfig:
+    """One of `pp` virtual engines: its share of the KV blocks and of the batch cap."""
+    if pp == 1:
+        return cfg
+    blocks = max(1, (cfg.num_gpu_blocks or 0) // pp)
+    seqs = max(1, cfg.max_num_seqs // pp)
+    return cfg.model_copy(update={"num_gpu_blocks": blocks, "max_num_seqs": seqs})
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class SimulationSetup:
+    """What `predict` simulates for a spec: the instance, one simulated engine's config and
+    workload, and how many such engines the whole deployment is (module docstring)."""
+
+    instance: Instance
+    engine: EngineConfig
+    workload: Workload
+    num_engines: int
+
+
+def simulation_setup(
+    spec: PredictSpec, efficiency: EfficiencyFactors | None = None
+) -> SimulationSetup:
+    inst = build(spec, efficiency)
+    num_engines = spec.num_instances * spec.pp
+    engine_cfg = virtual_engine(inst.engine, spec.pp)
+    per_seq_blocks = -(-(spec.isl + spec.osl) // engine_cfg.block_size)
+    blocks = engine_cfg.num_gpu_blocks or 0
+    max_batch = min(engine_cfg.max_num_seqs, max(1, blocks // per_seq_blocks))
+    n = _num_requests(spec, max_batch)
+    workload = _workload(spec, max(1, math.ceil(n / num_engines)), num_engines)
+    return SimulationSetup(inst, engine_cfg, workload, num_engines)
+
+
 def predict(spec: PredictSpec, efficiency: EfficiencyFactors | None = None) -> Prediction:
     """Simulate `spec` and summarise it (see the module docstring for pipeline parallelism)."""
-    inst = build(spec, efficiency)
-    pp = spec.pp
-    num_engines = spec.num_instances * pp
-    blocks = inst.engine.num_gpu_blocks or 0
-    engine_cfg = inst.engine.model_copy(
-        update={
-            "num_gpu_blocks": max(1, blocks // pp),
-            "max_num_seqs": max(1, inst.engine.max_num_seqs // pp),
-        }
-    )
-    per_seq_blocks = -(-(spec.isl + spec.osl) // engine_cfg.block_size)
-    max_batch = min(engine_cfg.max_num_seqs, max(1, blocks // pp // per_seq_blocks))
-    n = _num_requests(spec, max_batch)
+    setup = simulation_setup(spec, efficiency)
+    inst, pp, num_engines = setup.instance, spec.pp, setup.num_engines
     metered = _Metered(inst.step)
-    workload = _workload(spec, max(1, math.ceil(n / num_engines)), num_engines)
-    result = Engine(engine_cfg, metered).run(workload)
+    result = Engine(setup.engine, metered).run(setup.workload)
     # one engine's records; per-GPU normalisation uses that engine's share of GPUs
     summary = summarize(result.records, num_gpus=spec.gpus_per_instance, num_instances=1)
     for key in THROUGHPUT_KEYS:
@@ -222,11 +243,7 @@ def predict(spec: PredictSpec, efficiency: EfficiencyFactors | None = None) -> P
         summary=summary,
         mbu=metered.bytes / busy / d.gpu.hbm_bytes_per_s,
         mfu=metered.flops / busy / d.matmul_flops_per_s,
-        num_kv_blocks=blocks,
+        num_kv_blocks=inst.engine.num_gpu_blocks or 0,
         max_num_kv_tokens=inst.memory.max_num_kv_tokens,
         weight_bytes_per_gpu=inst.memory.weight_bytes,
     )
-
-
-def preset_value(engine: str, key: str) -> Any:
-    return PRESETS[engine][key]

@@ -32,9 +32,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from llmsizer.metrics import summarize
-from llmsizer.sim import Batch, Engine, EngineConfig, PrefillChunk, SimResult, StepCost
+from llmsizer.sim import Batch, Engine, PrefillChunk, SimResult, StepCost
 from llmsizer.sizing.instance import Instance
 from llmsizer.sizing.limits import Limits
+from llmsizer.sizing.predict import virtual_engine
 from llmsizer.workload import Workload
 
 HIGH_LOAD_REQUESTS = 3000
@@ -106,7 +107,7 @@ class Probe:
         self.lengths = lengths
         self.limits = limits
         self.pp = instance.deployment.pipeline_parallel_size
-        self.engine = Engine(_virtual_engine(instance.engine, self.pp), instance.step)
+        self.engine = Engine(virtual_engine(instance.engine, self.pp), instance.step)
         self.num_requests = num_requests or HIGH_LOAD_REQUESTS
         gaps = np.random.default_rng(seed).exponential(1.0, self.num_requests)
         gaps[0] = 0.0
@@ -196,15 +197,6 @@ class Probe:
             arrival_s=arrival_s,
         )
         return self.engine.run(workload)
-
-
-def _virtual_engine(cfg: EngineConfig, pp: int) -> EngineConfig:
-    """One of `pp` virtual engines: its share of the KV blocks and of the batch cap."""
-    if pp == 1:
-        return cfg
-    blocks = max(1, (cfg.num_gpu_blocks or 0) // pp)
-    seqs = max(1, cfg.max_num_seqs // pp)
-    return cfg.model_copy(update={"num_gpu_blocks": blocks, "max_num_seqs": seqs})
 
 
 def _alone(step: StepCost, isl: int, osl: int, chunk: int) -> tuple[float, float, float]:
