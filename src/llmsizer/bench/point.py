@@ -29,7 +29,7 @@ from llmsizer.bench.prompts import PromptMaker, make_prompts
 from llmsizer.bench.results import BenchResult, SendLag, send_lag
 from llmsizer.bench.spec import BenchSpec, LoadPoint
 from llmsizer.metrics import summarize
-from llmsizer.records import JsonlWriter, RequestRecord
+from llmsizer.records import JsonlWriter, RequestRecord, open_jsonl
 from llmsizer.workload import Workload
 
 
@@ -150,7 +150,8 @@ def _result(
 ) -> BenchResult:
     records = tuple(sorted(outcome.records, key=lambda r: r.request_id))
     lag = None if workload.arrival_s is None else send_lag(records, workload.arrival_s)
-    warnings = warnings + _warnings(records, workload, lag, loop_lag)
+    realtime = bool(params.get("realtime"))
+    warnings = warnings + _warnings(records, workload, lag, loop_lag, realtime)
     if server is not None:
         warnings += _server_warnings(server, records)
     return BenchResult(
@@ -199,7 +200,7 @@ def _open(path: Path | None) -> AbstractContextManager[IO[str] | None]:
     if path is None:
         return nullcontext(None)
     path.parent.mkdir(parents=True, exist_ok=True)
-    return path.open("w")
+    return open_jsonl(path, "w")
 
 
 def _warnings(
@@ -207,6 +208,7 @@ def _warnings(
     workload: Workload,
     lag: SendLag | None,
     loop_lag: LoopLag | None,
+    realtime: bool,
 ) -> list[str]:
     out: list[str] = []
     if loop_lag is not None and loop_lag.stalled:
@@ -214,6 +216,7 @@ def _warnings(
             f"the client's event loop stalled for up to {loop_lag.max_s * 1e3:.0f} ms "
             f"(p99 {loop_lag.p99_s * 1e3:.0f} ms): the machine is busy, and latencies may "
             "include that much client delay"
+            + ("" if realtime else " (--realtime puts the client ahead of other processes)")
         )
     if lag is not None and lag.lagging:
         cause = (

@@ -30,10 +30,12 @@ from llmsizer.bench.client import Endpoint
 from llmsizer.bench.counters import choose_counter
 from llmsizer.bench.errors import BenchError
 from llmsizer.bench.point import PointRun
+from llmsizer.bench.priority import realtime_priority
 from llmsizer.bench.progress import SweepProgress
 from llmsizer.bench.prompts import PromptMaker, PromptTokenSource, measure_word_costs
 from llmsizer.bench.results import BenchResult, format_result, write_results
 from llmsizer.bench.spec import BenchSpec, LoadPoint
+from llmsizer.records import jsonl_with_label
 from llmsizer.workload import Workload, make_workload
 
 WorkloadFor = Callable[[LoadPoint], Workload]
@@ -79,6 +81,18 @@ async def run_benchmark_async(
 ) -> list[BenchResult]:
     """`run_benchmark` for callers already inside an event loop."""
     out = console or Console(quiet=True)
+    with realtime_priority(spec.realtime):
+        return await _run_sweep(spec, workload_for, rng, out, live_progress, transport)
+
+
+async def _run_sweep(
+    spec: BenchSpec,
+    workload_for: WorkloadFor | None,
+    rng: np.random.Generator | None,
+    out: Console,
+    live_progress: bool,
+    transport: httpx.AsyncBaseTransport | None,
+) -> list[BenchResult]:
     async with _http_client(spec, transport) as http:
         model = spec.model or await discover_model(http)
         options = spec.client_options(model)
@@ -146,10 +160,10 @@ async def discover_model(http: httpx.AsyncClient) -> str:
 
 
 def _records_path(path: Path | None, point: LoadPoint, num_points: int) -> Path | None:
-    """The point's JSONL file: the given path, or in a sweep `<stem>-<label><suffix>`."""
+    """The point's JSONL file: the given path, or in a sweep `<stem>-<label>.jsonl[.gz]`."""
     if path is None or num_points == 1:
         return path
-    return path.with_name(f"{path.stem}-{point.label}{path.suffix}")
+    return jsonl_with_label(path, point.label)
 
 
 def _params(
@@ -181,6 +195,7 @@ def _params(
         "num_warmups": spec.num_warmups,
         "seed": spec.seed,
         "ignore_eos": spec.ignore_eos,
+        "realtime": spec.realtime,
         "prompt_token_source": source.value,
         "records_path": str(records_path) if records_path is not None else None,
     }

@@ -120,6 +120,11 @@ class BenchSpec(BaseModel):
         default=False,
         description="Read vLLM's /metrics before and after each point: server-side means.",
     )
+    realtime: bool = Field(
+        default=False,
+        description="Run the client at real-time priority (Linux SCHED_RR; root or "
+        "CAP_SYS_NICE) so a server on the same machine never delays its clock.",
+    )
     result_path: Path | None = Field(
         default=None, description="JSON file for the results: one object per sweep point."
     )

@@ -50,6 +50,7 @@ def bench(
     server_metrics: Annotated[
         bool | None, typer.Option(help=field_help(S, "server_metrics"))
     ] = None,
+    realtime: Annotated[bool | None, typer.Option(help=field_help(S, "realtime"))] = None,
     json_out: Annotated[
         Path | None, typer.Option("--json", help=field_help(S, "result_path"))
     ] = None,
@@ -69,7 +70,8 @@ def bench(
         "tokenizer": tokenizer, "prompt_tokens_from": prompt_tokens_from,
         "continuous_usage_stats": continuous_usage_stats,
         "request_timeout_s": request_timeout_s, "api_key": api_key,
-        "server_metrics": server_metrics, "result_path": json_out, "records_path": records,
+        "server_metrics": server_metrics, "realtime": realtime, "result_path": json_out,
+        "records_path": records,
     }  # fmt: skip
     try:
         spec = BenchSpec.model_validate({k: v for k, v in given.items() if v is not None})
