@@ -11,11 +11,12 @@ client uses a monotonic clock and shifts it so that its first request is sent at
 from __future__ import annotations
 
 import csv
+import gzip
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import numpy as np
 
@@ -167,18 +168,38 @@ class JsonlWriter:
         self._stream.flush()
 
 
+def open_jsonl(path: Path, mode: str = "r") -> IO[str]:
+    """A records file as text, gzip-compressed when its name ends in `.gz` (a flush then
+    ends a complete deflate block, so an interrupted run's file still reads)."""
+    if path.suffix == ".gz":
+        return cast(IO[str], gzip.open(path, mode + "t", encoding="utf-8"))
+    return path.open(mode, encoding="utf-8")
+
+
+def jsonl_with_label(path: Path, label: str) -> Path:
+    """`runs.jsonl` -> `runs-<label>.jsonl` (and `runs.jsonl.gz` -> `runs-<label>.jsonl.gz`)."""
+    suffix = "".join(path.suffixes[-2:]) if path.suffix == ".gz" else path.suffix
+    stem = path.name.removesuffix(suffix) if suffix else path.name
+    return path.with_name(f"{stem}-{label}{suffix}")
+
+
 def write_jsonl(records: Iterable[RequestRecord], path: Path) -> None:
-    with path.open("w") as f:
+    with open_jsonl(path, "w") as f:
         w = JsonlWriter(f)
         for r in records:
             w.write(r)
 
 
 def read_jsonl(path: Path) -> Iterator[RequestRecord]:
-    with path.open() as f:
-        for line in f:
-            if line.strip():
-                yield record_from_json(json.loads(line))
+    """The records of a JSONL file (plain or `.gz`); a compressed file cut short by an
+    interrupted run yields every record written before the cut."""
+    with open_jsonl(path) as f:
+        try:
+            for line in f:
+                if line.strip():
+                    yield record_from_json(json.loads(line))
+        except EOFError:  # gzip without its end marker: the run was stopped
+            return
 
 
 def write_records(records: list[RequestRecord], path: Path) -> None:
