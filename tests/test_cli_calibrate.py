@@ -13,7 +13,14 @@ from typer.testing import CliRunner
 from llmsizer.cli import app, main
 from llmsizer.records import write_jsonl
 from llmsizer.sim import Engine, EngineConfig, LinearStepCost
-from llmsizer.sizing.compare import BAR_METRICS, compare_summaries, describe_point, markdown_table
+from llmsizer.sizing.compare import (
+    BAR_METRICS,
+    Comparison,
+    compare_summaries,
+    describe_point,
+    markdown_table,
+    pool_repeats,
+)
 from llmsizer.sizing.step_calibration import load_step_calibration, predict_calibrated
 from llmsizer.workload import Workload
 
@@ -110,6 +117,34 @@ def test_compare_needs_one_prediction_per_point(
     assert "has 2 points but the predictions hold 1" in " ".join(capsys.readouterr().err.split())
 
 
+def test_repeated_points_are_judged_by_their_mean(tmp_path: Path) -> None:
+    """Three runs of one load: each off by 20 % one way or the other, the mean spot on."""
+    runs = [{**MEASURED[0], "mean_ttft_ms": t} for t in (80.0, 100.0, 120.0)]
+    meas = tmp_path / "measured.json"
+    meas.write_text(json.dumps(runs))
+    pred = tmp_path / "predicted.json"
+    pred.write_text(json.dumps([predicted(0.5, 100.0, 10.0, 0.5)] * 3))
+    md = tmp_path / "cmp.md"
+    args = ["compare", str(meas), str(pred), "--markdown", str(md), "--tolerance", "15"]
+    r = runner.invoke(app, args, env={"COLUMNS": "150"})
+    assert r.exit_code == 0, r.output
+    (pooled,) = [row for row in pool_repeats(compare_summaries_of(runs)) if "TTFT" in row.name]
+    assert pooled.label == "Poisson 0.5 req/s, mean of 3 runs"
+    assert pooled.measured == pytest.approx(100.0) and pooled.error == pytest.approx(0.0)
+    assert pooled.measured_se == pytest.approx(20.0 / 3**0.5)
+    text = md.read_text()
+    assert "| Poisson 0.5 req/s | mean TTFT (ms) | 80.0 | 100.0 | +25.0 % |" in text
+    assert "| Poisson 0.5 req/s, mean of 3 runs | mean TTFT (ms) | 100.0 ± 11.5" in text
+
+
+def compare_summaries_of(runs: list[dict[str, object]]) -> list[Comparison]:
+    return [
+        row
+        for m in runs
+        for row in compare_summaries(m, predicted(0.5, 100.0, 10.0, 0.5), describe_point(m))
+    ]
+
+
 def test_rows_and_labels() -> None:
     rows = compare_summaries(MEASURED[0], {"mean_ttft_ms": 90.0, "mean_tpot_ms": True}, "x")
     assert [r.metric for r in rows] == ["mean_ttft_ms"]
@@ -129,23 +164,26 @@ def test_rows_and_labels() -> None:
 
 @pytest.mark.parametrize("run", ["light", "heavy"])
 def test_the_committed_comparison_is_current(run: str) -> None:
-    """examples/reference-server/calibration: the predictions follow from the committed
-    calibration and the measured runs' settings, and comparison.md shows them."""
+    """examples/reference-server/calibration: each round's prediction follows from the
+    committed calibration and that round's settings, and comparison.md shows the mean."""
     cal = load_step_calibration(EXAMPLE / "calibration.yaml")
-    measured = json.loads((EXAMPLE / f"poisson-{run}.json").read_text())[0]
-    summary = predict_calibrated(
-        cal,
-        isl=measured["isl"],
-        osl=measured["osl"],
-        request_rate=measured["request_rate"],
-        num_requests=measured["num_prompts"],
-        seed=measured["seed"],
-    )
+    measured = json.loads((EXAMPLE / f"poisson-{run}.json").read_text())
     committed = json.loads((EXAMPLE / f"predicted-{run}.json").read_text())
-    for key in BAR_METRICS:
-        assert summary[key] == pytest.approx(committed[key], rel=1e-9)
-    rows = compare_summaries(measured, committed, describe_point(measured))
-    assert markdown_table(rows, 0.15) in (EXAMPLE / "comparison.md").read_text()
+    assert len(measured) == len(committed) == len(list(EXAMPLE.glob("round*/sweep.json"))) > 1
+    rows = []
+    for m, p in zip(measured, committed, strict=True):
+        summary = predict_calibrated(
+            cal,
+            isl=m["isl"],
+            osl=m["osl"],
+            request_rate=m["request_rate"],
+            num_requests=m["num_prompts"],
+            seed=m["seed"],
+        )
+        for key in BAR_METRICS:
+            assert summary[key] == pytest.approx(p[key], rel=1e-9)
+        rows += compare_summaries(m, p, describe_point(m))
+    assert markdown_table(pool_repeats(rows), 0.15) in (EXAMPLE / "comparison.md").read_text()
 
 
 @pytest.mark.server

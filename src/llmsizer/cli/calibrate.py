@@ -178,7 +178,12 @@ def compare(
         ),
     ] = None,
 ) -> None:
-    """Measured and predicted metrics side by side, per point, with the relative error."""
+    """Measured and predicted metrics side by side, per point, with the relative error.
+
+    Points with the same load (repeats of a run, say on a machine whose speed drifts) are
+    also shown as one: the mean over the runs, with the spread between them as its
+    uncertainty; --tolerance then judges that mean.
+    """
     meas = _summaries(measured)
     pred = [p for path in predicted for p in _summaries(path)]
     if len(meas) != len(pred):
@@ -192,10 +197,18 @@ def compare(
         for r in cmp.compare_summaries(m, p, cmp.describe_point(m))
     ]
     out.print(_table(rows, f"measured ({measured.name}) vs predicted"))
+    pooled = cmp.pool_repeats(rows)
+    repeated = len(pooled) < len(rows)
+    if repeated:
+        out.print(_table(pooled, "points measured more than once: mean over the runs"))
     tolerance = None if tolerance_pct is None else tolerance_pct / 100
     if markdown is not None:
-        markdown.write_text(cmp.markdown_table(rows, tolerance))
+        text = cmp.markdown_table(rows, None if repeated else tolerance)
+        if repeated:
+            text += "\nMean over the runs of each point:\n\n"
+            text += cmp.markdown_table(pooled, tolerance)
+        markdown.write_text(text)
         err.print(f"wrote {markdown}", highlight=False)
-    if tolerance is not None and not cmp.within(rows, tolerance, cmp.BAR_METRICS):
+    if tolerance is not None and not cmp.within(pooled, tolerance, cmp.BAR_METRICS):
         err.print(f"some of {', '.join(cmp.BAR_METRICS)} are off by more than {tolerance_pct:g} %")
         raise typer.Exit(1)

@@ -9,6 +9,7 @@ tool wrote it.
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeGuard
@@ -61,6 +62,31 @@ def compare_summaries(
         for key, name in COMPARED
         if _number(measured.get(key)) and _number(predicted.get(key))
     ]
+
+
+def pool_repeats(rows: Sequence[Comparison]) -> list[Comparison]:
+    """One row per point and metric measured more than once (rows with the same label): the
+    mean of the measured and of the predicted values over the repeats, and as the measured
+    standard error the spread between repeats / sqrt(repeats), which holds the machine's
+    drift from one repeat to the next as well as sampling noise. Points measured once keep
+    their row. Order: first appearance."""
+    groups: dict[tuple[str, str], list[Comparison]] = {}
+    for r in rows:
+        groups.setdefault((r.label, r.metric), []).append(r)
+    out: list[Comparison] = []
+    for (label, metric), group in groups.items():
+        k = len(group)
+        if k == 1:
+            out.append(group[0])
+            continue
+        measured = [r.measured for r in group]
+        spread = statistics.stdev(measured) / math.sqrt(k)
+        predicted = statistics.fmean(r.predicted for r in group)
+        name = f"{label}, mean of {k} runs"
+        out.append(
+            Comparison(name, metric, group[0].name, statistics.fmean(measured), predicted, spread)
+        )
+    return out
 
 
 def _se(summary: Mapping[str, Any], key: str) -> float | None:
