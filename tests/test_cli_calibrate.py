@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from llmsizer.bench.priority import realtime_allowed
 from llmsizer.cli import app, main
 from llmsizer.records import write_jsonl
 from llmsizer.sim import Engine, EngineConfig, LinearStepCost
@@ -192,6 +193,7 @@ def test_calibrate_on_the_real_server(tmp_path: Path) -> None:
     url = os.environ["LLMSIZER_SERVER_URL"]
     sweep = tmp_path / "sweep.json"
     bench = ["bench", "--base-url", url, "--isl", "256", "--osl", "32", "--num-prompts", "8"]
+    bench += ["--realtime"] if realtime_allowed() else []
     r = runner.invoke(app, [*bench, "--concurrency", "1,4", "--json", str(sweep),
                             "--records", str(tmp_path / "sweep.jsonl")])  # fmt: skip
     assert r.exit_code == 0, r.output

@@ -11,7 +11,8 @@ its API server takes a token from the engine; when that process is short of CPU 
 tokens to the socket late and in bursts, which every client sees and the histograms do not.
 
     PID=$(../../../shared/reference-server/serve.sh | tail -1)
-    python client_vs_server.py http://127.0.0.1:8011 --isl 512 --osl 128 --concurrency 1,4
+    python client_vs_server.py http://127.0.0.1:8011 --concurrency 1,4,16 --realtime
+    python client_vs_server.py http://127.0.0.1:8011 --request-rate 1,6 --realtime
     kill $PID
 """
 
@@ -61,7 +62,9 @@ def main() -> None:
     p.add_argument("--isl", type=int, default=512)
     p.add_argument("--osl", type=int, default=128)
     p.add_argument("--concurrency", default="1,4")
+    p.add_argument("--request-rate", default="", help="Poisson rates (req/s) instead")
     p.add_argument("--num-prompts", type=int, default=20)
+    p.add_argument("--realtime", action="store_true", help="client at real-time priority")
     p.add_argument("--out", type=Path, default=Path("client_vs_server"))
     a = p.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
@@ -70,8 +73,10 @@ def main() -> None:
         isl=a.isl,
         osl=a.osl,
         num_prompts=a.num_prompts,
-        concurrency=tuple(int(c) for c in a.concurrency.split(",")),
+        concurrency=() if a.request_rate else tuple(int(c) for c in a.concurrency.split(",")),
+        request_rate=tuple(float(r) for r in a.request_rate.split(",") if r),
         server_metrics=True,
+        realtime=a.realtime,
         result_path=a.out / "results.json",
         records_path=a.out / "requests.jsonl",
     )

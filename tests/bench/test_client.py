@@ -92,9 +92,10 @@ async def test_read_timeout_is_a_record() -> None:
     async def handler(request: httpx.Request) -> httpx.Response:
         raise httpx.ReadTimeout("no data", request=request)
 
-    async with httpx.AsyncClient(transport=httpx.MockTransport(handler), base_url="http://f") as h:
+    transport = httpx.MockTransport(handler)
+    async with httpx.AsyncClient(transport=transport, base_url="http://f", timeout=7.5) as h:
         record = await send_request(h, PLAN, ClientOptions(model="tiny"), lambda: 0.0)
-    assert record.error is not None and record.error.startswith("timeout: ReadTimeout")
+    assert record.error == "timeout: ReadTimeout: no byte from the server for 7.5 s"
 
 
 async def test_refused_connection_is_a_record() -> None:

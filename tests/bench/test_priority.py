@@ -63,6 +63,15 @@ def test_refused_real_time_names_the_way_out(monkeypatch: pytest.MonkeyPatch) ->
         pass
 
 
+@linux_only
+def test_allowed_says_whether_real_time_can_be_had(monkeypatch: pytest.MonkeyPatch) -> None:
+    FakeScheduler(allowed=False).install(monkeypatch)
+    assert not priority.realtime_allowed()
+    kernel = FakeScheduler(allowed=True)
+    kernel.install(monkeypatch)
+    assert priority.realtime_allowed() and kernel.policy == 0  # restored
+
+
 def test_off_touches_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delattr(os, "sched_setscheduler", raising=False)
     with priority.realtime_priority(enabled=False):

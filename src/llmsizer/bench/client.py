@@ -139,7 +139,7 @@ async def send_request(
         detail = f"request exceeded {options.request_timeout_s:g} s"
         return _record(plan, arrival_s, tally, now(), f"timeout: {detail}")
     except httpx.TimeoutException as e:
-        return _record(plan, arrival_s, tally, now(), f"timeout: {type(e).__name__} {e}")
+        return _record(plan, arrival_s, tally, now(), f"timeout: {_timeout_detail(e)}")
     except (httpx.ConnectError, ConnectionError) as e:
         return _record(plan, arrival_s, tally, now(), f"connection failed: {e}")
     except (httpx.RemoteProtocolError, httpx.ReadError) as e:
@@ -215,3 +215,20 @@ def _make_record(
         finish_s=finish_s,
         error=error,
     )
+
+
+def _timeout_detail(e: httpx.TimeoutException) -> str:
+    """`ReadTimeout: no byte from the server for 60 s` (httpx's own message is often empty)."""
+    phase = {"ConnectTimeout": "connect", "ReadTimeout": "read", "WriteTimeout": "write"}
+    kind = phase.get(type(e).__name__)
+    try:
+        limit = e.request.extensions.get("timeout", {}).get(kind) if kind else None
+    except RuntimeError:  # no request attached
+        limit = None
+    what = {
+        "connect": "could not connect",
+        "read": "no byte from the server",
+        "write": "could not send",
+    }.get(kind or "", "timed out")
+    detail = f"{what} for {limit:g} s" if limit is not None else (str(e) or what)
+    return f"{type(e).__name__}: {detail}"

@@ -48,3 +48,12 @@ def realtime_priority(enabled: bool = True) -> Iterator[None]:
         yield
     finally:
         os.sched_setscheduler(0, policy, param)
+
+
+def realtime_allowed() -> bool:
+    """Whether this process may run under `SCHED_RR` (Linux, root or CAP_SYS_NICE)."""
+    try:
+        with realtime_priority():
+            return True
+    except BenchError:
+        return False

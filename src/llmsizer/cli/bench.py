@@ -43,6 +43,7 @@ def bench(
     continuous_usage_stats: Annotated[
         bool | None, typer.Option(help=field_help(S, "continuous_usage_stats"))
     ] = None,
+    timeout_s: Annotated[float | None, typer.Option(help=field_help(S, "timeout_s"))] = None,
     request_timeout_s: Annotated[
         float | None, typer.Option(help=field_help(S, "request_timeout_s"))
     ] = None,
@@ -69,7 +70,7 @@ def bench(
         "time_scale": time_scale, "system_prompt_tokens": system_prompt_tokens, "seed": seed,
         "tokenizer": tokenizer, "prompt_tokens_from": prompt_tokens_from,
         "continuous_usage_stats": continuous_usage_stats,
-        "request_timeout_s": request_timeout_s, "api_key": api_key,
+        "timeout_s": timeout_s, "request_timeout_s": request_timeout_s, "api_key": api_key,
         "server_metrics": server_metrics, "realtime": realtime, "result_path": json_out,
         "records_path": records,
     }  # fmt: skip
