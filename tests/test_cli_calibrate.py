@@ -187,6 +187,22 @@ def test_the_committed_comparison_is_current(run: str) -> None:
     assert markdown_table(pool_repeats(rows), 0.15) in (EXAMPLE / "comparison.md").read_text()
 
 
+def test_predict_replays_a_bench_run(tmp_path: Path) -> None:
+    """`predict --seed --num-requests` with a bench run's settings gives the committed
+    prediction of that run (the same arrivals the client sent)."""
+    m = json.loads((EXAMPLE / "poisson-heavy.json").read_text())[0]
+    committed = json.loads((EXAMPLE / "predicted-heavy.json").read_text())[0]
+    out = tmp_path / "p.json"
+    args = ["predict", "--calibration", str(EXAMPLE / "calibration.yaml"), "--isl", "512",
+            "--osl", "128", "--request-rate", str(m["request_rate"]), "--seed", str(m["seed"]),
+            "--num-requests", str(m["num_prompts"]), "--json", str(out)]  # fmt: skip
+    r = runner.invoke(app, args)
+    assert r.exit_code == 0, r.output
+    predicted = json.loads(out.read_text())
+    for key in BAR_METRICS:
+        assert predicted[key] == pytest.approx(committed[key], rel=1e-9)
+
+
 @pytest.mark.server
 @pytest.mark.skipif(not os.environ.get("LLMSIZER_SERVER_URL"), reason="LLMSIZER_SERVER_URL unset")
 def test_calibrate_on_the_real_server(tmp_path: Path) -> None:

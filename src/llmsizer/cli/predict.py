@@ -70,6 +70,8 @@ def _predict_fitted(
     concurrency: int | None,
     request_rate: float | None,
     json_out: Path | None,
+    num_requests: int | None,
+    seed: int,
 ) -> None:
     """`predict` with a step cost fitted to a server (`llmsizer calibrate`): no GPU model."""
     if isl is None or osl is None:
@@ -80,6 +82,8 @@ def _predict_fitted(
         osl=osl,
         concurrency=concurrency,
         request_rate=request_rate,
+        num_requests=num_requests or 200,
+        seed=seed,
     )
     print_summary(out, summary, title=f"predicted with the fitted step cost in {path}")
     if json_out:
@@ -169,6 +173,16 @@ def predict(
     gpu_memory_utilization: Annotated[
         float, typer.Option(help=field_help(PredictSpec, "gpu_memory_utilization"))
     ] = 0.9,
+    num_requests: Annotated[
+        int | None, typer.Option(help=field_help(PredictSpec, "num_requests"))
+    ] = None,
+    seed: Annotated[
+        int,
+        typer.Option(
+            help="Seed of the Poisson arrivals; a `llmsizer bench` run's --seed replays the "
+            "arrivals it sent (with its --num-prompts as --num-requests)."
+        ),
+    ] = 0,
     calibration: Annotated[
         Path | None, typer.Option(help="Calibration file with fitted efficiency factors.")
     ] = None,
@@ -186,7 +200,9 @@ def predict(
     Poisson arrivals at --request-rate, or --offline (all requests at once).
     """
     if calibration is not None and calibration_kind(calibration) == FITTED_STEP_COST:
-        _predict_fitted(calibration, isl, osl, concurrency, request_rate, json_out)
+        _predict_fitted(
+            calibration, isl, osl, concurrency, request_rate, json_out, num_requests, seed
+        )
         return
     efficiency = load_efficiency(calibration)
     if cases is not None:
@@ -214,6 +230,8 @@ def predict(
         "engine": engine,
         "sparsity": sparsity,
         "gpu_memory_utilization": gpu_memory_utilization,
+        "num_requests": num_requests,
+        "seed": seed,
     }
     try:
         spec = PredictSpec.model_validate({k: v for k, v in given.items() if v is not None})
