@@ -1,14 +1,14 @@
 """Compare the benchmark client's latencies with vLLM's own server-side view.
 
-Runs a closed-loop sweep against a running vLLM with `server_metrics` on, so every point
-reads `/metrics` before and after, and prints, per point, the client's mean TTFT, TPOT, ITL
-and E2E latency beside the means of vLLM's histograms over the same requests.
+Runs a closed-loop (or Poisson) sweep against a running vLLM with `server_metrics` on, so
+every point reads `/metrics` before and after, and prints, per point, the client's mean
+TTFT, TPOT, ITL and E2E latency beside the means of vLLM's histograms over the same requests.
 
 It also reports the share of tokens that reached the client less than 1 ms after the
 previous one: the engine cannot make tokens that fast (a decode step takes several ms
-here), so these were held back and delivered in a burst. vLLM stamps its histograms when
-its API server takes a token from the engine; when that process is short of CPU it writes
-tokens to the socket late and in bursts, which every client sees and the histograms do not.
+here), so these were held back and read in a burst, by a client whose event loop was
+stalled (see README.md: without --realtime, 12-25 % of tokens here) or by a server process
+short of CPU. vLLM's histograms see neither.
 
     PID=$(../../../shared/reference-server/serve.sh | tail -1)
     python client_vs_server.py http://127.0.0.1:8011 --concurrency 1,4,16 --realtime
