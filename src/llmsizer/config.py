@@ -17,10 +17,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from llmsizer.errors import format_validation_error
+from llmsizer.errors import format_validation_error, read_yaml_mapping
 from llmsizer.metrics import Slo
 from llmsizer.perf import EfficiencyFactors
 from llmsizer.sim import Engine, EngineConfig, FixedTicks, LinearStepCost, StepCost
@@ -187,17 +186,7 @@ def load_efficiency(path: Path | None) -> EfficiencyFactors | None:
 
 
 def read_yaml(path: Path) -> dict[str, Any]:
-    try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as e:
-        raise ConfigError(f"cannot read scenario file '{path}': {e.strerror}") from e
-    except yaml.YAMLError as e:
-        raise ConfigError(f"scenario file '{path}' is not valid YAML: {e}") from e
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise ConfigError(f"scenario file '{path}' must hold a mapping of keys, not {data!r}")
-    return data
+    return read_yaml_mapping(path, "scenario file", empty_ok=True, error=ConfigError)
 
 
 def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:

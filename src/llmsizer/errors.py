@@ -1,11 +1,15 @@
 """How invalid input is reported: one line per problem, naming the key, the value given and
 what is allowed. Every strict schema at the boundary (scenario files, flags, calibration
-files, use cases) formats its pydantic errors here, so they all read alike."""
+files, use cases) formats its pydantic errors here, and reads its YAML file with
+`read_yaml_mapping`, so they all read alike."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
 
+import yaml
 from pydantic import ValidationError
 
 
@@ -28,3 +32,26 @@ def format_validation_error(
         else:
             lines.append(f"  {where}: {msg}")
     return "\n".join(lines)
+
+
+def read_yaml_mapping(
+    path: Path,
+    what: str,
+    *,
+    empty_ok: bool = False,
+    error: type[ValueError] = ValueError,
+) -> dict[str, Any]:
+    """The mapping in the YAML file `path` (`what` names it: "scenario file"); an unreadable
+    file, bad YAML or anything but a mapping raises `error` saying which (an empty file is
+    `{}` when `empty_ok`)."""
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as e:
+        raise error(f"cannot read {what} '{path}': {e.strerror}") from e
+    except yaml.YAMLError as e:
+        raise error(f"{what} '{path}' is not valid YAML: {e}") from e
+    if data is None and empty_ok:
+        return {}
+    if not isinstance(data, dict):
+        raise error(f"{what} '{path}' must hold a mapping of keys, not {data!r}")
+    return data

@@ -27,7 +27,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from llmsizer.errors import format_validation_error
+from llmsizer.errors import format_validation_error, read_yaml_mapping
 from llmsizer.perf.efficiency import EfficiencyFactors, Engine, default_efficiency
 
 KIND = "efficiency_factors"
@@ -77,13 +77,7 @@ def save_calibration(path: Path, calibration: CalibrationFile) -> None:
 
 def read_calibration(path: Path) -> CalibrationFile:
     """Read and validate a calibration file; `ValueError` names each bad key or value."""
-    try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as e:
-        raise ValueError(f"cannot read calibration file '{path}': {e.strerror}") from e
-    except yaml.YAMLError as e:
-        raise ValueError(f"calibration file '{path}' is not valid YAML: {e}") from e
-    return parse_calibration(data, str(path))
+    return parse_calibration(read_yaml_mapping(path, "calibration file"), str(path))
 
 
 def parse_calibration(data: Any, where: str = "calibration") -> CalibrationFile:

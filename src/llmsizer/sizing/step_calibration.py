@@ -29,7 +29,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from llmsizer.errors import format_validation_error
+from llmsizer.errors import format_validation_error, read_yaml_mapping
 from llmsizer.metrics import summarize
 from llmsizer.perf import EfficiencyFactors
 from llmsizer.sim import Engine, EngineConfig, LinearStepCost
@@ -153,15 +153,7 @@ def save_step_calibration(calibration: StepCalibration, path: Path) -> None:
 
 
 def _read(path: Path) -> dict[str, Any]:
-    try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as e:
-        raise ValueError(f"cannot read calibration file '{path}': {e.strerror}") from e
-    except yaml.YAMLError as e:
-        raise ValueError(f"calibration file '{path}' is not valid YAML: {e}") from e
-    if not isinstance(data, dict):
-        raise ValueError(f"calibration file '{path}' must hold a mapping of keys, not {data!r}")
-    return data
+    return read_yaml_mapping(path, "calibration file")
 
 
 def calibration_kind(path: Path) -> str | None:
