@@ -22,18 +22,20 @@ import sys
 import time
 from pathlib import Path
 
+from llmsizer.instance import DeploymentSpec, make_instance
 from llmsizer.metrics import summarize
 from llmsizer.sim import Engine, EngineConfig, LinearStepCost
-from llmsizer.sizing import make_instance
 from llmsizer.workload import Workload, WorkloadSpec, make_workload
 
 TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
 TRACE = TRACES / "AzureLLMInferenceTrace_conv.csv"
 INSTANCE = make_instance(
-    "llama-3.1-8b",
-    "h100-sxm",
-    precision="fp8",
-    engine=EngineConfig(engine="vllm", max_num_seqs=256, max_num_batched_tokens=8192),
+    DeploymentSpec(
+        model="llama-3.1-8b",
+        gpu="h100-sxm",
+        precision="fp8",
+        engine=EngineConfig(engine="vllm", max_num_seqs=256, max_num_batched_tokens=8192),
+    )
 )
 # --linear: a Llama-3.1-8B-on-H100-like linear step instead of the GPU model (6 ms fixed,
 # 25 us per prompt token, 40 us per decoding sequence, 20 ns per KV token read).

@@ -24,7 +24,18 @@ ALLOWED: dict[str, set[str]] = {
     "sim": {"units", "records", "workload"},
     "bench": {"units", "records", "metrics", "workload", "report"},
     "report": {"units", "records", "metrics"},
-    "sizing": {"units", "specs", "perf", "sim", "records", "metrics", "workload", "report"},
+    "instance": {"units", "specs", "perf", "sim", "records", "metrics", "workload"},
+    "sizing": {
+        "units",
+        "specs",
+        "perf",
+        "sim",
+        "instance",
+        "records",
+        "metrics",
+        "workload",
+        "report",
+    },
 }
 EDGES = {"config", "cli", "__init__"}  # the edges may import anything
 SHARED = {"errors"}  # how invalid input is reported: anyone may use it
@@ -39,6 +50,7 @@ BUDGET = {
     "report": 2000,
     "sizing": 5200,  # predict + plan + calibration: split calibration out when it grows
     "cli": 1100,
+    "instance": 600,
 }
 
 
@@ -77,6 +89,7 @@ def test_public_api_is_pinned() -> None:
     assert sorted(llmsizer.__all__) == sorted(
         [
             "Batch",
+            "DeploymentSpec",
             "Engine",
             "EngineConfig",
             "FixedTicks",
@@ -87,6 +100,7 @@ def test_public_api_is_pinned() -> None:
             "Workload",
             "WorkloadSpec",
             "__version__",
+            "make_instance",
             "make_workload",
             "predict",
             "simulate",

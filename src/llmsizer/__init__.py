@@ -4,16 +4,17 @@ The public API. `specs -> perf -> sim -> sizing`, with `bench` beside `sim`; `re
 `metrics` are shared by the simulator and the benchmark client.
 """
 
+from llmsizer.instance import DeploymentSpec, PredictSpec, make_instance, predict
 from llmsizer.metrics import Slo, summarize
 from llmsizer.records import RequestRecord
 from llmsizer.sim import Batch, Engine, EngineConfig, FixedTicks, LinearStepCost, simulate
-from llmsizer.sizing import PredictSpec, predict
 from llmsizer.workload import Workload, WorkloadSpec, make_workload
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Batch",
+    "DeploymentSpec",
     "Engine",
     "EngineConfig",
     "FixedTicks",
@@ -24,6 +25,7 @@ __all__ = [
     "Workload",
     "WorkloadSpec",
     "__version__",
+    "make_instance",
     "make_workload",
     "predict",
     "simulate",

@@ -20,11 +20,11 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from llmsizer.errors import format_validation_error, read_yaml_mapping
+from llmsizer.instance import DeploymentSpec, HardwareSpec, make_instance
 from llmsizer.metrics import Slo
 from llmsizer.perf import EfficiencyFactors
 from llmsizer.sim import Engine, EngineConfig, FixedTicks, LinearStepCost, StepCost
 from llmsizer.sizing.inputs import usecase_from_mapping
-from llmsizer.sizing.instance import make_instance
 from llmsizer.sizing.usecase import UseCase
 from llmsizer.units import MS
 from llmsizer.workload import WorkloadSpec
@@ -71,24 +71,19 @@ class LinearStepCostSpec(_Strict):
         )
 
 
-class GpuStepCostSpec(_Strict):
-    """The GPU performance model: a model on a GPU at a precision and parallelism. The KV
-    cache's blocks come from the memory left after weights and activations."""
+class GpuStepCostSpec(HardwareSpec):
+    """The GPU performance model: a model on a GPU at a precision and parallelism (the
+    deployment's fields, `llmsizer.instance.DeploymentSpec`; its engine is the scenario's).
+    The KV cache's blocks come from the memory left after weights and activations."""
 
     kind: Literal["gpu"] = "gpu"
-    model: str = Field(description="Catalog name, Hugging Face id, or path to a config.json.")
-    gpu: str = Field(description="GPU name, e.g. h100-sxm, H200, l40s.")
-    precision: str = Field("bf16", description="Weights and math: bf16, fp8, int4, fp4, ...")
-    kv_cache_dtype: str | None = Field(None, description="KV-cache precision; unset: as weights.")
-    tensor_parallel_size: int = Field(1, ge=1, description="GPUs per pipeline stage.")
-    pipeline_parallel_size: int = Field(1, ge=1, description="Pipeline stages.")
-    gpu_memory_utilization: float = Field(
-        0.9, gt=0, le=1, description="Fraction of GPU memory the engine may use."
-    )
-    sparsity: bool = Field(False, description="2:4 structured sparsity of the weights.")
     calibration: Path | None = Field(
         None, description="Calibration file with fitted efficiency factors."
     )
+
+    def deployment(self, engine: EngineConfig) -> DeploymentSpec:
+        fields = self.model_dump(exclude={"kind", "calibration"})
+        return DeploymentSpec.model_validate({**fields, "engine": engine})
 
 
 class CalibratedStepCostSpec(_Strict):
@@ -147,16 +142,7 @@ class Scenario(_Strict):
         if not isinstance(cost, GpuStepCostSpec):
             return Engine(self.engine, cost.build())
         inst = make_instance(
-            cost.model,
-            cost.gpu,
-            precision=cost.precision,
-            kv_cache_dtype=cost.kv_cache_dtype,
-            tensor_parallel_size=cost.tensor_parallel_size,
-            pipeline_parallel_size=cost.pipeline_parallel_size,
-            engine=self.engine,
-            gpu_memory_utilization=cost.gpu_memory_utilization,
-            efficiency=load_efficiency(cost.calibration),
-            sparsity=cost.sparsity,
+            cost.deployment(self.engine), efficiency=load_efficiency(cost.calibration)
         )
         return Engine(inst.engine, inst.step)
 
@@ -172,7 +158,7 @@ class Scenario(_Strict):
     def gpus_per_instance(self) -> int:
         cost = self.step_cost
         if isinstance(cost, GpuStepCostSpec):
-            return cost.tensor_parallel_size * cost.pipeline_parallel_size
+            return cost.gpus_per_instance
         return self.num_gpus
 
 

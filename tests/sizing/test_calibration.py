@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from llmsizer.instance import PredictSpec, predict
 from llmsizer.perf import Deployment, EfficiencyFactors, default_efficiency
 from llmsizer.perf.calibrated import calibrated_efficiency, packaged_calibration
 from llmsizer.perf.efficiency import Engine
@@ -24,7 +25,6 @@ from llmsizer.sizing.calibration import (
     save_calibration,
     trtllm_bench_settings,
 )
-from llmsizer.sizing.predict import PredictSpec, predict
 
 CSV = Path(__file__).resolve().parents[3] / "shared" / "calibration" / "measurements.csv"
 PRIOR = default_efficiency("trtllm")
@@ -70,14 +70,14 @@ def test_offline_benchmark_row_becomes_a_trtllm_bench_run():
     m = map_row(csv_row(model="Llama-3.1-8B", gpu="H100 SXM 80GB", isl="128", osl="128"))
     assert isinstance(m, Measurement)
     s = m.spec
-    assert (s.model, s.gpu, s.precision, s.kv_precision) == (
+    assert (s.model, s.gpu, s.precision, s.kv_cache_dtype) == (
         "llama-3.1-8b",
         "h100-sxm",
         "fp8",
         "fp8",
     )
-    assert s.offline and s.engine == "trtllm" and s.num_requests == 30000
-    assert (s.max_num_seqs, s.max_num_batched_tokens) == (4096, 8192)
+    assert s.offline and s.preset == "trtllm" and s.num_requests == 30000
+    assert (s.engine.max_num_seqs, s.engine.max_num_batched_tokens) == (4096, 8192)
     assert m.measured == {"output_throughput": 28836.77}
 
 
@@ -88,7 +88,7 @@ def test_trtllm_bench_settings_follow_its_heuristic():
     spec = map_row(csv_row(isl="20000", osl="2000"))
     assert isinstance(spec, Measurement)
     d = spec.spec
-    assert d.max_num_batched_tokens == 20000 + d.max_num_seqs
+    assert d.engine.max_num_batched_tokens == 20000 + d.engine.max_num_seqs
     d8 = Deployment.from_names("llama-3.1-8b", "h100-sxm", "fp8", "fp8")
     seqs, tokens, utilization = trtllm_bench_settings(d8, 128, 128)
     assert (seqs, tokens) == (4096, 8192)
@@ -279,7 +279,7 @@ def test_the_prior_holds_what_the_data_leaves_open(cases):
     truth = PRIOR.replace(gemm_bandwidth_efficiency=0.85, step_overhead_s=1.5e-3)
     single_gpu = []
     for spec, measured in cases:
-        if spec.tp == 1:
+        if spec.tensor_parallel_size == 1:
             summary = predict(spec, truth).summary
             single_gpu.append((spec, {k: summary[k] for k in measured}))
     fit = ("interconnect_efficiency", "gemm_bandwidth_efficiency", "step_overhead_s")

@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from llmsizer.instance import DeploymentSpec
 from llmsizer.perf import default_efficiency
 from llmsizer.report.plan_html import plan_html
-from llmsizer.sizing.configuration import Config
 from llmsizer.sizing.lengths import build_lengths
 from llmsizer.sizing.plan import PlanResult, plan, search_space
 from llmsizer.sizing.plan_data import plan_data
@@ -123,7 +123,7 @@ def test_configurations_that_do_not_fit_or_cannot_be_placed_say_why() -> None:
 def test_a_request_alone_in_the_simulator_takes_the_batch_one_latencies() -> None:
     u = usecase()
     space = search_space(u)
-    probe = make_probe(space, Config("h100-sxm"), default_efficiency)
+    probe = make_probe(space, DeploymentSpec(model=u.model, gpu="h100-sxm"), default_efficiency)
     alone = Probe(probe.instance, probe.lengths, space.limits, num_requests=50)
     b1 = alone.batch1()
     summary = alone.at_rate(1e-3).summary  # a request every 1000 s: never two at once
@@ -148,7 +148,7 @@ def test_pipeline_parallel_instances_are_searched() -> None:
     )
     best = plan(u).winner
     assert best is not None and best.best is not None
-    assert best.best.config.num_gpus == 2 and best.best.rate is not None
+    assert best.best.config.gpus_per_instance == 2 and best.best.rate is not None
 
 
 def test_trace_lengths_are_drawn_in_pairs_from_the_trace() -> None:

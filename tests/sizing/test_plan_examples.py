@@ -34,7 +34,7 @@ def test_the_course_nemo_43b_case_needs_11_to_15_dgx_h100() -> None:
     assert w is not None and w.sizing is not None and w.best is not None
     assert "DGX H100" in w.server.name
     assert 11 <= w.sizing.num_servers <= 15  # the course: 13
-    assert w.best.config.engine == "trtllm" and w.best.config.precision == "bf16"
+    assert w.best.config.preset == "trtllm" and w.best.config.precision == "bf16"
     assert w.best.at_rate is not None
     assert w.best.at_rate.summary["p95_ttft_ms"] <= 3000
 
@@ -43,7 +43,7 @@ def test_the_course_llama_3_8b_case_serves_50_to_90_requests_per_dgx_h100() -> N
     result = plan(answer_only("llama3_8b_h100"))
     w = result.winner
     assert w is not None and w.best is not None and w.best.rate is not None
-    per_dgx = w.best.rate * w.server.instances_per_server(w.best.config.num_gpus)
+    per_dgx = w.best.rate * w.server.instances_per_server(w.best.config.gpus_per_instance)
     assert 50 <= per_dgx <= 90  # the course: 70.7
     assert w.best.at_rate is not None
     assert w.best.at_rate.summary["p95_ttft_ms"] < 500

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from llmsizer.instance import DeploymentSpec
 from llmsizer.perf import EfficiencyFactors
-from llmsizer.sizing.configuration import Config, Sizing
+from llmsizer.sizing.configuration import Sizing
 from llmsizer.sizing.cost import HOURS_PER_MONTH, Price, business_view, cost_of, monthly_cost
 from llmsizer.sizing.curve import CurvePoint, pareto
 from llmsizer.sizing.limits import Limits
@@ -34,7 +35,7 @@ def test_placement_rules() -> None:
 
 
 def test_sizing_rounds_instances_up_and_packs_servers() -> None:
-    config = Config("h100-sxm", tensor_parallel_size=4)
+    config = DeploymentSpec(model="llama-3.1-70b", gpu="h100-sxm", tensor_parallel_size=4)
     s = Sizing.of(31.0, 1.2, config, server_for("h100-sxm"))
     assert (s.num_instances, s.num_gpus, s.num_servers) == (26, 104, 13)
     assert Sizing.of(2.4, 2.4, config, server_for("h100-sxm")).num_instances == 1

@@ -129,7 +129,7 @@ def test_candidates_expand_to_configurations_with_catalog_names() -> None:
             "engines": ["vllm", "trtllm"],
         }
     )
-    configs = u.candidates.configs()
+    configs = u.candidates.configs(u.model)
     assert len(configs) == 2 * 1 * 2 * 2
     assert {c.gpu for c in configs} == {"h100-sxm", "h200-sxm"}
     assert {c.precision for c in configs} == {"fp8"}

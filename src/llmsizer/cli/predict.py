@@ -16,10 +16,10 @@ from rich.table import Table
 
 from llmsizer.cli.common import err, field_help, out, progress_bar, write_json
 from llmsizer.config import format_validation_error, load_efficiency
+from llmsizer.instance import Prediction, PredictSpec
+from llmsizer.instance import predict as run_predict
 from llmsizer.perf import EfficiencyFactors
 from llmsizer.report import print_summary
-from llmsizer.sizing.predict import Prediction, PredictSpec
-from llmsizer.sizing.predict import predict as run_predict
 from llmsizer.sizing.step_calibration import KIND as FITTED_STEP_COST
 from llmsizer.sizing.step_calibration import (
     calibration_kind,
@@ -48,8 +48,9 @@ def _table(p: Prediction) -> Table:
         else ("offline" if s.offline else f"{s.request_rate:g} req/s Poisson")
     )
     t = Table(
-        title=f"{s.model} on {s.total_gpus}x {s.gpu} (TP{s.tp} PP{s.pp}, {s.precision}, "
-        f"{s.engine}): ISL {s.isl}, OSL {s.osl}, {load}"
+        title=f"{s.model} on {s.total_gpus}x {s.gpu} (TP{s.tensor_parallel_size} "
+        f"PP{s.pipeline_parallel_size}, {s.precision}, {s.preset}): ISL {s.isl}, OSL {s.osl}, "
+        f"{load}"
     )
     t.add_column("metric")
     t.add_column("value", justify="right")
@@ -94,7 +95,7 @@ def _blank(value: str) -> Any:
     return None if value.strip() == "" else value.strip()
 
 
-CASE_COLUMNS = set(PredictSpec.model_fields)
+CASE_COLUMNS = PredictSpec.input_keys()
 
 
 def _spec_of(row: dict[str, str]) -> PredictSpec:
@@ -147,16 +148,24 @@ def predict(
     model: Annotated[str | None, typer.Option(help=field_help(PredictSpec, "model"))] = None,
     gpu: Annotated[str | None, typer.Option(help=field_help(PredictSpec, "gpu"))] = None,
     tp: Annotated[
-        int, typer.Option("--tp", "--tensor-parallel-size", help=field_help(PredictSpec, "tp"))
+        int,
+        typer.Option(
+            "--tp", "--tensor-parallel-size", help=field_help(PredictSpec, "tensor_parallel_size")
+        ),
     ] = 1,
     pp: Annotated[
-        int, typer.Option("--pp", "--pipeline-parallel-size", help=field_help(PredictSpec, "pp"))
+        int,
+        typer.Option(
+            "--pp",
+            "--pipeline-parallel-size",
+            help=field_help(PredictSpec, "pipeline_parallel_size"),
+        ),
     ] = 1,
     precision: Annotated[str, typer.Option(help=field_help(PredictSpec, "precision"))] = "bf16",
     kv_precision: Annotated[
         str | None,
         typer.Option(
-            "--kv-precision", "--kv-cache-dtype", help=field_help(PredictSpec, "kv_precision")
+            "--kv-precision", "--kv-cache-dtype", help=field_help(PredictSpec, "kv_cache_dtype")
         ),
     ] = None,
     isl: Annotated[int | None, typer.Option(help=field_help(PredictSpec, "isl"))] = None,
@@ -168,7 +177,7 @@ def predict(
         float | None, typer.Option(help=field_help(PredictSpec, "request_rate"))
     ] = None,
     offline: Annotated[bool, typer.Option(help=field_help(PredictSpec, "offline"))] = False,
-    engine: Annotated[str, typer.Option(help=field_help(PredictSpec, "engine"))] = "vllm",
+    engine: Annotated[str, typer.Option(help="Engine preset: vllm, trtllm or sglang.")] = "vllm",
     sparsity: Annotated[bool, typer.Option(help=field_help(PredictSpec, "sparsity"))] = False,
     gpu_memory_utilization: Annotated[
         float, typer.Option(help=field_help(PredictSpec, "gpu_memory_utilization"))

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from llmsizer.instance import PredictSpec, make_instance, simulation_setup
 from llmsizer.perf import Deployment, EfficiencyFactors
 from llmsizer.perf.calibrated import (
     CalibrationFile,
@@ -46,7 +47,6 @@ from llmsizer.perf.memory import (
 from llmsizer.perf.replay import ScheduleTrace, StepRecord
 from llmsizer.perf.step_features import NUM_AGGREGATES, StepFeaturizer
 from llmsizer.sim import Batch, Engine
-from llmsizer.sizing.predict import PredictSpec, build, simulation_setup
 from llmsizer.specs import get_gpu, get_model
 
 __all__ = [
@@ -373,17 +373,19 @@ def _map(row: Mapping[str, str]) -> tuple[PredictSpec, dict[str, float]]:
         if batch is None:
             raise _Skip("batch size not given")
         # an engine built for this batch (gptSessionBenchmark): KV takes 95 % of what is free
-        spec = PredictSpec(
-            **base,
-            osl=osl or 1,
-            concurrency=batch,
-            num_requests=max(3 * batch, 3),
-            max_num_seqs=batch,
-            max_num_batched_tokens=isl if batch == 1 else max(8192, isl + batch),
-            gpu_memory_utilization=0.95,
+        spec = PredictSpec.model_validate(
+            {
+                **base,
+                "osl": osl or 1,
+                "concurrency": batch,
+                "num_requests": max(3 * batch, 3),
+                "max_num_seqs": batch,
+                "max_num_batched_tokens": isl if batch == 1 else max(8192, isl + batch),
+                "gpu_memory_utilization": 0.95,
+            }
         )
     try:
-        build(spec)
+        make_instance(spec, max_model_len=spec.isl + spec.osl)
     except ValueError as e:  # DoesNotFitError, heads not divisible by tp, ...
         raise _Skip(f"rejected by the model: {str(e).split(':')[0]}") from e
     return spec, measured
@@ -447,14 +449,16 @@ def _bench_spec(base: dict[str, Any], osl: int) -> PredictSpec:
         base["model"], base["gpu"], base["precision"], base["kv_precision"], base["tp"], base["pp"]
     )
     max_seqs, max_tokens, utilization = trtllm_bench_settings(d, isl, osl)
-    return PredictSpec(
-        **base,
-        osl=osl,
-        offline=True,
-        num_requests=num,
-        max_num_seqs=max_seqs,
-        max_num_batched_tokens=max_tokens,
-        gpu_memory_utilization=utilization,
+    return PredictSpec.model_validate(
+        {
+            **base,
+            "osl": osl,
+            "offline": True,
+            "num_requests": num,
+            "max_num_seqs": max_seqs,
+            "max_num_batched_tokens": max_tokens,
+            "gpu_memory_utilization": utilization,
+        }
     )
 
 

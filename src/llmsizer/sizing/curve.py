@@ -44,7 +44,7 @@ def curve_points(
     result: ConfigResult, limits: Limits, *, all_points: bool = False
 ) -> list[CurvePoint]:
     """The batch-1 point then the curve's probes (or every probe) by rising rate."""
-    g = result.config.num_gpus
+    g = result.config.gpus_per_instance
     label = result.config.label()
     out: list[CurvePoint] = []
     if result.batch1 is not None:

@@ -47,7 +47,7 @@ def _ms(seconds: float) -> str:
 def _answer(plan: PlanResult, w: CandidatePlan) -> str:
     assert w.best is not None and w.sizing is not None and w.best.rate is not None
     s, c = w.sizing, w.best.config
-    per_server = w.best.rate * w.server.instances_per_server(c.num_gpus)
+    per_server = w.best.rate * w.server.instances_per_server(c.gpus_per_instance)
     load = f"{plan.load_rps:.3g} req/s"
     if plan.usecase.headroom:
         load += f" (peak {plan.planning_peak_rps:.3g} + {plan.usecase.headroom:.0%} headroom)"

@@ -171,13 +171,11 @@ def search_space(usecase: UseCase) -> SearchSpace:
     """The search's plain inputs from a use case."""
     cloud = frozenset(k for k, p in _prices(usecase).items() if p.is_cloud)
     return SearchSpace(
-        model=usecase.model,
         lengths=build_lengths(usecase),
         limits=usecase.limits.build(),
-        configs=usecase.candidates.configs(),
+        configs=usecase.candidates.configs(usecase.model),
         load_rps=usecase.planning_load_rps(),
         online=usecase.mode == "online",
-        gpu_memory_utilization=usecase.candidates.gpu_memory_utilization,
         num_requests=usecase.search.num_requests,
         seed=usecase.search.seed,
         cloud_priced=cloud,

@@ -81,7 +81,7 @@ def _candidate(c: CandidatePlan, limits: Limits) -> dict[str, Any]:
     }
     if c.best is None or c.sizing is None or c.best.rate is None:
         return out
-    g = c.best.config.num_gpus
+    g = c.best.config.gpus_per_instance
     out |= {
         "configuration": _config(c.best, limits),
         "rate_per_instance_rps": c.best.rate,
@@ -101,8 +101,14 @@ def _config(r: ConfigResult, limits: Limits) -> dict[str, Any]:
     c = r.config
     out: dict[str, Any] = {
         "label": c.label(),
-        **asdict(c),
-        "num_gpus": c.num_gpus,
+        "gpu": c.gpu,
+        "precision": c.precision,
+        "tensor_parallel_size": c.tensor_parallel_size,
+        "pipeline_parallel_size": c.pipeline_parallel_size,
+        "engine": c.preset,
+        "max_num_seqs": c.batch_overrides().get("max_num_seqs"),
+        "max_num_batched_tokens": c.batch_overrides().get("max_num_batched_tokens"),
+        "num_gpus": c.gpus_per_instance,
         "status": r.status.name.lower(),
         "status_text": r.status.value,
         "reason": r.reason,

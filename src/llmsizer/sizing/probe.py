@@ -14,11 +14,12 @@ run fewer, in proportion to the square of the load (`_num_at`), as their small b
 each request cost more steps. Long runs at 93 % and above are still optimistic by a few percent of
 rate; the search never plans above 95 % of capacity.
 
-Every rate sees the same arrival pattern (unit-rate exponential gaps drawn once from the
-seed, divided by the rate) and the same lengths, so a probe is a deterministic function of
-the rate and the bisection in `search` is well defined.
+Every rate sees the same arrival pattern (a unit-rate Poisson process drawn once from the
+seed by `llmsizer.workload.poisson_arrivals`, its times divided by the rate) and the same
+lengths, so a probe is a deterministic function of the rate and the bisection in `search`
+is well defined.
 
-Pipeline parallelism follows `llmsizer.sizing.predict`: `pp` virtual engines, each taking 1/pp
+Pipeline parallelism follows `llmsizer.instance`: `pp` virtual engines, each taking 1/pp
 of the load with 1/pp of the KV blocks and of `max_num_seqs`, steps priced at the full
 pipeline latency; one is simulated and throughputs are scaled back up by `pp`. Rates here are
 req/s per instance (one TP x PP group).
@@ -31,12 +32,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from llmsizer.instance import Instance
 from llmsizer.metrics import summarize
 from llmsizer.sim import Batch, Engine, PrefillChunk, SimResult, StepCost
-from llmsizer.sizing.instance import Instance
 from llmsizer.sizing.limits import Limits
-from llmsizer.sizing.predict import virtual_engine
-from llmsizer.workload import Workload
+from llmsizer.workload import Workload, poisson_arrivals
 
 HIGH_LOAD_REQUESTS = 3000
 LOW_LOAD_REQUESTS = 500  # 25 requests above the p95 even when the load is light
@@ -107,11 +107,10 @@ class Probe:
         self.lengths = lengths
         self.limits = limits
         self.pp = instance.deployment.pipeline_parallel_size
-        self.engine = Engine(virtual_engine(instance.engine, self.pp), instance.step)
+        self.engine = Engine(instance.virtual_engine(), instance.step)
         self.num_requests = num_requests or HIGH_LOAD_REQUESTS
-        gaps = np.random.default_rng(seed).exponential(1.0, self.num_requests)
-        gaps[0] = 0.0
-        self._unit_arrivals = np.cumsum(gaps)
+        rng = np.random.default_rng(seed)
+        self._unit_arrivals = poisson_arrivals(self.num_requests, 1.0, rng)
         self._points: dict[float, Point] = {}
         self._capacity: float | None = None
 

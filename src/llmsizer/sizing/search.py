@@ -28,10 +28,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
+from llmsizer.instance import DeploymentSpec, make_instance
 from llmsizer.perf import DoesNotFitError, EfficiencyFactors
-from llmsizer.sim import EngineConfig
-from llmsizer.sizing.configuration import Config, Sizing
-from llmsizer.sizing.instance import make_instance
+from llmsizer.sizing.configuration import Sizing
 from llmsizer.sizing.limits import Limits
 from llmsizer.sizing.probe import Batch1, Lengths, Point, Probe
 from llmsizer.sizing.rate_search import GRID, RateSearch
@@ -65,13 +64,11 @@ class SearchSpace:
     `num_requests`: Poisson requests per probe at high load (`Probe`; `None`: its default).
     """
 
-    model: str
     lengths: Lengths
     limits: Limits
-    configs: tuple[Config, ...]
+    configs: tuple[DeploymentSpec, ...]
     load_rps: float
     online: bool = True
-    gpu_memory_utilization: float = 0.9
     num_requests: int | None = None
     seed: int = 0
     cloud_priced: frozenset[str] = frozenset()
@@ -88,7 +85,7 @@ class ConfigResult:
     batch 1, or at the lowest rate tried): how far it is from meeting the limits.
     """
 
-    config: Config
+    config: DeploymentSpec
     status: Status
     reason: str = ""
     batch1: Batch1 | None = None
@@ -105,10 +102,10 @@ class ConfigResult:
 
     @property
     def rate_per_gpu(self) -> float | None:
-        return None if self.rate is None else self.rate / self.config.num_gpus
+        return None if self.rate is None else self.rate / self.config.gpus_per_instance
 
 
-def objective(space: SearchSpace, config: Config, rate: float) -> tuple[int, int]:
+def objective(space: SearchSpace, config: DeploymentSpec, rate: float) -> tuple[int, int]:
     """What the search minimises for one GPU type: (GPUs, servers) when billed per GPU hour,
     else (servers, GPUs)."""
     s = Sizing.of(space.load_rps, rate, config, server_for(config.gpu))
@@ -142,11 +139,11 @@ class _BranchAndBound:
 
     def __init__(self, space: SearchSpace, efficiency: Callable[[str], EfficiencyFactors]):
         self.space = space
-        self.results: dict[Config, ConfigResult] = {}
-        self.probes: dict[Config, Probe] = {}
-        self.searches: dict[Config, RateSearch] = {}
-        self.heap: list[tuple[tuple[int, int], float, int, Config]] = []
-        self.best: dict[str, tuple[tuple[int, int], Config]] = {}
+        self.results: dict[DeploymentSpec, ConfigResult] = {}
+        self.probes: dict[DeploymentSpec, Probe] = {}
+        self.searches: dict[DeploymentSpec, RateSearch] = {}
+        self.heap: list[tuple[tuple[int, int], float, int, DeploymentSpec]] = []
+        self.best: dict[str, tuple[tuple[int, int], DeploymentSpec]] = {}
         for i, config in enumerate(space.configs):
             self.results[config], probe = _screen(space, config, efficiency)
             if probe is not None:
@@ -176,7 +173,8 @@ class _BranchAndBound:
         if search.done:
             self.results[config] = _settled(self.results[config], search)
             return True
-        tie = -search.capacity / config.num_gpus  # equal bounds: more capacity per GPU first
+        # equal bounds: more capacity per GPU first
+        tie = -search.capacity / config.gpus_per_instance
         refined = objective(self.space, config, search.upper_rate())
         heapq.heappush(self.heap, (refined, tie, i, config))
         return False
@@ -192,7 +190,7 @@ def _with_curve(space: SearchSpace, result: ConfigResult, probe: Probe) -> Confi
 
 def evaluate(
     space: SearchSpace,
-    config: Config,
+    config: DeploymentSpec,
     efficiency: Callable[[str], EfficiencyFactors],
     start: float | None = None,
 ) -> ConfigResult:
@@ -206,7 +204,7 @@ def evaluate(
 
 
 def _screen(
-    space: SearchSpace, config: Config, efficiency: Callable[[str], EfficiencyFactors]
+    space: SearchSpace, config: DeploymentSpec, efficiency: Callable[[str], EfficiencyFactors]
 ) -> tuple[ConfigResult, Probe | None]:
     """Steps 1-3 of the module docstring: a final result, or a probe with its capacity."""
     server = server_for(config.gpu)
@@ -236,27 +234,13 @@ def _screen(
 
 
 def make_probe(
-    space: SearchSpace, config: Config, efficiency: Callable[[str], EfficiencyFactors]
+    space: SearchSpace, config: DeploymentSpec, efficiency: Callable[[str], EfficiencyFactors]
 ) -> Probe:
     """A probe of `config` on the space's lengths (raises `DoesNotFitError`, `ValueError`)."""
-    overrides = {
-        "max_num_seqs": config.max_num_seqs,
-        "max_num_batched_tokens": config.max_num_batched_tokens,
-    }
-    engine = EngineConfig(
-        engine=config.engine,
-        **{k: v for k, v in overrides.items() if v is not None},
-    )
     instance = make_instance(
-        space.model,
-        config.gpu,
-        precision=config.precision,
-        tensor_parallel_size=config.tensor_parallel_size,
-        pipeline_parallel_size=config.pipeline_parallel_size,
-        engine=engine,
-        gpu_memory_utilization=space.gpu_memory_utilization,
-        max_model_len=int((space.lengths.prompt + space.lengths.output).max()),
-        efficiency=efficiency(config.engine),
+        config,
+        max_model_len=space.lengths.max_context,
+        efficiency=efficiency(config.preset),
     )
     return Probe(
         instance, space.lengths, space.limits, seed=space.seed, num_requests=space.num_requests
@@ -269,7 +253,7 @@ def _ratios_batch1(limits: Limits, b1: Batch1) -> dict[str, float]:
 
 
 def _bounded(
-    partial: ConfigResult, incumbent: tuple[tuple[int, int], Config], probe: Probe
+    partial: ConfigResult, incumbent: tuple[tuple[int, int], DeploymentSpec], probe: Probe
 ) -> ConfigResult:
     key, config = incumbent
     reason = (

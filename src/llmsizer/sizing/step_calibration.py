@@ -35,7 +35,7 @@ from llmsizer.perf import EfficiencyFactors
 from llmsizer.sim import Engine, EngineConfig, LinearStepCost
 from llmsizer.sizing.fit_steps import MeasuredPoint, StepFit
 from llmsizer.units import MS
-from llmsizer.workload import WorkloadSpec, make_workload
+from llmsizer.workload import fixed_length_load, make_workload
 
 KIND = "fitted_step_cost"
 
@@ -196,13 +196,13 @@ def predict_calibrated(
     arrivals are the ones it sent (`BenchSpec.workload_spec`)."""
     if (concurrency is None) == (request_rate is None):
         raise ValueError("give exactly one load: concurrency or request_rate")
-    load: dict[str, Any] = (
-        {"arrival": "closed_loop", "concurrency": concurrency}
-        if concurrency is not None
-        else {"arrival": "poisson", "request_rate": request_rate}
-    )
-    spec = WorkloadSpec.model_validate(
-        {**load, "isl": isl, "osl": osl, "num_requests": num_requests, "seed": seed}
+    spec = fixed_length_load(
+        isl,
+        osl,
+        num_requests=num_requests,
+        concurrency=concurrency,
+        request_rate=request_rate,
+        seed=seed,
     )
     result = calibration.build_engine().run(make_workload(spec))
     return summarize(result.records)

@@ -19,8 +19,9 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from llmsizer.instance import DeploymentSpec
 from llmsizer.perf import EfficiencyFactors
-from llmsizer.sizing.configuration import Config, Sizing
+from llmsizer.sizing.configuration import Sizing
 from llmsizer.sizing.probe import Lengths
 from llmsizer.sizing.search import SearchSpace, evaluate
 from llmsizer.sizing.servers import server_for
@@ -75,7 +76,7 @@ def scaled_efficiency(factors: EfficiencyFactors, scale: float) -> EfficiencyFac
 
 def band(
     space: SearchSpace,
-    config: Config,
+    config: DeploymentSpec,
     base: tuple[float, float],
     efficiency: Callable[[str], EfficiencyFactors],
     uncertainty: float,
@@ -103,7 +104,7 @@ def band(
 def _variant(
     label: str,
     space: SearchSpace,
-    config: Config,
+    config: DeploymentSpec,
     efficiency: Callable[[str], EfficiencyFactors],
     start: float,
 ) -> Variant:
@@ -111,7 +112,9 @@ def _variant(
     return _as_variant(label, space, config, result.rate)
 
 
-def _as_variant(label: str, space: SearchSpace, config: Config, rate: float | None) -> Variant:
+def _as_variant(
+    label: str, space: SearchSpace, config: DeploymentSpec, rate: float | None
+) -> Variant:
     if rate is None:
         return Variant(label, None, None)
     return Variant(label, rate, Sizing.of(space.load_rps, rate, config, server_for(config.gpu)))

@@ -20,7 +20,7 @@ from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from llmsizer.sizing.configuration import Config
+from llmsizer.instance import DeploymentSpec
 from llmsizer.sizing.cost import Price
 from llmsizer.sizing.limits import Limits
 from llmsizer.sizing.peak import dau_average_rps, poisson_peak_rps
@@ -196,10 +196,22 @@ class CandidatesSpec(_Strict):
             raise ValueError(f"values must be >= 1 (or null for the preset's), got {bad}")
         return list(dict.fromkeys(values))
 
-    def configs(self) -> tuple[Config, ...]:
-        """Every combination, GPU by GPU."""
+    def configs(self, model: str) -> tuple[DeploymentSpec, ...]:
+        """Every combination for `model`, GPU by GPU."""
         return tuple(
-            Config(g, p, tp, pp, e, seqs, tokens)
+            DeploymentSpec.model_validate(
+                {
+                    "model": model,
+                    "gpu": g,
+                    "precision": p,
+                    "tensor_parallel_size": tp,
+                    "pipeline_parallel_size": pp,
+                    "gpu_memory_utilization": self.gpu_memory_utilization,
+                    "engine": e,
+                    "max_num_seqs": seqs,
+                    "max_num_batched_tokens": tokens,
+                }
+            )
             for g in self.gpus
             for p in self.precisions
             for tp in self.tensor_parallel_sizes

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from llmsizer.instance import PredictSpec
 from llmsizer.perf import EfficiencyFactors
 from llmsizer.perf.calibrated import calibrated_efficiency, packaged_calibration
 from llmsizer.perf.efficiency import Engine, default_efficiency
@@ -31,7 +32,6 @@ from llmsizer.sizing.calibration import (
     load_measurements,
     record_traces,
 )
-from llmsizer.sizing.predict import PredictSpec
 
 FactorSet = Callable[[str], EfficiencyFactors]  # engine name -> factors
 GROUPS = {
@@ -176,13 +176,13 @@ def validate(
     predicted: dict[str, list[float]] = {}
     traces: dict[int, ScheduleTrace] = {}
     for name, factor_set in factor_sets.items():
-        engines = {s.engine for s in specs}
+        engines = {s.preset for s in specs}
         eff: dict[str, EfficiencyFactors] = {e: factor_set(e) for e in engines}
         redo = [i for i, s in enumerate(specs) if i not in traces or s.request_rate is not None]
         say(f"{name}: simulating {len(redo)} cases")
         traces.update(_record(specs, redo, latencies, eff, workers))
         predicted[name] = [
-            predictions([traces[i]], [(0, metric, value)], eff[specs[i].engine])[0]
+            predictions([traces[i]], [(0, metric, value)], eff[specs[i].preset])[0]
             for i, metric, value in targets
         ]
     comparisons = tuple(
@@ -220,7 +220,7 @@ def _record(
     """Traces of the specs at `which`, recorded under their engine's factors."""
     out: dict[int, ScheduleTrace] = {}
     for engine, factors in eff.items():
-        idx = [i for i in which if specs[i].engine == engine]
+        idx = [i for i in which if specs[i].preset == engine]
         got = record_traces([specs[i] for i in idx], factors, [latencies[i] for i in idx], workers)
         out.update(zip(idx, got, strict=True))
     return out
@@ -302,7 +302,8 @@ def _describe(m: Measurement) -> list[str]:
         if s.request_rate is not None
         else f"concurrency {s.concurrency}"
     )
-    return [str(m.row_id), m.source_id, s.model, s.gpu, s.precision, f"{s.tp}x{s.pp}",
+    layout = f"{s.tensor_parallel_size}x{s.pipeline_parallel_size}"
+    return [str(m.row_id), m.source_id, s.model, s.gpu, s.precision, layout,
             f"{s.isl}/{s.osl}", load]  # fmt: skip
 
 

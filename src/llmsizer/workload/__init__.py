@@ -15,7 +15,7 @@ from llmsizer.workload.lengths import (
     normal_lengths,
     uniform_lengths,
 )
-from llmsizer.workload.spec import LengthSpec, WorkloadSpec
+from llmsizer.workload.spec import LengthSpec, WorkloadSpec, fixed_length_load
 from llmsizer.workload.traces import (
     TraceError,
     detect_trace_format,
@@ -32,6 +32,7 @@ __all__ = [
     "burst_arrivals",
     "detect_trace_format",
     "empirical_lengths",
+    "fixed_length_load",
     "fixed_lengths",
     "gamma_arrivals",
     "lognormal_lengths",

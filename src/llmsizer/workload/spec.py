@@ -343,3 +343,28 @@ def _default_length(trace: Path | None, tokens: int) -> LengthSpec:
 
 def _name(path: Path | None) -> str:
     return "no file" if path is None else path.name
+
+
+def fixed_length_load(
+    isl: int,
+    osl: int,
+    *,
+    num_requests: int,
+    concurrency: int | None = None,
+    request_rate: float | None = None,
+    seed: int = 0,
+) -> WorkloadSpec:
+    """The load `predict` and calibration offer: fixed lengths, and a closed loop at
+    `concurrency`, Poisson arrivals at `request_rate` req/s, or (neither) every request at
+    t = 0. Every path that predicts a load builds its workload here, so one seed gives one
+    set of arrivals (the ones `llmsizer bench --seed` sends)."""
+    if concurrency is not None and request_rate is not None:
+        raise ValueError("give one load: concurrency or request_rate, not both")
+    load: dict[str, Any] = {"arrival": "burst"}
+    if concurrency is not None:
+        load = {"arrival": "closed_loop", "concurrency": concurrency}
+    elif request_rate is not None:
+        load = {"arrival": "poisson", "request_rate": request_rate}
+    return WorkloadSpec.model_validate(
+        {**load, "isl": isl, "osl": osl, "num_requests": num_requests, "seed": seed}
+    )

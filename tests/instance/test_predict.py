@@ -6,9 +6,8 @@ import itertools
 
 import pytest
 
+from llmsizer.instance import PredictSpec, make_instance, predict
 from llmsizer.sim import Batch, PrefillChunk
-from llmsizer.sizing import PredictSpec, predict
-from llmsizer.sizing.predict import build
 
 BASE = {"model": "llama-3.1-8b", "gpu": "h100-sxm", "precision": "fp8", "isl": 512, "osl": 128}
 
@@ -20,7 +19,7 @@ def spec(**kw: object) -> PredictSpec:
 def test_batch_one_tpot_and_ttft_are_the_step_model_at_batch_one() -> None:
     s = spec(concurrency=1, num_requests=4)
     p = predict(s)
-    step = build(s).step
+    step = make_instance(s, max_model_len=s.isl + s.osl).step
     prefill = step(Batch(prefill_chunks=(PrefillChunk(512, 0),)))
     decode_first = step(Batch(num_decode_seqs=1, num_decode_context_tokens=512))
     decode_last = step(Batch(num_decode_seqs=1, num_decode_context_tokens=512 + 126))

@@ -1,0 +1,136 @@
+"""`DeploymentSpec`: one deployment of a model, the single type every path uses.
+
+`predict` (one case or a CSV row), `plan` (each configuration it searches), `simulate
+--model` (a scenario's GPU step cost), calibration and validation all describe a deployment
+with this spec, and `llmsizer.instance.make_instance` is the one function that turns it into
+something to simulate. Field names are vLLM's (`tensor_parallel_size`, `kv_cache_dtype`,
+`gpu_memory_utilization`); the engine preset and its scheduler settings are an
+`EngineConfig` (`max_num_seqs`, `max_num_batched_tokens`, ...).
+
+At the boundary (flags, CSV rows, YAML) the spec also takes the short spellings users type:
+`tp` / `pp` (vLLM's `-tp` / `-pp`), `kv_precision`, the engine as a preset name
+(`engine: trtllm`), and scheduler settings beside it (`max_num_seqs: 64`), which fold into
+`engine`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
+
+from llmsizer.sim import PRESETS, EngineConfig
+
+_ENGINE_KEYS = frozenset(EngineConfig.model_fields) - {"engine"}
+
+
+class HardwareSpec(BaseModel):
+    """A deployment's model on its GPUs, without the engine: the fields a scenario's GPU
+    step cost gives, its engine coming from the scenario (`llmsizer.config`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    model: str = Field(description="Catalog name, Hugging Face id, or path to a config.json.")
+    gpu: str = Field(description="GPU name, e.g. h100-sxm, H200, l40s.")
+    tensor_parallel_size: int = Field(
+        1,
+        ge=1,
+        validation_alias=AliasChoices("tensor_parallel_size", "tp"),
+        description="Tensor-parallel size: GPUs per pipeline stage (vLLM -tp).",
+    )
+    pipeline_parallel_size: int = Field(
+        1,
+        ge=1,
+        validation_alias=AliasChoices("pipeline_parallel_size", "pp"),
+        description="Pipeline-parallel size: stages (vLLM -pp).",
+    )
+    precision: str = Field(
+        "bf16", description="Weights and math: bf16, fp16, fp8, int8, int4, fp4."
+    )
+    kv_cache_dtype: str | None = Field(
+        None,
+        validation_alias=AliasChoices("kv_cache_dtype", "kv_precision"),
+        description="KV-cache precision (vLLM --kv-cache-dtype); unset or auto: as the "
+        "activations.",
+    )
+    gpu_memory_utilization: float = Field(
+        0.9, gt=0, le=1, description="Fraction of GPU memory the engine may use."
+    )
+    sparsity: bool = Field(False, description="2:4 structured sparsity of the weights.")
+
+    @property
+    def gpus_per_instance(self) -> int:
+        """GPUs of one instance: tensor x pipeline parallel."""
+        return self.tensor_parallel_size * self.pipeline_parallel_size
+
+
+class DeploymentSpec(HardwareSpec):
+    """A model on GPUs: parallelism, precisions, memory share and the engine's scheduler."""
+
+    engine: EngineConfig = Field(
+        default_factory=lambda: EngineConfig(engine="vllm"),
+        description="Engine preset (vllm, trtllm, sglang) and its scheduler settings.",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fold_engine(cls, data: Any) -> Any:
+        """A preset name and flat scheduler keys become one `EngineConfig` (module docstring)."""
+        if not isinstance(data, dict):
+            return data
+        flat = {k: data[k] for k in _ENGINE_KEYS if data.get(k) is not None}
+        engine = data.get("engine")
+        if isinstance(engine, EngineConfig) and not flat:
+            return data
+        if isinstance(engine, EngineConfig):
+            engine = engine.model_dump(exclude_unset=True)
+        elif engine is None or isinstance(engine, str):
+            engine = {"engine": engine or "vllm"}
+        if isinstance(engine, dict):
+            engine = {**engine, **flat}
+        rest = {k: v for k, v in data.items() if k not in _ENGINE_KEYS}
+        return {**rest, "engine": engine}
+
+    @classmethod
+    def input_keys(cls) -> frozenset[str]:
+        """Every key a flat row may use: the fields, their short spellings, and the engine's
+        scheduler settings (module docstring)."""
+        keys = set(cls.model_fields) | _ENGINE_KEYS
+        for field in cls.model_fields.values():
+            if isinstance(field.validation_alias, AliasChoices):
+                keys |= {a for a in field.validation_alias.choices if isinstance(a, str)}
+        return frozenset(keys)
+
+    @property
+    def preset(self) -> str:
+        """The engine preset's name (`vllm` when the engine config names none)."""
+        return self.engine.engine or "vllm"
+
+    def replace(self, **changes: Any) -> DeploymentSpec:
+        """A copy with `changes` validated like the original fields."""
+        return type(self).model_validate({**dict(self), **changes})
+
+    def label(self) -> str:
+        """`h100-sxm bf16 TP8 trtllm` (plus PP and scheduler settings the preset leaves)."""
+        parts = [self.gpu, self.precision, f"TP{self.tensor_parallel_size}"]
+        if self.pipeline_parallel_size > 1:
+            parts.append(f"PP{self.pipeline_parallel_size}")
+        parts.append(self.preset)
+        parts += [f"{key}={value}" for key, value in self.batch_overrides().items()]
+        return " ".join(parts)
+
+    def batch_overrides(self) -> dict[str, int]:
+        """`max_num_seqs` and `max_num_batched_tokens` where they differ from the preset's."""
+        preset = PRESETS.get(self.preset, {})
+        values = {k: getattr(self.engine, k) for k in ("max_num_seqs", "max_num_batched_tokens")}
+        return {k: v for k, v in values.items() if v != preset.get(k)}
+
+    def row(self) -> dict[str, Any]:
+        """Flat fields for CSV/JSON: the engine as its preset and scheduler settings."""
+        fields = self.model_dump(exclude={"engine"})
+        return {
+            **fields,
+            "engine": self.preset,
+            "max_num_seqs": self.engine.max_num_seqs,
+            "max_num_batched_tokens": self.engine.max_num_batched_tokens,
+        }

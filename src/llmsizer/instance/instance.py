@@ -1,0 +1,93 @@
+"""`make_instance`: the one join of the performance model and the simulator.
+
+A `DeploymentSpec` names a model, a GPU, parallelism, precisions and an engine; its
+`Instance` holds the three things a priced simulation needs: the step cost (the GPU
+performance model), the KV blocks left after weights and activations (the memory plan), and
+the engine's batching knobs with those blocks filled in.
+
+Pipeline parallelism runs `pp` batches in flight (vLLM's virtual engines): each virtual
+engine holds 1/pp of the KV blocks and of the batch slots, and its steps take the full
+pipeline latency (`virtual_engine`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llmsizer.instance.deployment import DeploymentSpec
+from llmsizer.perf import Deployment, EfficiencyFactors, MemoryPlan, StepModel, plan_memory
+from llmsizer.perf.calibrated import calibrated_efficiency
+from llmsizer.perf.sparsity import StructuredSparsity
+from llmsizer.sim import EngineConfig
+
+
+@dataclass(frozen=True, slots=True)
+class Instance:
+    """A deployable replica: its spec, step model, memory plan and engine configuration
+    (KV blocks filled in)."""
+
+    spec: DeploymentSpec
+    step: StepModel
+    memory: MemoryPlan
+    engine: EngineConfig
+
+    @property
+    def deployment(self) -> Deployment:
+        """The resolved hardware and model the step model prices."""
+        return self.step.deployment
+
+    @property
+    def num_gpus(self) -> int:
+        return self.deployment.num_gpus
+
+    def virtual_engine(self) -> EngineConfig:
+        """One of the `pp` virtual engines (module docstring); the engine itself at pp 1."""
+        return virtual_engine(self.engine, self.spec.pipeline_parallel_size)
+
+
+def make_instance(
+    spec: DeploymentSpec,
+    *,
+    max_model_len: int | None = None,
+    efficiency: EfficiencyFactors | None = None,
+) -> Instance:
+    """Look names up, size the KV cache and return the instance.
+
+    The engine config's `num_gpu_blocks`, when unset, becomes the blocks that fit. With
+    pipeline parallelism each stage holds its share of layers, so the blocks counted are
+    per stage: every stage holds the KV of every running sequence for its layers.
+    `efficiency` defaults to the factors fitted on the published measurements for the
+    spec's engine preset (`calibrated_efficiency`).
+    Raises `UnknownNameError` or `DoesNotFitError` with a message for the user.
+    """
+    engine = spec.engine
+    deployment = Deployment.from_names(
+        spec.model,
+        spec.gpu,
+        precision=spec.precision,
+        kv_cache_dtype=spec.kv_cache_dtype,
+        tensor_parallel_size=spec.tensor_parallel_size,
+        pipeline_parallel_size=spec.pipeline_parallel_size,
+        sparsity=StructuredSparsity() if spec.sparsity else None,
+    )
+    memory = plan_memory(
+        deployment,
+        gpu_memory_utilization=spec.gpu_memory_utilization,
+        block_size=engine.block_size,
+        max_num_batched_tokens=engine.max_num_batched_tokens,
+        max_num_seqs=engine.max_num_seqs,
+        max_model_len=max_model_len,
+    )
+    if engine.num_gpu_blocks is None:
+        engine = engine.model_copy(update={"num_gpu_blocks": memory.num_kv_blocks})
+    step = StepModel(deployment, efficiency or calibrated_efficiency(spec.preset))
+    return Instance(spec=spec, step=step, memory=memory, engine=engine)
+
+
+def virtual_engine(cfg: EngineConfig, pp: int) -> EngineConfig:
+    """One of `pp` virtual engines: its share of the KV blocks and of the batch cap."""
+    if pp == 1:
+        return cfg
+    blocks = max(1, (cfg.num_gpu_blocks or 0) // pp)
+    seqs = max(1, cfg.max_num_seqs // pp)
+    return cfg.model_copy(update={"num_gpu_blocks": blocks, "max_num_seqs": seqs})

@@ -1,0 +1,97 @@
+"""`predict`: the course's core question for one deployment under one load, by simulation.
+
+Given a `PredictSpec` (a deployment plus lengths and a load: a closed loop at a concurrency,
+Poisson arrivals at a rate, or offline: everything at once), simulate the engine priced by
+the performance model long enough for steady state and report the vLLM-style summary, per
+instance and per GPU, plus MBU and MFU.
+
+Several instances (`num_gpus` a multiple of tp x pp: data parallelism) share the load
+evenly, and pipeline parallelism runs `pp` virtual engines (`llmsizer.instance.instance`):
+both are simulated as one of `instances x pp` identical engines, each with its share of the
+load, and throughputs are scaled back up by that count (`llmsizer.instance.setup`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from llmsizer.instance.setup import PredictSpec, simulation_setup
+from llmsizer.metrics import summarize
+from llmsizer.perf import EfficiencyFactors, StepModel
+from llmsizer.sim import Batch, Engine
+
+THROUGHPUT_KEYS = ("request_throughput", "output_throughput", "total_token_throughput")
+
+
+@dataclass(frozen=True, slots=True)
+class Prediction:
+    spec: PredictSpec
+    summary: dict[str, float]
+    mbu: float
+    mfu: float
+    num_kv_blocks: int
+    max_num_kv_tokens: int
+    weight_bytes_per_gpu: float
+
+    def row(self) -> dict[str, Any]:
+        """Flat dict for CSV/JSON: the spec, then the summary, then utilisation."""
+        return {
+            **self.spec.row(),
+            "num_gpus": self.spec.total_gpus,
+            "num_instances": self.spec.num_instances,
+            **self.summary,
+            "mbu": self.mbu,
+            "mfu": self.mfu,
+            "num_kv_blocks": self.num_kv_blocks,
+            "max_num_kv_tokens": self.max_num_kv_tokens,
+            "weight_gb_per_gpu": self.weight_bytes_per_gpu / 1e9,
+        }
+
+
+class _Metered:
+    """A step cost that also sums FLOPs, bytes and time for MBU/MFU over every
+    `sample_every`-th step (a ratio estimate: the breakdown costs ~10x a plain call)."""
+
+    def __init__(self, step: StepModel, sample_every: int = 8) -> None:
+        self.step = step
+        self.sample_every = sample_every
+        self.num_calls = 0
+        self.flops = 0.0
+        self.bytes = 0.0
+        self.time_s = 0.0
+
+    def __call__(self, batch: Batch) -> float:
+        self.num_calls += 1
+        if self.num_calls % self.sample_every:
+            return self.step(batch)
+        b = self.step.breakdown(batch)
+        self.flops += b.flops
+        self.bytes += b.hbm_bytes
+        self.time_s += b.time_s
+        return b.time_s
+
+
+def predict(spec: PredictSpec, efficiency: EfficiencyFactors | None = None) -> Prediction:
+    """Simulate `spec` and summarise it (module docstring)."""
+    setup = simulation_setup(spec, efficiency)
+    inst, pp, num_engines = setup.instance, spec.pipeline_parallel_size, setup.num_engines
+    metered = _Metered(inst.step)
+    result = Engine(setup.engine, metered).run(setup.workload)
+    # one engine's records; per-GPU normalisation uses that engine's share of GPUs
+    summary = summarize(result.records, num_gpus=spec.gpus_per_instance, num_instances=1)
+    for key in THROUGHPUT_KEYS:
+        summary[key] *= num_engines
+        summary[key + "_per_instance"] *= pp
+        summary[key + "_per_gpu"] *= pp
+    d = inst.deployment
+    busy = max(metered.time_s, 1e-12)
+    return Prediction(
+        spec=spec,
+        summary=summary,
+        mbu=metered.bytes / busy / d.gpu.hbm_bytes_per_s,
+        mfu=metered.flops / busy / d.matmul_flops_per_s,
+        num_kv_blocks=inst.engine.num_gpu_blocks or 0,
+        max_num_kv_tokens=inst.memory.max_num_kv_tokens,
+        weight_bytes_per_gpu=inst.memory.weight_bytes,
+    )
