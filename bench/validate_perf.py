@@ -7,7 +7,7 @@
              --out PATH (default examples/validation/perf_validation.md), --fit-every K
 
 Every row of the CSV is mapped to a `PredictSpec` and its measured metrics, or skipped with
-a reason (`llmsizer.sizing.calibration.load_measurements`). `--fit` fits the TensorRT-LLM
+a reason (`llmsizer.calibrate.measurements.load_measurements`). `--fit` fits the TensorRT-LLM
 efficiency factors (`DEFAULT_FIT_FACTORS`, from the TensorRT-LLM priors, with the
 log-normal prior `PRIOR_SIGMA` around them) on every K-th mapped row (default 3: simulating
 all rows takes ~15 min on two busy cores, a third ~5) and writes
@@ -26,20 +26,20 @@ import sys
 import time
 from pathlib import Path
 
+from llmsizer.calibrate.gpu_fit import (
+    DEFAULT_FIT_FACTORS,
+    PRIOR_SIGMA,
+    calibration_file,
+    fit_efficiency,
+)
+from llmsizer.calibrate.measurements import load_measurements
+from llmsizer.calibrate.validation import BARS, validate_calibration_set
 from llmsizer.perf.calibrated import (
     CalibrationFile,
     packaged_calibration,
     save_calibration,
 )
 from llmsizer.perf.efficiency import Engine, default_efficiency
-from llmsizer.sizing.calibration import (
-    DEFAULT_FIT_FACTORS,
-    PRIOR_SIGMA,
-    calibration_file,
-    fit_efficiency,
-    load_measurements,
-)
-from llmsizer.sizing.validation import BARS, validate_calibration_set
 
 REPO = Path(__file__).resolve().parents[1]
 CSV = REPO.parent / "shared" / "calibration" / "measurements.csv"

@@ -11,10 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from llmsizer.bench.priority import realtime_allowed
-from llmsizer.cli import app, main
-from llmsizer.records import write_jsonl
-from llmsizer.sim import Engine, EngineConfig, LinearStepCost
-from llmsizer.sizing.compare import (
+from llmsizer.calibrate.compare import (
     BAR_METRICS,
     Comparison,
     compare_summaries,
@@ -22,7 +19,10 @@ from llmsizer.sizing.compare import (
     markdown_table,
     pool_repeats,
 )
-from llmsizer.sizing.step_calibration import load_step_calibration, predict_calibrated
+from llmsizer.calibrate.step_calibration import load_step_calibration, predict_calibrated
+from llmsizer.cli import app, main
+from llmsizer.records import write_jsonl
+from llmsizer.sim import Engine, EngineConfig, LinearStepCost
 from llmsizer.workload import Workload
 
 runner = CliRunner()

@@ -20,10 +20,10 @@ from typing import Any
 import yaml
 
 from llmsizer.report.plan_html import plan_html
+from llmsizer.report.plan_text import plan_text
 from llmsizer.sizing.inputs import usecase_from_mapping
 from llmsizer.sizing.plan import plan
 from llmsizer.sizing.plan_data import plan_data
-from llmsizer.sizing.render import plan_text
 from llmsizer.sizing.usecase import UseCase
 
 HERE = Path(__file__).resolve().parent

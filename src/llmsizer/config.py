@@ -147,7 +147,7 @@ class Scenario(_Strict):
         return Engine(inst.engine, inst.step)
 
     def _calibrated_engine(self, path: Path) -> Engine:
-        from llmsizer.sizing.step_calibration import load_step_calibration
+        from llmsizer.calibrate.step_calibration import load_step_calibration
 
         cal = load_step_calibration(path)
         given = self.engine.model_dump(include=self.engine.model_fields_set)
@@ -166,7 +166,7 @@ def load_efficiency(path: Path | None) -> EfficiencyFactors | None:
     """Efficiency factors from a calibration file, or None for the built-in ones."""
     if path is None:
         return None
-    from llmsizer.sizing.calibration import load_calibration
+    from llmsizer.perf.calibrated import load_calibration
 
     return load_calibration(path)
 

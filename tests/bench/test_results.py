@@ -8,7 +8,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from llmsizer.bench.importers import import_results
 from llmsizer.bench.results import (
     BenchResult,
     failure_kinds,
@@ -19,6 +18,7 @@ from llmsizer.bench.results import (
 )
 from llmsizer.bench.server_metrics import histogram_means, parse_prometheus
 from llmsizer.bench.spec import LoadPoint
+from llmsizer.calibrate.readers import import_results
 from llmsizer.metrics import summarize
 from llmsizer.records import RequestRecord, write_jsonl
 

@@ -13,11 +13,11 @@ import pytest
 from llmsizer.instance import DeploymentSpec
 from llmsizer.perf import default_efficiency
 from llmsizer.report.plan_html import plan_html
+from llmsizer.report.plan_text import plan_text
 from llmsizer.sizing.lengths import build_lengths
 from llmsizer.sizing.plan import PlanResult, plan, search_space
 from llmsizer.sizing.plan_data import plan_data
 from llmsizer.sizing.probe import Probe
-from llmsizer.sizing.render import plan_text
 from llmsizer.sizing.search import Status, evaluate, make_probe, objective, search
 from llmsizer.sizing.uncertainty import scaled_efficiency
 from llmsizer.sizing.usecase import UseCase
@@ -84,11 +84,11 @@ def test_the_rate_found_meets_every_limit_and_the_next_probe_does_not() -> None:
     best = result.winner.best if result.winner else None
     assert best is not None and best.at_rate is not None and best.failed_at is not None
     limits = result.limits
-    assert limits.met_by(best.at_rate.summary)
-    assert not limits.met_by(best.failed_at.summary)
+    assert limits.met_by(best.at_rate.latencies)
+    assert not limits.met_by(best.failed_at.latencies)
     assert best.failed_at.offered_rate > best.rate
     assert best.rate <= 0.95 * (best.capacity or 0)
-    assert best.binding == limits.binding(best.failed_at.summary)
+    assert best.binding == limits.binding(best.failed_at.latencies)
 
 
 def test_an_impossible_limit_says_so_and_names_the_closest_configuration() -> None:

@@ -13,9 +13,9 @@ from types import ModuleType
 import pytest
 import yaml
 
+from llmsizer.report.plan_text import plan_text
 from llmsizer.sizing.inputs import usecase_from_mapping
 from llmsizer.sizing.plan import plan
-from llmsizer.sizing.render import plan_text
 from llmsizer.sizing.usecase import UseCase
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "sizing"

@@ -10,7 +10,7 @@ from llmsizer.perf import EfficiencyFactors
 from llmsizer.sizing.configuration import Sizing
 from llmsizer.sizing.cost import HOURS_PER_MONTH, Price, business_view, cost_of, monthly_cost
 from llmsizer.sizing.curve import CurvePoint, pareto
-from llmsizer.sizing.limits import Limits
+from llmsizer.sizing.limits import Latencies, Limits, Metric
 from llmsizer.sizing.servers import server_for
 from llmsizer.sizing.uncertainty import scaled_efficiency
 
@@ -75,15 +75,27 @@ def test_business_view_of_the_course_llama_example() -> None:
     assert b.input_tokens_per_day == pytest.approx(4.07e9, rel=1e-3)
 
 
-def test_limits_judge_percentile_keys_and_name_the_binding_one() -> None:
+def latencies(ttft_ms: float, tpot_ms: float, percentiles: tuple[float, ...]) -> Latencies:
+    summary = {}
+    for p in percentiles:
+        k = f"p{p:g}"
+        summary |= {f"{k}_ttft_ms": ttft_ms, f"{k}_tpot_ms": tpot_ms, f"{k}_e2el_ms": 9e9}
+    return Latencies.from_summary(summary, percentiles)
+
+
+def test_limits_judge_typed_latencies_and_name_the_binding_one() -> None:
     limits = Limits(ttft_s=0.5, tpot_s=0.05, tpot_percentile=99)
-    summary = {"p95_ttft_ms": 400.0, "p99_tpot_ms": 60.0, "p95_e2el_ms": 9e9}
-    assert limits.active == ("ttft", "tpot")
-    assert limits.ratios(summary) == pytest.approx({"ttft": 0.8, "tpot": 1.2})
-    assert not limits.met_by(summary) and limits.binding(summary) == "tpot"
-    assert limits.met_by({"p95_ttft_ms": 500.0, "p99_tpot_ms": 50.0})
-    assert not limits.met_by({})  # a missing percentile never passes
-    assert limits.describe("tpot") == "p99 TPOT <= 50 ms"
+    run = latencies(400.0, 60.0, limits.percentiles)
+    assert limits.active == (Metric.TTFT, Metric.TPOT)
+    assert limits.ratios(run) == pytest.approx({Metric.TTFT: 0.8, Metric.TPOT: 1.2})
+    assert not limits.met_by(run) and limits.binding(run) is Metric.TPOT
+    assert limits.met_by(latencies(500.0, 50.0, limits.percentiles))
+    assert limits.describe(Metric.TPOT) == "p99 TPOT <= 50 ms"
+    # a percentile the run did not compute is an error, never a silent pass or fail
+    with pytest.raises(KeyError, match="no p99 TPOT"):
+        limits.met_by(latencies(400.0, 60.0, (50.0, 95.0)))
+    with pytest.raises(KeyError, match="p99_ttft_ms"):
+        Latencies.from_summary({"p95_ttft_ms": 1.0}, (99.0,))
     assert limits.scaled(0.5).ttft_s == pytest.approx(0.25)
     with pytest.raises(ValueError, match="percentile"):
         Limits(ttft_s=1.0, ttft_percentile=0)
@@ -102,7 +114,7 @@ def test_pareto_keeps_only_points_nothing_beats_on_both_axes() -> None:
         point(3, 0.9),
         point(2.5, 1.0),
     ]
-    front = pareto(points, "ttft")
+    front = pareto(points, Metric.TTFT)
     assert [(p.rate_per_gpu, p.ttft_s) for p in front] == [(0, 0.1), (1, 0.2), (2, 0.25), (3, 0.9)]
 
 

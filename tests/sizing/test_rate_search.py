@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from llmsizer.sizing.limits import Limits
+from llmsizer.sizing.limits import Latencies, Limits, Metric
 from llmsizer.sizing.probe import Point
 from llmsizer.sizing.rate_search import GRID, RATE_TOLERANCE, RateSearch
 
@@ -30,7 +30,9 @@ class FakeProbe:
 
     def at_rate(self, rate: float) -> Point:
         self.rates.append(rate)
-        return Point(rate, {"p95_ttft_ms": self.curve(rate), "p50_ttft_ms": 0.0})
+        summary = {"p95_ttft_ms": self.curve(rate), "p50_ttft_ms": 0.0}
+        latencies = Latencies({(Metric.TTFT, 95.0): self.curve(rate) / 1e3})
+        return Point(rate, summary, latencies)
 
     @property
     def points(self) -> list[Point]:
@@ -59,7 +61,7 @@ def test_finds_the_threshold_to_its_tolerance(limit_ms: float) -> None:
     assert search.rate is not None and search.failed is not None
     assert search.rate <= truth < search.failed.offered_rate
     assert search.failed.offered_rate - search.rate <= RATE_TOLERANCE * search.rate
-    assert search.binding() == "ttft"
+    assert search.binding() is Metric.TTFT
 
 
 def test_never_above_95_percent_of_capacity() -> None:

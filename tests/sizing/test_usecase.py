@@ -10,6 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from llmsizer.sizing.inputs import usecase_dict, usecase_from_flags, usecase_from_mapping
+from llmsizer.sizing.limits import Metric
 from llmsizer.sizing.usecase import UseCase
 
 TRACE = (
@@ -117,7 +118,7 @@ def test_planning_peak_from_each_kind_of_load() -> None:
 def test_limits_are_seconds_inside_with_per_metric_percentiles() -> None:
     limits = usecase(limits={"ttft_ms": 500, "tpot_ms": 50, "tpot_percentile": 99}).limits.build()
     assert limits.ttft_s == pytest.approx(0.5) and limits.tpot_s == pytest.approx(0.05)
-    assert (limits.key("ttft"), limits.key("tpot")) == ("p95_ttft_ms", "p99_tpot_ms")
+    assert (limits.key(Metric.TTFT), limits.key(Metric.TPOT)) == ("p95_ttft_ms", "p99_tpot_ms")
 
 
 def test_candidates_expand_to_configurations_with_catalog_names() -> None:

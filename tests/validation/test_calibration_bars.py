@@ -16,9 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from llmsizer.perf.calibrated import calibrated_efficiency
-from llmsizer.sizing.calibration import Measurement, load_measurements
-from llmsizer.sizing.validation import (
+from llmsizer.calibrate.measurements import Measurement, load_measurements
+from llmsizer.calibrate.validation import (
     BARS,
     Bar,
     ValidationReport,
@@ -26,6 +25,7 @@ from llmsizer.sizing.validation import (
     is_online,
     validate,
 )
+from llmsizer.perf.calibrated import calibrated_efficiency
 
 CSV = Path(__file__).resolve().parents[3] / "shared" / "calibration" / "measurements.csv"
 pytestmark = pytest.mark.skipif(not CSV.exists(), reason="calibration set not checked out")

@@ -5,12 +5,11 @@ Measures a server with the simulator's own record type and metric definitions:
     from llmsizer.bench import BenchSpec, run_benchmark
     results = run_benchmark(BenchSpec(base_url="http://127.0.0.1:8000", concurrency=(1, 4)))
 
-and reads other tools' results (`import_results`) into the same records.
+Other tools' result files are read by `llmsizer.calibrate.readers`.
 """
 
 from llmsizer.bench.client import ClientOptions, Endpoint, RequestPlan, send_request
 from llmsizer.bench.errors import BenchError, PromptError
-from llmsizer.bench.importers import ImportedRun, detect_format, import_results
 from llmsizer.bench.results import (
     BenchResult,
     format_result,
@@ -28,15 +27,12 @@ __all__ = [
     "BenchSpec",
     "ClientOptions",
     "Endpoint",
-    "ImportedRun",
     "LoadPoint",
     "PromptError",
     "RequestPlan",
     "SseEvent",
     "SseParser",
-    "detect_format",
     "format_result",
-    "import_results",
     "read_results",
     "result_to_json",
     "run_benchmark",

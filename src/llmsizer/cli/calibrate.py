@@ -10,17 +10,17 @@ import typer
 from pydantic import ValidationError
 from rich.table import Table
 
-from llmsizer.bench import ImportedRun, import_results
-from llmsizer.cli.common import err, field_help, out
-from llmsizer.config import format_validation_error
-from llmsizer.sim import EngineConfig
-from llmsizer.sizing import compare as cmp
-from llmsizer.sizing.fit_steps import MeasuredPoint, fit_step_cost, point_from_records
-from llmsizer.sizing.step_calibration import (
+from llmsizer.calibrate import compare as cmp
+from llmsizer.calibrate.readers import ImportedRun, import_results
+from llmsizer.calibrate.step_calibration import (
     calibration_from_fit,
     fitted_point,
     save_step_calibration,
 )
+from llmsizer.calibrate.step_fit import MeasuredPoint, fit_step_cost, point_from_records
+from llmsizer.cli.common import err, field_help, out
+from llmsizer.config import format_validation_error
+from llmsizer.sim import EngineConfig
 
 E = EngineConfig
 METRIC_NAMES = {

@@ -11,10 +11,10 @@ import typer
 from llmsizer.cli.common import err, out, progress_bar
 from llmsizer.config import load_efficiency, load_usecase
 from llmsizer.report.plan_html import plan_html
+from llmsizer.report.plan_text import print_plan
 from llmsizer.sizing.inputs import usecase_dict
 from llmsizer.sizing.plan import plan as run_plan
 from llmsizer.sizing.plan_data import plan_data
-from llmsizer.sizing.render import print_plan
 
 Opt = typer.Option
 

@@ -14,18 +14,18 @@ import typer
 from pydantic import ValidationError
 from rich.table import Table
 
+from llmsizer.calibrate.step_calibration import KIND as FITTED_STEP_COST
+from llmsizer.calibrate.step_calibration import (
+    calibration_kind,
+    load_step_calibration,
+    predict_calibrated,
+)
 from llmsizer.cli.common import err, field_help, out, progress_bar, write_json
 from llmsizer.config import format_validation_error, load_efficiency
 from llmsizer.instance import Prediction, PredictSpec
 from llmsizer.instance import predict as run_predict
 from llmsizer.perf import EfficiencyFactors
 from llmsizer.report import print_summary
-from llmsizer.sizing.step_calibration import KIND as FITTED_STEP_COST
-from llmsizer.sizing.step_calibration import (
-    calibration_kind,
-    load_step_calibration,
-    predict_calibrated,
-)
 
 SHOWN = (
     ("mean_ttft_ms", "mean TTFT (ms)"),

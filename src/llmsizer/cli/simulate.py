@@ -7,13 +7,13 @@ from typing import Annotated, Any
 
 import typer
 
+from llmsizer.calibrate.step_calibration import KIND as FITTED_STEP_COST
+from llmsizer.calibrate.step_calibration import calibration_kind
 from llmsizer.cli.common import err, field_help, out, progress_bar, put, write_json
 from llmsizer.config import FixedStepCostSpec, GpuStepCostSpec, Scenario, load_scenario
 from llmsizer.metrics import summarize
 from llmsizer.records import write_records
 from llmsizer.sim import EngineConfig, SimResult
-from llmsizer.sizing.step_calibration import KIND as FITTED_STEP_COST
-from llmsizer.sizing.step_calibration import calibration_kind
 from llmsizer.workload import WorkloadSpec, make_workload
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from llmsizer.sizing.limits import METRICS, Limits
+from llmsizer.sizing.limits import METRICS, Limits, Metric
 from llmsizer.sizing.search import ConfigResult
 
 
@@ -30,14 +30,14 @@ class CurvePoint:
     e2el_s: float
     meets: bool
 
-    def latency_s(self, metric: str) -> float:
-        value: float = getattr(self, f"{metric}_s")
+    def latency_s(self, metric: Metric) -> float:
+        value: float = getattr(self, f"{metric.value}_s")
         return value
 
 
-def main_metric(limits: Limits) -> str:
+def main_metric(limits: Limits) -> Metric:
     """The latency a Pareto table ranks by: the first limited metric, TTFT without limits."""
-    return limits.active[0] if limits.active else "ttft"
+    return limits.active[0] if limits.active else Metric.TTFT
 
 
 def curve_points(
@@ -49,26 +49,26 @@ def curve_points(
     out: list[CurvePoint] = []
     if result.batch1 is not None:
         b = result.batch1
-        alone = {"ttft": b.ttft_s, "tpot": b.tpot_s, "e2el": b.e2el_s}
-        meets = all(alone[m] <= (limits.limit_s(m) or 0.0) for m in limits.active)
+        alone = {Metric.TTFT: b.ttft_s, Metric.TPOT: b.tpot_s, Metric.E2EL: b.e2el_s}
+        meets = all(alone[lim.metric] <= lim.limit_s for lim in limits.limits())
         out.append(CurvePoint(label, 0.0, 0.0, b.ttft_s, b.tpot_s, b.e2el_s, meets))
     for p in sorted(result.points if all_points else result.curve, key=lambda p: p.offered_rate):
-        values = {m: limits.value_s(p.summary, m) for m in METRICS}
+        values = {m: limits.value_s(p.latencies, m) for m in METRICS}
         out.append(
             CurvePoint(
                 label,
                 p.offered_rate,
                 p.offered_rate / g,
-                values["ttft"],
-                values["tpot"],
-                values["e2el"],
-                limits.met_by(p.summary),
+                values[Metric.TTFT],
+                values[Metric.TPOT],
+                values[Metric.E2EL],
+                limits.met_by(p.latencies),
             )
         )
     return out
 
 
-def pareto(points: Iterable[CurvePoint], metric: str) -> list[CurvePoint]:
+def pareto(points: Iterable[CurvePoint], metric: Metric) -> list[CurvePoint]:
     """Points no other point beats on both a higher rate per GPU and a lower `metric`,
     by rising rate per GPU (ties on both: the first one)."""
     ordered = sorted(points, key=lambda p: (-p.rate_per_gpu, p.latency_s(metric)))

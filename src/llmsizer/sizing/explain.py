@@ -6,15 +6,11 @@ from the `PlanResult`, nothing is simulated here.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from llmsizer.sizing.configuration import Sizing
-from llmsizer.sizing.limits import LABELS, Limits
+from llmsizer.sizing.limits import LABELS, Limits, Metric
+from llmsizer.sizing.result import CandidatePlan, PlanResult
 from llmsizer.sizing.search import GRID, ConfigResult, Status
 from llmsizer.units import MS
-
-if TYPE_CHECKING:
-    from llmsizer.sizing.plan import CandidatePlan, PlanResult
 
 
 def explain(plan: PlanResult) -> tuple[str, ...]:
@@ -74,8 +70,8 @@ def _binding(plan: PlanResult, w: CandidatePlan) -> list[str]:
             f"plan uses, as a queue near 100 % never settles) {met or 'every limit is met'}. "
             "Throughput sets the answer."
         )
-    elif best.binding is not None and best.failed_at is not None:
-        over = limits.value_s(best.failed_at.summary, best.binding)
+    elif isinstance(best.binding, Metric) and best.failed_at is not None:
+        over = limits.value_s(best.failed_at.latencies, best.binding)
         out.append(
             f"{limits.describe(best.binding)} binds: above {best.rate:.3g} req/s per instance it "
             f"is missed (at {best.failed_at.offered_rate:.3g} req/s it is {_ms(over)})."
@@ -93,9 +89,9 @@ def _values(limits: Limits, best: ConfigResult) -> str:
     if best.at_rate is None:
         return ""
     parts = [
-        f"{LABELS[m]} is {_ms(limits.value_s(best.at_rate.summary, m))} "
-        f"(limit {_ms(limits.limit_s(m) or 0.0)})"
-        for m in limits.active
+        f"{lim.metric.label} is {_ms(lim.value_s(best.at_rate.latencies))} "
+        f"(limit {_ms(lim.limit_s)})"
+        for lim in limits.limits()
     ]
     return ", ".join(parts)
 
@@ -156,11 +152,11 @@ def _changes(plan: PlanResult, w: CandidatePlan) -> list[str]:
 def _looser(plan: PlanResult, w: CandidatePlan) -> list[str]:
     """What the binding limit would have to be for the top of the curve (95 % of capacity)."""
     best = w.best
-    if best is None or best.binding not in plan.limits.active or not best.curve:
+    if best is None or not isinstance(best.binding, Metric) or not best.curve:
         return []
     top = max(best.curve, key=lambda p: p.offered_rate)
     limits = plan.limits
-    value = limits.value_s(top.summary, best.binding)
+    value = limits.value_s(top.latencies, best.binding)
     sizing = Sizing.of(plan.load_rps, top.offered_rate, best.config, w.server)
     return [
         f"A looser limit: with {LABELS[best.binding]} allowed up to {_ms(value)} at the "

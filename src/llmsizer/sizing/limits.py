@@ -1,19 +1,100 @@
 """`Limits`: the latency limits a plan must meet, each at its own percentile, in seconds.
 
 A limit is met when the given percentile of that latency over the simulated requests is at or
-below it: `p95 TTFT <= 3 s`. `None` means no limit. The keys read from a summary are vLLM's
-(`p95_ttft_ms`), so a simulated run and a benchmark run are judged the same way.
+below it: `p95 TTFT <= 3 s`. Limits are typed: a `Metric`, a limit in seconds and a
+percentile, judged against `Latencies` (seconds, by metric and percentile). The summary's
+millisecond keys (`p95_ttft_ms`, vLLM's) are read once, in `Latencies.from_summary`, so a
+simulated run and a benchmark run are judged the same way, and a percentile the run did not
+compute is an error, never a silent pass or fail.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from enum import StrEnum
+from typing import Literal
 
 from llmsizer.metrics import percentile_key
 from llmsizer.units import MS
 
-METRICS = ("ttft", "tpot", "e2el")
-LABELS = {"ttft": "TTFT", "tpot": "TPOT", "e2el": "E2E latency"}
+
+class Metric(StrEnum):
+    """A latency a limit can be put on (vLLM's names)."""
+
+    TTFT = "ttft"
+    TPOT = "tpot"
+    E2EL = "e2el"
+
+    @property
+    def label(self) -> str:
+        """`TTFT`, `TPOT`, `E2E latency`."""
+        return LABELS[self]
+
+
+METRICS = tuple(Metric)
+Binding = Metric | Literal["throughput"]
+"""What stops a configuration's rate: a limited latency, or its throughput."""
+LABELS = {Metric.TTFT: "TTFT", Metric.TPOT: "TPOT", Metric.E2EL: "E2E latency"}
+
+
+def summary_key(metric: Metric, percentile: float) -> str:
+    """The summary key of a latency percentile: `p95_ttft_ms`."""
+    return f"{percentile_key(percentile)}_{metric.value}_ms"
+
+
+@dataclass(frozen=True, slots=True)
+class Latencies:
+    """Latency percentiles of one run in seconds, by (metric, percentile)."""
+
+    values_s: Mapping[tuple[Metric, float], float]
+
+    @classmethod
+    def from_summary(cls, summary: Mapping[str, float], percentiles: Iterable[float]) -> Latencies:
+        """The `percentiles` of every metric from a `llmsizer.metrics.summarize` summary (ms);
+        a summary without them is a `KeyError` naming the key."""
+        values = {}
+        for metric in METRICS:
+            for p in percentiles:
+                key = summary_key(metric, p)
+                if key not in summary:
+                    raise KeyError(f"the run's summary has no {key}")
+                values[metric, float(p)] = summary[key] * MS
+        return cls(values)
+
+    def at(self, metric: Metric, percentile: float) -> float:
+        """Seconds; a `KeyError` when the run did not compute that percentile."""
+        try:
+            return self.values_s[metric, float(percentile)]
+        except KeyError:
+            raise KeyError(f"no {percentile_key(percentile)} {metric.label} in this run") from None
+
+
+@dataclass(frozen=True, slots=True)
+class Limit:
+    """One limit: the `percentile` of `metric` must be at most `limit_s` seconds."""
+
+    metric: Metric
+    limit_s: float
+    percentile: float = 95.0
+
+    def __post_init__(self) -> None:
+        if not self.limit_s > 0:
+            raise ValueError(f"{self.metric} limit must be > 0 s, got {self.limit_s}")
+        if not 0 < self.percentile <= 100:
+            raise ValueError(f"{self.metric} percentile must be in (0, 100], got {self.percentile}")
+
+    def value_s(self, latencies: Latencies) -> float:
+        """The judged latency of a run, seconds."""
+        return latencies.at(self.metric, self.percentile)
+
+    def ratio(self, latencies: Latencies) -> float:
+        """Judged value / limit; <= 1 means met."""
+        return self.value_s(latencies) / self.limit_s
+
+    def describe(self) -> str:
+        """`p95 TTFT <= 3000 ms`."""
+        return f"{percentile_key(self.percentile)} {self.metric.label} <= {self.limit_s / MS:g} ms"
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,72 +109,69 @@ class Limits:
     e2el_percentile: float = 95.0
 
     def __post_init__(self) -> None:
-        for name in METRICS:
-            limit, p = self.limit_s(name), self.percentile(name)
-            if limit is not None and not limit > 0:
-                raise ValueError(f"{name} limit must be > 0 s, got {limit}")
+        for metric in METRICS:
+            p = self.percentile(metric)
             if not 0 < p <= 100:
-                raise ValueError(f"{name} percentile must be in (0, 100], got {p}")
+                raise ValueError(f"{metric} percentile must be in (0, 100], got {p}")
+        self.limits()  # each given limit validates itself
 
-    def limit_s(self, metric: str) -> float | None:
-        value: float | None = getattr(self, f"{metric}_s")
-        return value
+    def limit(self, metric: Metric) -> Limit | None:
+        """The limit on `metric`, or `None` when it has none."""
+        value: float | None = getattr(self, f"{metric.value}_s")
+        return None if value is None else Limit(metric, value, self.percentile(metric))
 
-    def percentile(self, metric: str) -> float:
-        value: float = getattr(self, f"{metric}_percentile")
+    def limits(self) -> tuple[Limit, ...]:
+        """Every limit given, in `METRICS` order."""
+        return tuple(lim for m in METRICS if (lim := self.limit(m)) is not None)
+
+    def percentile(self, metric: Metric) -> float:
+        """The percentile `metric` is judged (and reported) at, with or without a limit."""
+        value: float = getattr(self, f"{metric.value}_percentile")
         return value
 
     @property
-    def active(self) -> tuple[str, ...]:
-        """The metrics that have a limit, in METRICS order."""
-        return tuple(m for m in METRICS if self.limit_s(m) is not None)
+    def active(self) -> tuple[Metric, ...]:
+        """The metrics that have a limit, in `METRICS` order."""
+        return tuple(lim.metric for lim in self.limits())
 
     @property
     def percentiles(self) -> tuple[float, ...]:
-        """Every percentile a summary must carry to judge these limits."""
+        """Every percentile a run must report to judge these limits (and the median)."""
         return tuple(sorted({50.0, *(self.percentile(m) for m in METRICS)}))
 
-    def key(self, metric: str) -> str:
-        """The summary key judged for `metric`: `p95_ttft_ms`."""
-        return f"{percentile_key(self.percentile(metric))}_{metric}_ms"
+    def key(self, metric: Metric) -> str:
+        """The summary key reported for `metric`: `p95_ttft_ms` (for reports)."""
+        return summary_key(metric, self.percentile(metric))
 
-    def value_s(self, summary: dict[str, float], metric: str) -> float:
-        """The judged percentile of `metric` in `summary`, in seconds (inf when missing)."""
-        return summary.get(self.key(metric), float("inf")) * MS
+    def value_s(self, latencies: Latencies, metric: Metric) -> float:
+        """The reported percentile of `metric` in a run, seconds."""
+        return latencies.at(metric, self.percentile(metric))
 
-    def ratios(self, summary: dict[str, float]) -> dict[str, float]:
-        """Judged value / limit for every active limit; <= 1 means met."""
-        return {m: self.value_s(summary, m) / self._limit(m) for m in self.active}
+    def ratios(self, latencies: Latencies) -> dict[Metric, float]:
+        """Judged value / limit for every limit; <= 1 means met."""
+        return {lim.metric: lim.ratio(latencies) for lim in self.limits()}
 
-    def met_by(self, summary: dict[str, float]) -> bool:
-        return all(r <= 1.0 for r in self.ratios(summary).values())
+    def met_by(self, latencies: Latencies) -> bool:
+        return all(r <= 1.0 for r in self.ratios(latencies).values())
 
-    def binding(self, summary: dict[str, float]) -> str | None:
-        """The active limit closest to (or furthest over) its bound, or `None` without limits."""
-        ratios = self.ratios(summary)
+    def binding(self, latencies: Latencies) -> Metric | None:
+        """The limit closest to (or furthest over) its bound, or `None` without limits."""
+        ratios = self.ratios(latencies)
         return max(ratios, key=lambda m: ratios[m]) if ratios else None
 
-    def describe(self, metric: str) -> str:
-        """`p95 TTFT <= 3000 ms`."""
-        return (
-            f"{percentile_key(self.percentile(metric))} {LABELS[metric]} <= "
-            f"{self._limit(metric) / MS:g} ms"
-        )
+    def describe(self, metric: Metric) -> str:
+        """`p95 TTFT <= 3000 ms`; a `ValueError` for a metric without a limit."""
+        lim = self.limit(metric)
+        if lim is None:
+            raise ValueError(f"no {metric.label} limit")
+        return lim.describe()
 
     def scaled(self, factor: float) -> Limits:
         """Every limit multiplied by `factor` (a tighter or looser version of these limits)."""
+        given = {m: getattr(self, f"{m.value}_s") for m in METRICS}
         return Limits(
-            **{
-                f"{m}_s": None if self.limit_s(m) is None else self._limit(m) * factor
-                for m in METRICS
-            },
+            **{f"{m.value}_s": None if v is None else v * factor for m, v in given.items()},
             ttft_percentile=self.ttft_percentile,
             tpot_percentile=self.tpot_percentile,
             e2el_percentile=self.e2el_percentile,
         )
-
-    def _limit(self, metric: str) -> float:
-        value = self.limit_s(metric)
-        if value is None:
-            raise KeyError(f"no {metric} limit")
-        return value

@@ -11,8 +11,8 @@ from dataclasses import asdict
 from typing import Any
 
 from llmsizer.sizing.curve import CurvePoint
-from llmsizer.sizing.limits import METRICS, Limits
-from llmsizer.sizing.plan import CandidatePlan, PlanResult
+from llmsizer.sizing.limits import METRICS, Limit, Limits, Metric
+from llmsizer.sizing.result import CandidatePlan, PlanResult
 from llmsizer.sizing.search import ConfigResult
 from llmsizer.units import MS
 
@@ -33,7 +33,7 @@ def plan_data(plan: PlanResult) -> dict[str, Any]:
             "mean_input_tokens": plan.lengths.mean_prompt,
             "mean_output_tokens": plan.lengths.mean_output,
         },
-        "limits": [_limit(limits, m) for m in limits.active],
+        "limits": [_limit(limits, lim) for lim in limits.limits()],
         "load": {
             "planning_peak_rps": plan.planning_peak_rps,
             "headroom": plan.usecase.headroom,
@@ -58,13 +58,13 @@ def _timeline(plan: PlanResult) -> dict[str, Any] | None:
     return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(plan.timeline).items()}
 
 
-def _limit(limits: Limits, metric: str) -> dict[str, Any]:
+def _limit(limits: Limits, lim: Limit) -> dict[str, Any]:
     return {
-        "metric": metric,
-        "key": limits.key(metric),
-        "percentile": limits.percentile(metric),
-        "limit_ms": (limits.limit_s(metric) or 0.0) / MS,
-        "label": limits.describe(metric),
+        "metric": lim.metric.value,
+        "key": limits.key(lim.metric),
+        "percentile": lim.percentile,
+        "limit_ms": lim.limit_s / MS,
+        "label": lim.describe(),
     }
 
 
@@ -123,9 +123,9 @@ def _config(r: ConfigResult, limits: Limits) -> dict[str, Any]:
     if r.batch1 is not None:
         b = r.batch1
         out["batch1"] = {
-            limits.key("ttft"): b.ttft_s / MS,
-            limits.key("tpot"): b.tpot_s / MS,
-            limits.key("e2el"): b.e2el_s / MS,
+            limits.key(Metric.TTFT): b.ttft_s / MS,
+            limits.key(Metric.TPOT): b.tpot_s / MS,
+            limits.key(Metric.E2EL): b.e2el_s / MS,
         }
     if r.at_rate is not None:
         out["at_rate"] = {limits.key(m): r.at_rate.summary.get(limits.key(m)) for m in METRICS}

@@ -35,7 +35,7 @@ import numpy as np
 from llmsizer.instance import Instance
 from llmsizer.metrics import summarize
 from llmsizer.sim import Batch, Engine, PrefillChunk, SimResult, StepCost
-from llmsizer.sizing.limits import Limits
+from llmsizer.sizing.limits import Latencies, Limits
 from llmsizer.workload import Workload, poisson_arrivals
 
 HIGH_LOAD_REQUESTS = 3000
@@ -74,11 +74,13 @@ class Lengths:
 
 @dataclass(frozen=True, slots=True)
 class Point:
-    """One simulated load: the offered Poisson rate (req/s per instance) and its summary
-    (`llmsizer.metrics.summarize` keys over the requests after warm-up)."""
+    """One simulated load: the offered Poisson rate (req/s per instance), its summary
+    (`llmsizer.metrics.summarize` keys over the requests after warm-up) and the latency
+    percentiles the limits judge, in seconds."""
 
     offered_rate: float
     summary: dict[str, float]
+    latencies: Latencies
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +135,8 @@ class Probe:
             summary = summarize(records[warm:], percentiles=self.limits.percentiles)
             for key in ("request_throughput", "output_throughput", "total_token_throughput"):
                 summary[key] *= self.pp
-            self._points[rate] = Point(rate, summary)
+            latencies = Latencies.from_summary(summary, self.limits.percentiles)
+            self._points[rate] = Point(rate, summary, latencies)
         return self._points[rate]
 
     def run(self, rate: float) -> SimResult:

@@ -22,7 +22,7 @@ L2's at or above it. A tighter limit never gives a higher rate.
 
 from __future__ import annotations
 
-from llmsizer.sizing.limits import Limits
+from llmsizer.sizing.limits import Binding, Limits
 from llmsizer.sizing.probe import Point, Probe
 
 GRID = (0.95, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1, 0.05)
@@ -94,12 +94,12 @@ class RateSearch:
             return max(self.failed.offered_rate, self.rate or 0.0)
         return GRID[0] * self.capacity
 
-    def binding(self) -> str | None:
+    def binding(self) -> Binding | None:
         """What stopped the rate: the limit furthest over at the failing rate above, or
         `throughput` when the top of the grid met every limit (or offline)."""
         if self.failed is None or (self.passed and self.failed.offered_rate < self.passed_rate):
             return "throughput"
-        return self.limits.binding(self.failed.summary)
+        return self.limits.binding(self.failed.latencies)
 
     def step(self) -> None:
         """One probe: the next grid fraction, or the middle of the bracket."""
@@ -112,7 +112,7 @@ class RateSearch:
         else:
             assert self.failed is not None
             point = self.probe.at_rate(0.5 * (self.passed_rate + self.failed.offered_rate))
-        if self.limits.met_by(point.summary):
+        if self.limits.met_by(point.latencies):
             self.passed = point
         else:
             self.failed = point

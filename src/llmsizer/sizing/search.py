@@ -31,7 +31,7 @@ from enum import StrEnum
 from llmsizer.instance import DeploymentSpec, make_instance
 from llmsizer.perf import DoesNotFitError, EfficiencyFactors
 from llmsizer.sizing.configuration import Sizing
-from llmsizer.sizing.limits import Limits
+from llmsizer.sizing.limits import Binding, Limits, Metric
 from llmsizer.sizing.probe import Batch1, Lengths, Point, Probe
 from llmsizer.sizing.rate_search import GRID, RateSearch
 from llmsizer.sizing.servers import server_for
@@ -95,7 +95,7 @@ class ConfigResult:
     rate: float | None = None
     at_rate: Point | None = None
     failed_at: Point | None = None
-    binding: str | None = None
+    binding: Binding | None = None
     worst_ratio: float | None = None
     points: tuple[Point, ...] = ()
     curve: tuple[Point, ...] = ()
@@ -247,9 +247,9 @@ def make_probe(
     )
 
 
-def _ratios_batch1(limits: Limits, b1: Batch1) -> dict[str, float]:
-    values = {"ttft": b1.ttft_s, "tpot": b1.tpot_s, "e2el": b1.e2el_s}
-    return {m: values[m] / (limits.limit_s(m) or math.inf) for m in limits.active}
+def _ratios_batch1(limits: Limits, b1: Batch1) -> dict[Metric, float]:
+    values = {Metric.TTFT: b1.ttft_s, Metric.TPOT: b1.tpot_s, Metric.E2EL: b1.e2el_s}
+    return {lim.metric: values[lim.metric] / lim.limit_s for lim in limits.limits()}
 
 
 def _bounded(
@@ -269,7 +269,7 @@ def _settled(partial: ConfigResult, search: RateSearch) -> ConfigResult:
     if search.exhausted:
         failed = search.failed
         assert failed is not None
-        ratio = max(search.limits.ratios(failed.summary).values())
+        ratio = max(search.limits.ratios(failed.latencies).values())
         reason = f"even at {GRID[-1]:.0%} of capacity the limits are missed by {ratio:.2f}x"
         return replace(
             partial,

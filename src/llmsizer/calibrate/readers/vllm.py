@@ -34,8 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from llmsizer.bench.importers.run import ImportedRun, float_or_none, int_or_none
 from llmsizer.bench.stream import assign_token_times
+from llmsizer.calibrate.readers.run import ImportedRun, float_or_none, int_or_none
 from llmsizer.records import RequestRecord
 
 PER_REQUEST_KEYS = ("input_lens", "output_lens", "ttfts", "itls", "errors")

@@ -30,9 +30,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import least_squares
 
+from llmsizer.calibrate.replay import ScheduleTrace, replay
 from llmsizer.perf.calibrated import ResidualSummary
 from llmsizer.perf.efficiency import EfficiencyFactors
-from llmsizer.perf.replay import ScheduleTrace, replay
 
 _MIN_FRACTION = 1e-3  # the lowest value searched, as a fraction of a factor's upper bound
 _SETTLED = 0.01  # stop re-recording once no factor moves by more than this (log units)

@@ -11,11 +11,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
-from llmsizer.bench.importers.aiperf import read_aiperf
-from llmsizer.bench.importers.guidellm import read_guidellm
-from llmsizer.bench.importers.llmsizer import read_llmsizer
-from llmsizer.bench.importers.run import ImportedRun
-from llmsizer.bench.importers.vllm import read_vllm
+from llmsizer.calibrate.readers.aiperf import read_aiperf
+from llmsizer.calibrate.readers.guidellm import read_guidellm
+from llmsizer.calibrate.readers.llmsizer import read_llmsizer
+from llmsizer.calibrate.readers.run import ImportedRun
+from llmsizer.calibrate.readers.vllm import read_vllm
 
 ResultFormat = Literal["auto", "vllm", "aiperf", "guidellm", "llmsizer"]
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from llmsizer.bench.importers.run import ImportedRun, float_or_none, int_or_none
 from llmsizer.bench.results import read_results
+from llmsizer.calibrate.readers.run import ImportedRun, float_or_none, int_or_none
 from llmsizer.records import read_jsonl
 
 

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from llmsizer.bench.importers.run import ImportedRun, float_or_none, int_or_none
+from llmsizer.calibrate.readers.run import ImportedRun, float_or_none, int_or_none
 from llmsizer.records import RequestRecord
 
 SPREAD = "token times spread evenly between guidellm's first and last token times"

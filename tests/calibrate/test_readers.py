@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from llmsizer.bench.importers import detect_format, import_results
-from llmsizer.bench.importers.vllm import replay_arrivals
+from llmsizer.calibrate.readers import detect_format, import_results
+from llmsizer.calibrate.readers.vllm import replay_arrivals
 from llmsizer.metrics import summarize
 
 DATA = Path(__file__).parent / "data"

@@ -3,11 +3,11 @@
 A calibration file is YAML whose `kind` says what it calibrates:
 
 - `kind: fitted_step_cost` (this module): a step cost fitted to measurements of a server
-  the GPU model cannot describe (`llmsizer.sizing.fit_steps`), the batching configuration
+  the GPU model cannot describe (`llmsizer.calibrate.step_fit`), the batching configuration
   it was measured with, what it was fitted on and the fit's residuals. A complete engine:
   `simulate` and `predict` run it as is.
 - any other kind: efficiency factors for the GPU performance model
-  (`llmsizer.sizing.calibration.load_calibration`).
+  (`llmsizer.perf.calibrated.load_calibration`).
 
     kind: fitted_step_cost
     description: reference vLLM on 2 CPU cores, tiny model
@@ -29,11 +29,11 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from llmsizer.calibrate.step_fit import MeasuredPoint, StepFit
 from llmsizer.errors import format_validation_error, read_yaml_mapping
 from llmsizer.metrics import summarize
 from llmsizer.perf import EfficiencyFactors
 from llmsizer.sim import Engine, EngineConfig, LinearStepCost
-from llmsizer.sizing.fit_steps import MeasuredPoint, StepFit
 from llmsizer.units import MS
 from llmsizer.workload import fixed_length_load, make_workload
 
@@ -172,10 +172,10 @@ def load_step_calibration(path: Path) -> StepCalibration:
 
 def load_any_calibration(path: Path) -> StepCalibration | EfficiencyFactors:
     """A calibration file of either kind: a fitted step cost (this module) or efficiency
-    factors for the GPU model (`llmsizer.sizing.calibration`)."""
+    factors for the GPU model (`llmsizer.calibrate.gpu_fit`)."""
     if calibration_kind(path) == KIND:
         return load_step_calibration(path)
-    from llmsizer.sizing.calibration import load_calibration
+    from llmsizer.perf.calibrated import load_calibration
 
     return load_calibration(path)
 

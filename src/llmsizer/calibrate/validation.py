@@ -7,7 +7,7 @@ rows and the median (MdAPE) and mean (MAPE) absolute percentage error of output
 throughput, TTFT and ITL/TPOT, the issue's bars, the worst rows and every skipped row.
 
 Predictions are `predict`'s: each case is simulated (`record_trace`) and re-priced per
-factor set (`llmsizer.perf.replay`), which equals `predict` exactly for offline and
+factor set (`llmsizer.calibrate.replay`), which equals `predict` exactly for offline and
 closed-loop cases under any factors; Poisson cases are simulated once per factor set.
 """
 
@@ -19,19 +19,15 @@ from pathlib import Path
 
 import numpy as np
 
+from llmsizer.calibrate.fit import predictions
+from llmsizer.calibrate.gpu_fit import LATENCY_METRICS
+from llmsizer.calibrate.measurements import Measurement, Skipped, load_measurements
+from llmsizer.calibrate.record import record_traces
+from llmsizer.calibrate.replay import ScheduleTrace
 from llmsizer.instance import PredictSpec
 from llmsizer.perf import EfficiencyFactors
 from llmsizer.perf.calibrated import calibrated_efficiency, packaged_calibration
 from llmsizer.perf.efficiency import Engine, default_efficiency
-from llmsizer.perf.fit import predictions
-from llmsizer.perf.replay import ScheduleTrace
-from llmsizer.sizing.calibration import (
-    LATENCY_METRICS,
-    Measurement,
-    Skipped,
-    load_measurements,
-    record_traces,
-)
 
 FactorSet = Callable[[str], EfficiencyFactors]  # engine name -> factors
 GROUPS = {

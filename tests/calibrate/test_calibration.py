@@ -6,25 +6,26 @@ from pathlib import Path
 import pytest
 import yaml
 
-from llmsizer.instance import PredictSpec, predict
-from llmsizer.perf import Deployment, EfficiencyFactors, default_efficiency
-from llmsizer.perf.calibrated import calibrated_efficiency, packaged_calibration
-from llmsizer.perf.efficiency import Engine
-from llmsizer.perf.replay import replay
-from llmsizer.sizing.calibration import (
-    PRIOR_SIGMA,
-    CalibrationFile,
+from llmsizer.calibrate.gpu_fit import PRIOR_SIGMA, calibration_file, fit_efficiency
+from llmsizer.calibrate.measurements import (
     Measurement,
     Skipped,
-    calibration_file,
-    fit_efficiency,
-    load_calibration,
     load_measurements,
     map_row,
-    record_trace,
-    save_calibration,
     trtllm_bench_settings,
 )
+from llmsizer.calibrate.record import record_trace
+from llmsizer.calibrate.replay import replay
+from llmsizer.instance import PredictSpec, predict
+from llmsizer.perf import Deployment, EfficiencyFactors, default_efficiency
+from llmsizer.perf.calibrated import (
+    CalibrationFile,
+    calibrated_efficiency,
+    load_calibration,
+    packaged_calibration,
+    save_calibration,
+)
+from llmsizer.perf.efficiency import Engine
 
 CSV = Path(__file__).resolve().parents[3] / "shared" / "calibration" / "measurements.csv"
 PRIOR = default_efficiency("trtllm")

@@ -5,9 +5,9 @@ import dataclasses
 import numpy as np
 import pytest
 
+from llmsizer.calibrate.replay import ScheduleTrace, StepRecord, replay
 from llmsizer.perf.batch_shape import decode_batch, prefill_batch
 from llmsizer.perf.efficiency import EfficiencyFactors
-from llmsizer.perf.replay import ScheduleTrace, StepRecord, replay
 from llmsizer.perf.step_features import StepFeaturizer, price
 
 EFF = EfficiencyFactors()

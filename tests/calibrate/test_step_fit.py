@@ -8,20 +8,7 @@ import numpy as np
 import pytest
 import yaml
 
-from llmsizer.config import load_scenario
-from llmsizer.metrics import summarize
-from llmsizer.records import RequestRecord
-from llmsizer.sim import Engine, EngineConfig, LinearStepCost
-from llmsizer.sim.delivery import hold_first_token
-from llmsizer.sizing.fit_steps import (
-    FIT_METRICS,
-    NOISE_FLOOR,
-    MeasuredPoint,
-    fit_step_cost,
-    point_from_records,
-    simulate_point,
-)
-from llmsizer.sizing.step_calibration import (
+from llmsizer.calibrate.step_calibration import (
     calibration_from_fit,
     fitted_point,
     load_any_calibration,
@@ -29,6 +16,19 @@ from llmsizer.sizing.step_calibration import (
     predict_calibrated,
     save_step_calibration,
 )
+from llmsizer.calibrate.step_fit import (
+    FIT_METRICS,
+    NOISE_FLOOR,
+    MeasuredPoint,
+    fit_step_cost,
+    point_from_records,
+    simulate_point,
+)
+from llmsizer.config import load_scenario
+from llmsizer.metrics import summarize
+from llmsizer.records import RequestRecord
+from llmsizer.sim import Engine, EngineConfig, LinearStepCost
+from llmsizer.sim.delivery import hold_first_token
 from llmsizer.workload import Workload, WorkloadSpec, make_workload
 
 CONFIG = EngineConfig(engine="vllm", max_num_seqs=16, max_num_batched_tokens=1024)

@@ -31,8 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from llmsizer.bench.importers.run import ImportedRun, float_or_none, in_unit_s, int_or_none
 from llmsizer.bench.stream import assign_token_times
+from llmsizer.calibrate.readers.run import ImportedRun, float_or_none, in_unit_s, int_or_none
 from llmsizer.records import RequestRecord
 
 AGGREGATE_FILE = "profile_export_aiperf.json"

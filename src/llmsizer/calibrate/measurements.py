@@ -1,221 +1,28 @@
-"""Fitting the GPU model's efficiency factors to measurements, and calibration files.
+"""The published calibration set (`../shared/calibration/measurements.csv`) as cases.
 
-A case is a `PredictSpec` and the metrics measured for it (vLLM summary keys and units:
-`output_throughput` tok/s, `mean_ttft_ms`, ...). `fit_efficiency` finds the factors that
-minimise the squared log error of `predict` over every measured metric of every case
-(`llmsizer.perf.fit`).
-
-Simulating every case at every optimiser step would take hours, so each case is simulated
-once and its schedule recorded (`record_trace`); the optimiser re-prices the recorded steps
-(`llmsizer.perf.replay`), which is exact for offline and closed-loop runs, whose scheduling
-never reads the clock. Open-loop (Poisson) cases are re-simulated after each round and the
-fit repeated until the factors settle, so the residuals reported are those of simulations
-at the fitted factors: what `predict` returns.
-
-`load_measurements` turns the published calibration set into cases (rules in `_map`);
-`calibration_file` + `save_calibration` write a fit in the format of
-`llmsizer.perf.calibrated`, which `load_calibration` reads back.
+`load_measurements` maps every row to a `Measurement` (a `PredictSpec` and the metrics
+measured for it) or a `Skipped` with the reason (rules in `_map`); the validation report
+lists what each rule skipped.
 """
 
 from __future__ import annotations
 
 import csv
 import math
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from llmsizer.instance import PredictSpec, make_instance, simulation_setup
-from llmsizer.perf import Deployment, EfficiencyFactors
-from llmsizer.perf.calibrated import (
-    CalibrationFile,
-    load_calibration,
-    read_calibration,
-    save_calibration,
-)
-from llmsizer.perf.efficiency import Engine as EngineName
-from llmsizer.perf.fit import FitResult, Residual, Target, fit_factors
+from llmsizer.calibrate.record import Case
+from llmsizer.instance import PredictSpec, make_instance
+from llmsizer.perf import Deployment
 from llmsizer.perf.memory import (
     DEFAULT_RUNTIME_OVERHEAD_BYTES,
     activation_bytes_per_gpu,
     weight_bytes_per_gpu,
 )
-from llmsizer.perf.replay import ScheduleTrace, StepRecord
-from llmsizer.perf.step_features import NUM_AGGREGATES, StepFeaturizer
-from llmsizer.sim import Batch, Engine
 from llmsizer.specs import get_gpu, get_model
-
-__all__ = [
-    "DEFAULT_FIT_FACTORS",
-    "LATENCY_METRICS",
-    "PRIOR_SIGMA",
-    "CalibrationFile",
-    "CalibrationSet",
-    "Case",
-    "FitResult",
-    "Measurement",
-    "Residual",
-    "Skipped",
-    "calibration_file",
-    "fit_efficiency",
-    "load_calibration",
-    "load_measurements",
-    "map_row",
-    "read_calibration",
-    "record_trace",
-    "record_traces",
-    "save_calibration",
-    "trtllm_bench_settings",
-]
-
-Case = tuple[PredictSpec, Mapping[str, float]]
-LATENCY_METRICS = frozenset({"mean_ttft_ms", "mean_tpot_ms", "mean_itl_ms"})
-DEFAULT_FIT_FACTORS = (
-    "gemm_compute_efficiency",
-    "gemm_bandwidth_efficiency",
-    "attention_compute_efficiency",
-    "attention_bandwidth_efficiency",
-    "layer_overhead_s",
-    "prefill_layer_overhead_s",
-    "step_overhead_s",
-)
-# The shipped fit's log-normal prior around the priors (a factor 1.65 is one sigma), against
-# ~900 log-error residuals: it settles the directions the data leaves open.
-PRIOR_SIGMA = 0.5
-
-
-class _Recorder:
-    """A step cost that prices like `step` and records each batch's aggregates."""
-
-    def __init__(self, step: Callable[[Batch], float], featurizer: StepFeaturizer) -> None:
-        self.step = step
-        self.featurizer = featurizer
-        self.aggregates: list[tuple[float, ...]] = []
-
-    def __call__(self, batch: Batch) -> float:
-        self.aggregates.append(self.featurizer.aggregates(batch))
-        return self.step(batch)
-
-
-def record_trace(
-    spec: PredictSpec, efficiency: EfficiencyFactors | None = None, latencies: bool = True
-) -> ScheduleTrace:
-    """Simulate `spec` exactly as `predict` does and keep its re-priceable schedule.
-
-    `replay(record_trace(spec, e), e)` equals `predict(spec, e).summary` for the throughput
-    and mean latency keys; for offline and closed-loop specs it does so under any other
-    factors too. Without `latencies` the trace is smaller and gives throughputs only.
-    """
-    setup = simulation_setup(spec, efficiency)  # exactly what `predict` simulates
-    inst, num_engines = setup.instance, setup.num_engines
-    featurizer = StepFeaturizer(inst.deployment)
-    recorder = _Recorder(inst.step, featurizer)
-    result = Engine(setup.engine, recorder).run(setup.workload)
-    records = result.records
-    run = StepRecord(
-        aggregates=np.array(recorder.aggregates).reshape(-1, NUM_AGGREGATES),
-        start_s=result.steps.start_s,
-        end_s=result.steps.end_s,
-        arrival_s=np.array([r.arrival_s for r in records]),
-        scheduled_s=np.array([r.scheduled_s for r in records], dtype=np.float64),
-        first_token_s=np.array([r.token_times_s[0] for r in records]),
-        last_token_s=np.array([r.token_times_s[-1] for r in records]),
-        num_output_tokens=np.array([r.num_output_tokens for r in records]),
-        closed_loop=spec.concurrency is not None,
-    )
-    return ScheduleTrace.from_record(
-        run, featurizer, latencies=latencies, throughput_scale=num_engines, num_gpus=spec.total_gpus
-    )
-
-
-def _record(job: tuple[PredictSpec, EfficiencyFactors, bool]) -> ScheduleTrace:
-    return record_trace(*job)
-
-
-def record_traces(
-    specs: Sequence[PredictSpec],
-    efficiency: EfficiencyFactors,
-    latencies: Sequence[bool],
-    workers: int = 1,
-) -> list[ScheduleTrace]:
-    """`record_trace` for each spec, in `workers` processes when more than one."""
-    jobs = [(s, efficiency, lat) for s, lat in zip(specs, latencies, strict=True)]
-    if workers <= 1 or len(jobs) < 2:
-        return [_record(job) for job in jobs]
-    with ProcessPoolExecutor(workers) as pool:
-        return list(pool.map(_record, jobs, chunksize=max(1, len(jobs) // (8 * workers))))
-
-
-def fit_efficiency(
-    cases: Sequence[Case],
-    start: EfficiencyFactors,
-    *,
-    fit: Sequence[str] = DEFAULT_FIT_FACTORS,
-    max_rounds: int = 3,
-    prior_sigma: float | None = None,
-    workers: int = 1,
-    progress: Callable[[str], None] | None = None,
-) -> FitResult:
-    """Fit the factors named in `fit` (the others stay as in `start`) to `cases`.
-
-    Residuals (`FitResult.residuals`, indexed by case) are at the fitted factors. Up to
-    `max_rounds` rounds re-simulate the open-loop cases; `workers` processes simulate;
-    with `prior_sigma` (None: off) each fitted factor adds the residual
-    log(f / f_start) / prior_sigma beside the data's log errors (`llmsizer.perf.fit`), so
-    with a handful of cases the prior dominates, with hundreds it only settles what they
-    leave open.
-    """
-    specs = [spec for spec, _ in cases]
-    targets: list[Target] = [
-        (i, metric, float(value))
-        for i, (_, measured) in enumerate(cases)
-        for metric, value in measured.items()
-    ]
-    latencies = [bool(LATENCY_METRICS & set(measured)) for _, measured in cases]
-    open_loop = [i for i, s in enumerate(specs) if s.request_rate is not None]
-    say = progress or (lambda _: None)
-    say(f"simulating {len(specs)} cases ({len(open_loop)} open-loop)")
-    traces = record_traces(specs, start, latencies, workers)
-
-    def refresh(factors: EfficiencyFactors) -> dict[int, ScheduleTrace]:
-        say(f"re-simulating {len(open_loop)} open-loop cases")
-        fresh = record_traces(
-            [specs[i] for i in open_loop], factors, [latencies[i] for i in open_loop], workers
-        )
-        return dict(zip(open_loop, fresh, strict=True))
-
-    return fit_factors(
-        traces,
-        targets,
-        start,
-        fit,
-        clock_dependent=open_loop,
-        refresh=refresh,
-        max_rounds=max_rounds,
-        prior_sigma=prior_sigma,
-        progress=say,
-    )
-
-
-def calibration_file(
-    result: FitResult, engine: EngineName | str, fitted_on: Mapping[str, Any]
-) -> CalibrationFile:
-    """The calibration file of a fit that started from `engine`'s priors (factors rounded
-    to 4 significant digits, well inside what the data can tell apart)."""
-    return CalibrationFile(
-        kind="efficiency_factors",
-        engine=EngineName.parse(engine),
-        factors={k: float(f"{v:.4g}") for k, v in result.factors.as_dict().items()},
-        fitted_on={**fitted_on, "fitted_factors": list(result.fitted)},
-        residuals=result.summary(),
-    )
-
-
-# --- The published calibration set (`../shared/calibration/measurements.csv`) as cases ----
 
 
 @dataclass(frozen=True, slots=True)

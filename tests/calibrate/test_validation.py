@@ -3,10 +3,10 @@ markdown shows every source, the bars, the worst rows and the skipped rows."""
 
 import pytest
 
+from llmsizer.calibrate.measurements import Measurement, Skipped
+from llmsizer.calibrate.validation import BARS, validate
 from llmsizer.instance import PredictSpec, predict
 from llmsizer.perf import default_efficiency
-from llmsizer.sizing.calibration import Measurement, Skipped
-from llmsizer.sizing.validation import BARS, validate
 
 SLOW = default_efficiency("trtllm").replace(gemm_bandwidth_efficiency=0.5)
 
