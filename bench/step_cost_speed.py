@@ -14,6 +14,10 @@ Also timed: `breakdown` (parts for MBU/MFU) and one `StepFeaturizer` row (calibr
 Measured on the development machine (2 shared cores), best of 7, microseconds per call:
 
     before the single step formula (5a18a44):  call 1.50   breakdown 11.2   featurizer row 18.8
+    after (step_terms, plain tuples):          call 1.49   breakdown 11.7   featurizer row  6.4
+
+(The same mix with `BatchAggregates` and `StepTerms` built as NamedTuple instances in the
+call instead of plain tuples: 1.95 us, 1.3x; one of the two: 1.74 us.)
 """
 
 from __future__ import annotations
