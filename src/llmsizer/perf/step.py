@@ -101,9 +101,8 @@ class StepTerms(NamedTuple):
 # The formula's values travel as plain tuples, named by `BatchAggregates` and `StepTerms`:
 # building and unpacking a tuple subclass instead costs ~0.2 us each (a call is ~1.5 us).
 Terms = tuple[float, ...]
-NUM_TERMS = len(StepTerms._fields)
 NUM_ROOFLINE_TERMS = 2 * len(ROOFLINE_PARTS)
-_NO_STEP: Terms = (0.0,) * NUM_TERMS
+_NO_STEP: Terms = (0.0,) * len(StepTerms._fields)
 
 
 def step_terms(c: StepConstants, a: Aggregates) -> Terms:

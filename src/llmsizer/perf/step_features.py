@@ -16,10 +16,12 @@ column (`column_scale`, `price`):
           + n_prefill_layers * prefill_layer_overhead_s      (steps with prompt work)
 
 The columns are the `StepTerms` in order: C_p and M_p are part p's compute and memory times
-at 100 % of peak, L the collectives' bandwidth time at full link speed; the last five are
-counts (hops, steps, layers, prefill layers), which the terms give when every fixed cost is
-one unit (`_UNIT_S`). Which factor scales which column is `_FACTOR_OF`, mirroring
-`build_constants`; tests hold `price(featurize(batch), e)` equal to `StepModel(d, e)(batch)`.
+at 100 % of peak, L the bandwidth time of all the step's all-reduces or sends at full link
+speed (the terms price one of each, the row counts them all); the collectives' latency
+columns and the three overheads are counts (hops, steps, layers, prefill layers), which the
+terms give when every fixed cost is one unit (`_UNIT_S`). Which factor scales which column
+is `_FACTOR_OF`, mirroring `build_constants`; tests hold `price(featurize(batch), e)` equal
+to `StepModel(d, e)(batch)`.
 
 A step's features are affine in its `BatchAggregates` once its shape (tokens, sampled
 rows, prompt tokens, decoding sequences) is fixed, so the features of several steps of one
