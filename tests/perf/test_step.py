@@ -3,9 +3,14 @@ import time
 
 import pytest
 
-from llmsizer.perf.batch_shape import BatchShape, ChunkShape, decode_batch, prefill_batch
+from llmsizer.perf.batch_shape import (
+    BatchShape,
+    ChunkShape,
+    decode_batch,
+    prefill_batch,
+    window_pairs,
+)
 from llmsizer.perf.roofline import Bound
-from llmsizer.perf.step_parts import window_pairs
 from llmsizer.sim.batch import Batch, PrefillChunk
 from tests.perf.conftest import make_step_model
 

@@ -9,6 +9,7 @@ from llmsizer.perf.batch_shape import decode_batch, prefill_batch
 from llmsizer.perf.efficiency import EfficiencyFactors
 from llmsizer.perf.step_features import (
     COMPUTE,
+    FEATURES,
     MEMORY,
     NUM_FEATURES,
     STEPS,
@@ -77,3 +78,32 @@ def test_the_roofline_columns_are_times_at_full_peak(llama8b):
     flops = 4096 * llama8b.constants.dense_flops_per_token
     assert features[COMPUTE][linear] == pytest.approx(flops / d.matmul_flops_per_s)
     assert features[MEMORY][linear] > 0
+
+
+def test_price_of_many_rows_equals_the_price_of_each():
+    """The vectorised price is the scalar one row by row (same algebra over a block)."""
+    rng = random.Random(5)
+    featurize = StepFeaturizer(make_step_model("mixtral-8x7b", tensor_parallel_size=2).deployment)
+    rows = np.array([featurize(random_batch(rng)) for _ in range(50)])
+    eff = random_factors(rng)
+    block = price(rows, eff)
+    assert block.shape == (50,)
+    for row, time_s in zip(rows, block, strict=True):
+        assert float(price(row, eff)) == pytest.approx(time_s, rel=1e-12, abs=1e-15)
+
+
+@pytest.mark.parametrize(("tp", "pp"), [(1, 1), (4, 1), (2, 4)])
+def test_the_count_columns_count_hops_layers_and_steps(tp, pp):
+    step = make_step_model(
+        "llama-3.1-70b", "h200", tensor_parallel_size=tp, pipeline_parallel_size=pp
+    )
+    featurize = StepFeaturizer(step.deployment)
+    layers = step.deployment.model.num_layers
+    allreduce_hops = (2 * layers) * 2 * (tp - 1) if tp > 1 else 0  # two rings per layer
+    for batch, prompt_layers in ((decode_batch(8, 1000), 0), (prefill_batch(1, 100), layers)):
+        row = dict(zip(FEATURES, featurize(batch), strict=True))
+        assert row["allreduce_latency_s"] == allreduce_hops
+        assert row["send_latency_s"] == pp - 1
+        assert row["step_overhead_s"] == 1
+        assert row["layers_overhead_s"] == layers
+        assert row["prefill_layers_overhead_s"] == prompt_layers

@@ -7,14 +7,16 @@ never the reverse.
 
 Per step, a batch is prompt chunks (each `num_new_tokens` computed after
 `num_context_tokens` already in the KV cache) plus `num_decode_seqs` sequences generating one
-token each, whose contexts sum to `num_decode_context_tokens`.
+token each, whose contexts sum to `num_decode_context_tokens`. For the step cost it reduces
+to a few sums (`aggregate`, named by `BatchAggregates`): tokens, sampled rows, the prompt
+chunks' causal (query, key) pairs and KV reads, the decoding sequences' keys.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 
 class PrefillChunkLike(Protocol):
@@ -69,3 +71,80 @@ def prefill_batch(num_prompts: int, prompt_tokens: int, context_tokens: int = 0)
     """`num_prompts` whole prompts (or chunks) of `prompt_tokens` each, computed together."""
     chunk = ChunkShape(prompt_tokens, context_tokens)
     return BatchShape(prefill_chunks=(chunk,) * num_prompts)
+
+
+class BatchAggregates(NamedTuple):
+    """The names of the numbers `aggregate` reduces a batch to, in order. Pairs and keys are
+    per layer.
+
+    Prompt chunks contribute their causal (query, key) pairs and the KV tokens attention
+    reads, once as full-attention layers see them and once as sliding-window layers do
+    (`window_pairs`); decoding sequences contribute the keys they read.
+    """
+
+    num_tokens: int
+    num_sampled: int
+    num_prefill_tokens: int
+    prefill_pairs_full: float
+    prefill_pairs_window: float
+    prefill_kv_full: float
+    prefill_kv_window: float
+    num_decode_seqs: int
+    decode_keys_full: float
+    decode_keys_window: float
+
+
+def window_pairs(num_new: int, num_context: int, window: int) -> float:
+    """(query, key) pairs of a causal chunk when each query sees at most `window` keys.
+
+    Query i (1-based) of the chunk sits at position p = num_context + i and sees min(p, W)
+    keys; the sum splits where p reaches W:
+
+        p:  first ........ W ........ last
+            keys = p (a ramp)   keys = W
+    """
+    first, last = num_context + 1, num_context + num_new
+    if last <= window:
+        return 0.5 * (first + last) * num_new
+    if first > window:
+        return float(num_new * window)
+    ramp = 0.5 * (first + window) * (window - first + 1)
+    return ramp + (last - window) * window
+
+
+# What `aggregate` returns: a plain tuple (the step cost unpacks it once per engine step),
+# which `BatchAggregates._make` names.
+Aggregates = tuple[int, int, int, float, float, float, float, int, float, float]
+
+
+def aggregate(batch: BatchLike, window: int) -> Aggregates:
+    """Reduce a batch to what the step cost needs (`BatchAggregates` order); `window` is the
+    sliding window in tokens (0: the model has none). A chunk of n new tokens after ctx
+    cached ones has n ctx + n (n + 1) / 2 causal pairs and reads ctx + n keys; every prompt
+    chunk and every decoding sequence samples one token."""
+    num_prefill = 0
+    num_chunks = 0
+    pairs_full = pairs_window = kv_full = kv_window = 0.0
+    for chunk in batch.prefill_chunks:
+        n, ctx = chunk.num_new_tokens, chunk.num_context_tokens
+        num_prefill += n
+        num_chunks += 1
+        pairs_full += n * ctx + 0.5 * n * (n + 1)
+        kv_full += ctx + n
+        if window:
+            pairs_window += window_pairs(n, ctx, window)
+            kv_window += min(ctx, window) + n
+    num_decode = batch.num_decode_seqs
+    keys = float(batch.num_decode_context_tokens)
+    return (
+        num_prefill + num_decode,
+        num_chunks + num_decode,
+        num_prefill,
+        pairs_full,
+        pairs_window,
+        kv_full,
+        kv_window,
+        num_decode,
+        keys,
+        min(keys, float(num_decode * window)) if window else 0.0,
+    )

@@ -1,8 +1,9 @@
 """Everything in a step's cost that does not depend on the batch, computed once.
 
 All quantities are per GPU of a tensor-parallel group and summed over all layers unless the
-name says `per_layer`; rates are achievable rates (datasheet peak times efficiency). The
-formulas they feed are in `llmsizer.perf.step`.
+name says `per_layer`, except the collectives' (per all-reduce and per send, with their
+counts); rates are achievable rates (datasheet peak times efficiency). The formula they feed
+is `llmsizer.perf.step.step_terms`.
 
 Activation traffic counts each tensor a kernel reads or writes once, in the activation
 dtype: GEMM inputs and outputs go with the GEMMs; norms (read + write h, twice per layer),
@@ -60,9 +61,8 @@ class StepConstants:
     send_latency_s: float
     send_s_per_token: float
     step_overhead_s: float
-    layer_overhead_s: float
-    fixed_overhead_s: float
-    prefill_overhead_s: float
+    layers_overhead_s: float
+    prefill_layers_overhead_s: float
     stage_fraction: float
 
 
@@ -109,6 +109,9 @@ def build_constants(d: Deployment, eff: EfficiencyFactors) -> StepConstants:
         # each layer reads Q and writes O for every token
         attention_act_bytes_per_token=act * m.num_layers * (m.q_dim + m.attention_output_dim) / tp,
         elementwise_bytes_per_token=act * _elementwise_elements(d),
+        # ring all-reduces (roofline.ring_allreduce_time_s), two per layer when tp > 1, each
+        # 2 (tp - 1) hops and 2 (tp - 1) / tp of the T h activations over each link; and one
+        # hop and one send of the T h activations between consecutive pipeline stages
         num_allreduces=2 * m.num_layers if tp > 1 else 0,
         allreduce_latency_s=2 * (tp - 1) * eff.collective_hop_latency_s,
         allreduce_s_per_token=2 * (tp - 1) / tp * h * act / link,
@@ -116,9 +119,8 @@ def build_constants(d: Deployment, eff: EfficiencyFactors) -> StepConstants:
         send_latency_s=eff.collective_hop_latency_s,
         send_s_per_token=h * act / send_link,
         step_overhead_s=eff.step_overhead_s,
-        layer_overhead_s=eff.layer_overhead_s,
-        fixed_overhead_s=eff.step_overhead_s + m.num_layers * eff.layer_overhead_s,
-        prefill_overhead_s=m.num_layers * eff.prefill_layer_overhead_s,
+        layers_overhead_s=m.num_layers * eff.layer_overhead_s,
+        prefill_layers_overhead_s=m.num_layers * eff.prefill_layer_overhead_s,
         stage_fraction=math.ceil(m.num_layers / pp) / m.num_layers,
     )
 

@@ -1,4 +1,4 @@
-"""What one engine step costs: a roofline per kind of work, summed, plus fixed costs.
+"""What one engine step costs: one formula, `step_terms`, read three ways.
 
 For a batch of T tokens (prompt chunks plus one per decoding sequence) and S sequences that
 sample a token, one GPU of a tensor-parallel group spends, over all layers:
@@ -9,15 +9,29 @@ sample a token, one GPU of a tensor-parallel group spends, over all layers:
     prefill attn   max(pairs * f_pair / F_att,  (KV read + Q/O) / B_att)          causal pairs
     decode attn    max(context * f_pair / F_att,  context * kv_bytes / B_att)     reads each KV
     elementwise    norms, residuals, activations, rotary: bytes / B
-    communication  2 L ring all-reduces of T h bytes (tp > 1), pp - 1 activation sends
+    communication  2 L ring all-reduces of T h bytes (tp > 1), pp - 1 activation sends:
+                   link time plus one hop latency per ring step or send
     overhead       step_overhead + L * layer_overhead (+ L * prefill_layer_overhead when
                    the step has prompt work: it is launched eagerly, not from a CUDA graph)
 
 F, B, F_att, B_att are datasheet peaks times `EfficiencyFactors`; w is bytes per weight (2:4
 sparsity shrinks it and multiplies F by `math_speedup`). Parts run one after another (no
-overlap), as kernels of one forward pass do. Everything that does not depend on the batch is
-computed once in `StepConstants`, so a call is a few dozen float operations plus a loop over
-the prompt chunks.
+overlap), as kernels of one forward pass do.
+
+The table is computed in one place, `step_terms(constants, aggregates)`: everything that
+does not depend on the batch is in `StepConstants` (computed once), a batch reduces to
+`BatchAggregates` (`aggregate`), and the terms are every entry above in seconds, each
+roofline part as its compute time and its memory time (the max is taken by the reader).
+Three readers:
+
+- `StepModel(batch)` = `step_time_s(constants, step_terms(constants, aggregate(batch)))`,
+  the step's latency. The simulator calls it every step: a call is a loop over the prompt
+  chunks and a few dozen float operations, and the values pass as plain tuples, which
+  `BatchAggregates` and `StepTerms` name for the other readers.
+- `StepModel.breakdown(batch)`: `PartCost`s for MBU/MFU and reports (FLOPs = compute time x
+  rate, bytes = memory time x rate) and the pipeline stage interval, from the same terms.
+- `llmsizer.perf.step_features`: the terms at 100 % of peak, which calibration re-prices for
+  any factors with the same sum.
 
 Pipeline parallelism: `__call__` returns the step's latency, the batch passing through every
 stage in turn (exact when one batch is in flight). With `pipeline_parallel_size` batches in
@@ -28,13 +42,162 @@ breakdown): steady-state throughput is pipeline-size times higher than latency i
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
-from llmsizer.perf.batch_shape import BatchLike
+from llmsizer.perf.batch_shape import (
+    Aggregates,
+    BatchAggregates,
+    BatchLike,
+    aggregate,
+    decode_batch,
+)
 from llmsizer.perf.constants import StepConstants, build_constants
 from llmsizer.perf.deployment import Deployment
 from llmsizer.perf.efficiency import EfficiencyFactors, default_efficiency
-from llmsizer.perf.roofline import StepBreakdown
-from llmsizer.perf.step_parts import aggregate, step_parts, window_pairs
+from llmsizer.perf.roofline import Bound, PartCost, StepBreakdown
+
+# roofline part -> the StepConstants rates its compute time and its memory time are at
+PART_RATES: dict[str, tuple[str, str]] = {
+    "linear": ("linear_flops_per_s", "gemm_bytes_per_s"),
+    "experts": ("linear_flops_per_s", "gemm_bytes_per_s"),
+    "lm_head": ("lm_head_flops_per_s", "gemm_bytes_per_s"),
+    "prefill_attention": ("attention_flops_per_s", "attention_bytes_per_s"),
+    "decode_attention": ("attention_flops_per_s", "attention_bytes_per_s"),
+}
+ROOFLINE_PARTS = tuple(PART_RATES)
+
+
+class StepTerms(NamedTuple):
+    """The names of the terms `step_terms` returns, in order: seconds at the rates of the
+    `StepConstants` they were computed with, per GPU (module docstring).
+
+    The first ten are (compute, memory) pairs of the `ROOFLINE_PARTS`, over all layers; a
+    part takes the longer of the two. The collectives' terms are per operation, link time
+    and hop latency; a step runs `num_allreduces` all-reduces and `num_pipeline_sends`
+    sends. The overheads: the host's per step, the launch gaps of all layers, and the eager
+    launch of all layers in a step with prompt work (zero without).
+    """
+
+    linear_compute_s: float
+    linear_memory_s: float
+    experts_compute_s: float
+    experts_memory_s: float
+    lm_head_compute_s: float
+    lm_head_memory_s: float
+    prefill_attention_compute_s: float
+    prefill_attention_memory_s: float
+    decode_attention_compute_s: float
+    decode_attention_memory_s: float
+    elementwise_s: float
+    allreduce_link_s: float
+    allreduce_latency_s: float
+    send_link_s: float
+    send_latency_s: float
+    step_overhead_s: float
+    layers_overhead_s: float
+    prefill_layers_overhead_s: float
+
+
+# The formula's values travel as plain tuples, named by `BatchAggregates` and `StepTerms`:
+# building and unpacking a tuple subclass instead costs ~0.2 us each (a call is ~1.5 us).
+Terms = tuple[float, ...]
+NUM_ROOFLINE_TERMS = 2 * len(ROOFLINE_PARTS)
+_NO_STEP: Terms = (0.0,) * len(StepTerms._fields)
+
+
+def step_terms(c: StepConstants, a: Aggregates) -> Terms:
+    """The terms (`StepTerms` order) of the step whose `BatchAggregates` are `a`; all zero
+    for an empty batch (no step runs)."""
+    (t, sampled, num_prefill, pairs_full, pairs_window, kv_full, kv_window,
+     num_decode, keys_full, keys_window) = a  # fmt: skip
+    if t == 0:
+        return _NO_STEP
+    full, windowed = c.full_layers, c.window_layers
+    experts_compute_s = experts_memory_s = 0.0
+    if c.num_moe_layers:
+        # expected distinct experts a layer reads (roofline.expected_experts_touched)
+        touched = c.num_experts * (1.0 - c.expert_miss_per_token**t)
+        experts_compute_s = c.num_moe_layers * (t * c.expert_flops_per_token / c.linear_flops_per_s)
+        experts_memory_s = c.num_moe_layers * (
+            (touched * c.expert_weight_bytes + t * c.expert_act_bytes_per_token)
+            / c.gemm_bytes_per_s
+        )
+    prefill_compute_s = prefill_memory_s = prefill_overhead_s = 0.0
+    if num_prefill:
+        pairs = full * pairs_full + windowed * pairs_window
+        kv_read = full * kv_full + windowed * kv_window
+        prefill_compute_s = pairs * c.prefill_flops_per_pair / c.attention_flops_per_s
+        prefill_memory_s = (
+            kv_read * c.kv_bytes_per_token_per_layer + num_prefill * c.attention_act_bytes_per_token
+        ) / c.attention_bytes_per_s
+        prefill_overhead_s = c.prefill_layers_overhead_s
+    decode_compute_s = decode_memory_s = 0.0
+    if num_decode:
+        keys = full * keys_full + windowed * keys_window
+        decode_compute_s = keys * c.decode_flops_per_pair / c.attention_flops_per_s
+        decode_memory_s = (
+            keys * c.kv_bytes_per_token_per_layer + num_decode * c.attention_act_bytes_per_token
+        ) / c.attention_bytes_per_s
+    return (
+        t * c.dense_flops_per_token / c.linear_flops_per_s,
+        (c.dense_weight_bytes + t * c.dense_act_bytes_per_token) / c.gemm_bytes_per_s,
+        experts_compute_s,
+        experts_memory_s,
+        sampled * c.lm_head_flops_per_seq / c.lm_head_flops_per_s,
+        (c.lm_head_weight_bytes + sampled * c.lm_head_bytes_per_seq) / c.gemm_bytes_per_s,
+        prefill_compute_s,
+        prefill_memory_s,
+        decode_compute_s,
+        decode_memory_s,
+        t * c.elementwise_bytes_per_token / c.gemm_bytes_per_s,
+        t * c.allreduce_s_per_token,
+        c.allreduce_latency_s,
+        t * c.send_s_per_token,
+        c.send_latency_s,
+        c.step_overhead_s,
+        c.layers_overhead_s,
+        prefill_overhead_s,
+    )
+
+
+def step_time_s(c: StepConstants, terms: Terms) -> float:
+    """The step's latency: every part in turn, each roofline part at its longer time."""
+    (lin_c, lin_m, exp_c, exp_m, head_c, head_m, pre_c, pre_m, dec_c, dec_m,
+     elementwise_s, ar_link_s, ar_latency_s, send_link_s, send_latency_s,
+     step_s, layers_s, prefill_layers_s) = terms  # fmt: skip
+    # `x if x >= y else y` is max(x, y) without a call: this runs once per engine step. The
+    # order of the sum is kept to the bit: committed example plans hold full-precision results.
+    layer_work = (
+        (lin_c if lin_c >= lin_m else lin_m)
+        + (exp_c if exp_c >= exp_m else exp_m)
+        + prefill_layers_s
+        + (pre_c if pre_c >= pre_m else pre_m)
+        + (dec_c if dec_c >= dec_m else dec_m)
+        + elementwise_s
+    )
+    communication = c.num_allreduces * (ar_latency_s + ar_link_s) + c.num_pipeline_sends * (
+        send_latency_s + send_link_s
+    )
+    lm_head_s = head_c if head_c >= head_m else head_m
+    return layer_work + lm_head_s + communication + (step_s + layers_s)
+
+
+def stage_interval_s(c: StepConstants, t: StepTerms) -> float:
+    """The slowest pipeline stage's time: its share (`stage_fraction`) of the per-layer
+    work, plus the output projection, one activation send and the host's step overhead."""
+    layers_s = (
+        max(t.linear_compute_s, t.linear_memory_s)
+        + max(t.experts_compute_s, t.experts_memory_s)
+        + max(t.prefill_attention_compute_s, t.prefill_attention_memory_s)
+        + max(t.decode_attention_compute_s, t.decode_attention_memory_s)
+        + t.elementwise_s
+        + c.num_allreduces * (t.allreduce_latency_s + t.allreduce_link_s)
+        + t.layers_overhead_s
+        + t.prefill_layers_overhead_s
+    )
+    one_send_s = t.send_latency_s + t.send_link_s if c.num_pipeline_sends else 0.0
+    lm_head_s = max(t.lm_head_compute_s, t.lm_head_memory_s)
+    return layers_s * c.stage_fraction + lm_head_s + one_send_s + t.step_overhead_s
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,90 +214,60 @@ class StepModel:
     def __call__(self, batch: BatchLike) -> float:
         """Seconds for one step over `batch` (latency through all pipeline stages)."""
         c = self.constants
-        window = c.window
-        num_prefill = 0
-        num_chunks = 0
-        pairs_full = 0.0
-        pairs_window = 0.0
-        kv_full = 0.0
-        kv_window = 0.0
-        for chunk in batch.prefill_chunks:
-            n = chunk.num_new_tokens
-            ctx = chunk.num_context_tokens
-            num_prefill += n
-            num_chunks += 1
-            pairs_full += n * ctx + 0.5 * n * (n + 1)
-            kv_full += ctx + n
-            if window:
-                pairs_window += window_pairs(n, ctx, window)
-                kv_window += min(ctx, window) + n
-        num_decode = batch.num_decode_seqs
-        num_tokens = num_prefill + num_decode
-        if num_tokens == 0:
-            return 0.0
-        keys = float(batch.num_decode_context_tokens)
-        keys_window = min(keys, float(num_decode * window)) if window else 0.0
-
-        linear = max(
-            num_tokens * c.dense_flops_per_token / c.linear_flops_per_s,
-            (c.dense_weight_bytes + num_tokens * c.dense_act_bytes_per_token) / c.gemm_bytes_per_s,
-        )
-        experts = 0.0
-        if c.num_moe_layers:
-            touched = c.num_experts * (1.0 - c.expert_miss_per_token**num_tokens)
-            experts = c.num_moe_layers * max(
-                num_tokens * c.expert_flops_per_token / c.linear_flops_per_s,
-                (touched * c.expert_weight_bytes + num_tokens * c.expert_act_bytes_per_token)
-                / c.gemm_bytes_per_s,
-            )
-        sampled = num_chunks + num_decode
-        lm_head = max(
-            sampled * c.lm_head_flops_per_seq / c.lm_head_flops_per_s,
-            (c.lm_head_weight_bytes + sampled * c.lm_head_bytes_per_seq) / c.gemm_bytes_per_s,
-        )
-        layer_work = linear + experts
-        if num_prefill:
-            layer_work += c.prefill_overhead_s
-            layer_work += max(
-                (c.full_layers * pairs_full + c.window_layers * pairs_window)
-                * c.prefill_flops_per_pair
-                / c.attention_flops_per_s,
-                (
-                    (c.full_layers * kv_full + c.window_layers * kv_window)
-                    * c.kv_bytes_per_token_per_layer
-                    + num_prefill * c.attention_act_bytes_per_token
-                )
-                / c.attention_bytes_per_s,
-            )
-        if num_decode:
-            kv_keys = c.full_layers * keys + c.window_layers * keys_window
-            layer_work += max(
-                kv_keys * c.decode_flops_per_pair / c.attention_flops_per_s,
-                (
-                    kv_keys * c.kv_bytes_per_token_per_layer
-                    + num_decode * c.attention_act_bytes_per_token
-                )
-                / c.attention_bytes_per_s,
-            )
-        layer_work += num_tokens * c.elementwise_bytes_per_token / c.gemm_bytes_per_s
-        communication = c.num_allreduces * (
-            c.allreduce_latency_s + num_tokens * c.allreduce_s_per_token
-        ) + c.num_pipeline_sends * (c.send_latency_s + num_tokens * c.send_s_per_token)
-        return layer_work + lm_head + communication + c.fixed_overhead_s
+        return step_time_s(c, step_terms(c, aggregate(batch, c.window)))
 
     def lm_head_time_s(self, num_rows: int) -> float:
         """Output-projection time for `num_rows` positions that need logits."""
         if num_rows <= 0:
             return 0.0
         c = self.constants
-        return max(
-            num_rows * c.lm_head_flops_per_seq / c.lm_head_flops_per_s,
-            (c.lm_head_weight_bytes + num_rows * c.lm_head_bytes_per_seq) / c.gemm_bytes_per_s,
-        )
+        terms = StepTerms._make(step_terms(c, aggregate(decode_batch(num_rows, 0), c.window)))
+        return max(terms.lm_head_compute_s, terms.lm_head_memory_s)
 
     def breakdown(self, batch: BatchLike) -> StepBreakdown:
-        """The same step by part, with FLOPs, bytes and bounds, for MBU/MFU and reports."""
-        agg = aggregate(batch, self.constants.window)
-        parts, stage_interval_s = step_parts(self.constants, agg)
-        time_s = sum(p.time_s for p in parts)
-        return StepBreakdown(time_s, stage_interval_s, parts, agg.num_tokens)
+        """The same step by part, with FLOPs, bytes and bounds, for MBU/MFU and reports;
+        an empty batch has no parts (no step runs)."""
+        c = self.constants
+        a = BatchAggregates._make(aggregate(batch, c.window))
+        if a.num_tokens == 0:
+            return StepBreakdown(0.0, 0.0, (), 0)
+        terms = StepTerms._make(step_terms(c, a))
+        return StepBreakdown(
+            step_time_s(c, terms), stage_interval_s(c, terms), _parts(c, a, terms), a.num_tokens
+        )
+
+
+def _parts(c: StepConstants, a: BatchAggregates, t: StepTerms) -> tuple[PartCost, ...]:
+    """The step's parts in the order they run; parts a step cannot have are left out
+    (experts without MoE layers, prefill attention without prompt work, decode attention
+    without decoding sequences)."""
+    layer_parts = [_roofline_part(c, t, "linear")]
+    if c.num_moe_layers:
+        layer_parts.append(_roofline_part(c, t, "experts"))
+    if a.num_prefill_tokens:
+        layer_parts.append(_roofline_part(c, t, "prefill_attention"))
+    if a.num_decode_seqs:
+        layer_parts.append(_roofline_part(c, t, "decode_attention"))
+    elementwise_bytes = t.elementwise_s * c.gemm_bytes_per_s
+    allreduce_s = c.num_allreduces * (t.allreduce_latency_s + t.allreduce_link_s)
+    send_s = c.num_pipeline_sends * (t.send_latency_s + t.send_link_s)
+    overhead_s = (t.step_overhead_s + t.layers_overhead_s) + t.prefill_layers_overhead_s
+    return (
+        *layer_parts,
+        PartCost("elementwise", t.elementwise_s, 0.0, elementwise_bytes, Bound.MEMORY),
+        PartCost("allreduce", allreduce_s, 0.0, 0.0, Bound.COMMUNICATION),
+        _roofline_part(c, t, "lm_head"),
+        PartCost("pipeline_send", send_s, 0.0, 0.0, Bound.COMMUNICATION),
+        PartCost("overhead", overhead_s, 0.0, 0.0, Bound.OVERHEAD),
+    )
+
+
+def _roofline_part(c: StepConstants, t: StepTerms, name: str) -> PartCost:
+    """A roofline part from its two terms: its work is each time at its rate."""
+    i = 2 * ROOFLINE_PARTS.index(name)
+    compute_s, memory_s = t[i], t[i + 1]
+    flops_rate, bytes_rate = PART_RATES[name]
+    flops = compute_s * getattr(c, flops_rate)
+    bytes_ = memory_s * getattr(c, bytes_rate)
+    bound = Bound.COMPUTE if compute_s >= memory_s else Bound.MEMORY
+    return PartCost(name, max(compute_s, memory_s), flops, bytes_, bound)
