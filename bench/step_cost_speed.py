@@ -27,11 +27,11 @@ import random
 import time
 from collections.abc import Callable, Sequence
 
+from llmsizer.calibrate.features import StepFeaturizer
 from llmsizer.perf.batch_shape import BatchShape, ChunkShape
 from llmsizer.perf.deployment import Deployment
 from llmsizer.perf.efficiency import default_efficiency
 from llmsizer.perf.step import StepModel
-from llmsizer.perf.step_features import StepFeaturizer
 
 DEPLOYMENTS = [
     # (model, GPU, precision, tensor_parallel_size, pipeline_parallel_size)

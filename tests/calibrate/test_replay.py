@@ -5,10 +5,10 @@ import dataclasses
 import numpy as np
 import pytest
 
+from llmsizer.calibrate.features import StepFeaturizer, price
 from llmsizer.calibrate.replay import ScheduleTrace, StepRecord, replay
 from llmsizer.perf.batch_shape import decode_batch, prefill_batch
 from llmsizer.perf.efficiency import EfficiencyFactors
-from llmsizer.perf.step_features import StepFeaturizer, price
 
 EFF = EfficiencyFactors()
 SLOW = EfficiencyFactors(gemm_bandwidth_efficiency=0.3, step_overhead_s=0.004)

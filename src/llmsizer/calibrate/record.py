@@ -14,10 +14,10 @@ from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
+from llmsizer.calibrate.features import NUM_AGGREGATES, StepFeaturizer
 from llmsizer.calibrate.replay import ScheduleTrace, StepRecord
 from llmsizer.instance import PredictSpec, simulation_setup
 from llmsizer.perf import EfficiencyFactors
-from llmsizer.perf.step_features import NUM_AGGREGATES, StepFeaturizer
 from llmsizer.sim import Batch, Engine
 
 Case = tuple[PredictSpec, Mapping[str, float]]

@@ -5,7 +5,7 @@ long each step takes. In a closed loop or an offline burst those decisions never
 the clock (requests are all waiting, or arrive the moment another finishes), so the
 schedule is the same under any factors and only its timing changes. `ScheduleTrace` keeps
 what the timing needs: per segment of consecutive steps, the summed step features
-(`llmsizer.perf.step_features`); per request, the segments that end with its first and its
+(`llmsizer.calibrate.features`); per request, the segments that end with its first and its
 last token, and its arrival. `replay` re-prices the segments and recomputes the metrics:
 
     end_j = max(end_{j-1}, release_j) + dt_j         release_j: latest open-loop arrival
@@ -25,8 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from llmsizer.calibrate.features import SHAPE_COLUMNS, StepFeaturizer, price
 from llmsizer.perf.efficiency import EfficiencyFactors
-from llmsizer.perf.step_features import SHAPE_COLUMNS, StepFeaturizer, price
 
 
 @dataclass(frozen=True, slots=True, eq=False)

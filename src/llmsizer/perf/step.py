@@ -30,7 +30,7 @@ Three readers:
   `BatchAggregates` and `StepTerms` name for the other readers.
 - `StepModel.breakdown(batch)`: `PartCost`s for MBU/MFU and reports (FLOPs = compute time x
   rate, bytes = memory time x rate) and the pipeline stage interval, from the same terms.
-- `llmsizer.perf.step_features`: the terms at 100 % of peak, which calibration re-prices for
+- `llmsizer.calibrate.features`: the terms at 100 % of peak, which calibration re-prices for
   any factors with the same sum.
 
 Pipeline parallelism: `__call__` returns the step's latency, the batch passing through every

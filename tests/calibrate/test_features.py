@@ -5,9 +5,7 @@ import random
 import numpy as np
 import pytest
 
-from llmsizer.perf.batch_shape import decode_batch, prefill_batch
-from llmsizer.perf.efficiency import EfficiencyFactors
-from llmsizer.perf.step_features import (
+from llmsizer.calibrate.features import (
     COMPUTE,
     FEATURES,
     MEMORY,
@@ -16,6 +14,8 @@ from llmsizer.perf.step_features import (
     StepFeaturizer,
     price,
 )
+from llmsizer.perf.batch_shape import decode_batch, prefill_batch
+from llmsizer.perf.efficiency import EfficiencyFactors
 from tests.perf.conftest import make_step_model
 from tests.perf.test_step import random_batch
 
