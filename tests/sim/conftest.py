@@ -8,8 +8,9 @@ from collections.abc import Callable, Iterable, Sequence
 import numpy as np
 import pytest
 
-from llmsizer.sim import Engine, EngineConfig, FixedTicks, StepCost
+from llmsizer.sim import Engine, EngineConfig, FixedTicks, SimResult, StepCost
 from llmsizer.sim.batching.base import Scheduler, SchedulerOutput
+from llmsizer.sim.engine import _Run
 from llmsizer.sim.engine import make_scheduler as scheduler_for
 from llmsizer.sim.kv_cache import KVCacheManager
 from llmsizer.sim.request import SimRequest, Status
@@ -52,6 +53,12 @@ def make_workload(
 
 def make_engine(step_cost: StepCost | None = None, **config: object) -> Engine:
     return Engine(EngineConfig(**config), step_cost or FixedTicks(0.010))  # type: ignore[arg-type]
+
+
+def run_keeping_kv(engine: Engine, workload: Workload) -> tuple[SimResult, KVCacheManager]:
+    """Run `workload` and keep the run's KV manager, whose final state no result reports."""
+    run = _Run(engine, workload, None)
+    return run.run(), run.kv
 
 
 @pytest.fixture
