@@ -32,15 +32,14 @@ from llmsizer.workload import (
     uniform_lengths,
 )
 from llmsizer.workload.lengths import lognormal_parameters
+from tests.conftest import shared_path
 
-TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
+TRACES = shared_path("traces")
 AZURE_CONV = TRACES / "AzureLLMInferenceTrace_conv.csv"
 AZURE_CODE = TRACES / "AzureLLMInferenceTrace_code.csv"
 MOONCAKE_CONV = TRACES / "mooncake_conversation_trace.jsonl"
 MOONCAKE_SYNTHETIC = TRACES / "mooncake_synthetic_trace.jsonl"
 N = 100_000  # samples for statistical checks: standard errors well under 1 %
-
-needs_traces = pytest.mark.skipif(not TRACES.is_dir(), reason=f"no trace files in {TRACES}")
 
 
 def cv(values: np.ndarray) -> float:
@@ -218,7 +217,7 @@ def test_zero_and_one_requests() -> None:
 # --- traces ----------------------------------------------------------------------------------
 
 
-@needs_traces
+@pytest.mark.shared
 def test_azure_conversation_trace_matches_its_readme(azure_conv: Workload) -> None:
     assert azure_conv.num_requests == 19_366
     assert arrivals_of(azure_conv)[0] == 0.0
@@ -231,7 +230,7 @@ def test_azure_conversation_trace_matches_its_readme(azure_conv: Workload) -> No
     assert azure_conv.prefix_hashes is None
 
 
-@needs_traces
+@pytest.mark.shared
 def test_azure_code_trace_is_very_bursty() -> None:
     code = read_azure_csv(AZURE_CODE)
     assert code.num_requests == 8_819
@@ -239,7 +238,7 @@ def test_azure_code_trace_is_very_bursty() -> None:
     assert code.num_prompt_tokens.mean() == pytest.approx(2048, abs=1)
 
 
-@needs_traces
+@pytest.mark.shared
 def test_mooncake_conversation_trace_matches_its_readme(mooncake_conv: Workload) -> None:
     assert mooncake_conv.num_requests == 12_031
     assert mooncake_conv.span_s == pytest.approx(3_537, abs=1)
@@ -253,14 +252,14 @@ def test_mooncake_conversation_trace_matches_its_readme(mooncake_conv: Workload)
     assert len(first_blocks) < mooncake_conv.num_requests / 2  # prompts do share prefixes
 
 
-@needs_traces
+@pytest.mark.shared
 def test_mooncake_synthetic_trace_size() -> None:
     synthetic = read_mooncake_jsonl(MOONCAKE_SYNTHETIC)
     assert synthetic.num_requests == 3_993
     assert synthetic.span_s == pytest.approx(1_022, abs=1)
 
 
-@needs_traces
+@pytest.mark.shared
 def test_time_scale_stretches_gaps_and_rate_scale_compresses_them(azure_conv: Workload) -> None:
     slow = read_trace(AZURE_CONV, time_scale=2.0)
     fast = read_trace(AZURE_CONV, "azure", rate_scale=2.0)
@@ -270,7 +269,7 @@ def test_time_scale_stretches_gaps_and_rate_scale_compresses_them(azure_conv: Wo
     np.testing.assert_array_equal(slow.num_prompt_tokens, azure_conv.num_prompt_tokens)
 
 
-@needs_traces
+@pytest.mark.shared
 def test_max_requests_keeps_the_first_ones(mooncake_conv: Workload) -> None:
     first = read_trace(MOONCAKE_CONV, max_requests=100)
     assert first.num_requests == 100
@@ -450,7 +449,7 @@ def test_system_prompt_is_added_in_front_of_every_prompt() -> None:
     assert workload.num_prompt_tokens.min() >= 201 and workload.num_prompt_tokens.max() <= 210
 
 
-@needs_traces
+@pytest.mark.shared
 def test_trace_lengths_with_poisson_arrivals_keep_prompt_output_pairs(
     azure_conv: Workload,
 ) -> None:
@@ -472,7 +471,7 @@ def test_trace_lengths_with_poisson_arrivals_keep_prompt_output_pairs(
     assert np.diff(arrivals_of(workload)).mean() == pytest.approx(0.2, rel=0.03)
 
 
-@needs_traces
+@pytest.mark.shared
 def test_trace_replay_takes_the_first_requests_and_scales_time(azure_conv: Workload) -> None:
     spec = WorkloadSpec(arrival="trace", trace=AZURE_CONV, num_requests=1000, time_scale=10)
     workload = make_workload(spec)
@@ -483,7 +482,7 @@ def test_trace_replay_takes_the_first_requests_and_scales_time(azure_conv: Workl
         make_workload(spec.model_copy(update={"num_requests": 20_000}))
 
 
-@needs_traces
+@pytest.mark.shared
 def test_mooncake_replay_keeps_hashes_cut_to_capped_prompts() -> None:
     isl = LengthSpec(kind="trace", max_tokens=1024)
     workload = make_workload(WorkloadSpec(arrival="trace", trace=MOONCAKE_CONV, isl=isl))
@@ -542,7 +541,7 @@ def test_spec_rejects_bad_values_naming_them(fields: dict, message: str) -> None
         WorkloadSpec.model_validate(fields)
 
 
-@needs_traces
+@pytest.mark.shared
 @pytest.mark.parametrize(
     ("fields", "message"),
     [

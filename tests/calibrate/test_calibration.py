@@ -26,8 +26,9 @@ from llmsizer.perf.calibrated import (
     save_calibration,
 )
 from llmsizer.perf.efficiency import Engine
+from tests.conftest import shared_path
 
-CSV = Path(__file__).resolve().parents[3] / "shared" / "calibration" / "measurements.csv"
+CSV = shared_path("calibration", "measurements.csv")
 PRIOR = default_efficiency("trtllm")
 COLUMNS = (
     "id source_id source_url source_table source_date engine engine_version model precision "
@@ -174,7 +175,7 @@ def test_rows_that_cannot_be_one_case_are_skipped_with_a_reason(changes, reason)
     assert reason in got.reason
 
 
-@pytest.mark.skipif(not CSV.exists(), reason="calibration set not checked out")
+@pytest.mark.shared
 def test_every_row_of_the_calibration_set_is_used_or_skipped_with_a_reason():
     data = load_measurements(CSV)
     assert len(data.measurements) + len(data.skipped) == 731

@@ -141,7 +141,8 @@ def test_started_before_keeps_whole_history() -> None:
     records = continuous(100, 4)
     full = occupancy(records)
     cut = occupancy(records, started_before_s=float(full.start_s[40]))
-    assert cut.num_requests <= 40
+    assert np.all(np.diff(full.start_s[:41]) > 0)  # distinct starts: exactly 40 came before
+    assert cut.num_requests == 40
     assert np.array_equal(cut.slot, full.slot[: cut.num_requests])
 
 

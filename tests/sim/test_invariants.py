@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from llmsizer.sim import LinearStepCost
 
-from .conftest import make_engine, make_workload
+from .conftest import make_engine, make_workload, run_keeping_kv
 
 POLICIES = [
     {"engine": "vllm"},
@@ -47,7 +47,7 @@ def test_every_request_completes_once_and_time_runs_forward(
     )
     cost = LinearStepCost(a_s=0.005, b_s_per_prefill_token=1e-5, d_s_per_context_token=1e-8)
     cfg = {"max_num_seqs": max_num_seqs, "num_gpu_blocks": num_blocks, **policy}
-    res = make_engine(cost, **cfg).run(w)
+    res, kv = run_keeping_kv(make_engine(cost, **cfg), w)
 
     assert [r.request_id for r in res.records] == list(range(n))
     for r, o in zip(res.records, osl, strict=True):
@@ -61,7 +61,9 @@ def test_every_request_completes_once_and_time_runs_forward(
     assert np.all(res.steps.start_s[1:] >= res.steps.end_s[:-1])
     if num_blocks is not None:
         assert res.peak_kv_blocks_used <= num_blocks
-    assert res.steps.num_running.max() <= max(max_num_seqs, 1)
+    # every block is back: free, or a cached prefix nobody references (evictable)
+    assert kv.num_used == kv.num_evictable
+    assert res.steps.num_running.max() <= max_num_seqs
     if closed:
         in_system = res.steps.num_running - res.steps.num_padding_seqs + res.steps.num_waiting
         assert in_system.max() <= 3

@@ -45,7 +45,6 @@ def test_static_waits_for_a_full_batch_but_dynamic_times_out() -> None:
 
 
 def test_continuous_batching_fills_freed_slots_every_step() -> None:
-    w = make_workload(10, [2, 10], arrival_s=[0, 0]).__class__
     w = make_workload(10, [2, 10, 3], arrival_s=[0, 0, 0])
     res = make_engine(max_num_seqs=2).run(w)
     r0, r1, r2 = res.records

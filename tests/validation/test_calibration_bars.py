@@ -12,7 +12,6 @@ H100, and the offline rows with short outputs (2048/128, 5000/500).
 
 from collections.abc import Callable
 from functools import cache
-from pathlib import Path
 
 import pytest
 
@@ -26,9 +25,10 @@ from llmsizer.calibrate.validation import (
     validate,
 )
 from llmsizer.perf.calibrated import calibrated_efficiency
+from tests.conftest import shared_path
 
-CSV = Path(__file__).resolve().parents[3] / "shared" / "calibration" / "measurements.csv"
-pytestmark = pytest.mark.skipif(not CSV.exists(), reason="calibration set not checked out")
+CSV = shared_path("calibration", "measurements.csv")
+pytestmark = pytest.mark.shared
 OFFLINE, ITL, TTFT = BARS
 
 
