@@ -1,6 +1,7 @@
 import pytest
 
 from llmsizer.specs import Precision
+from llmsizer.specs.dtypes import quant_mode_precision
 
 
 @pytest.mark.parametrize(
@@ -26,7 +27,9 @@ def test_parse_is_lenient(text, expected):
 
 
 def test_unknown_precision_lists_the_allowed_values():
-    with pytest.raises(ValueError, match="allowed: bf16, fp16, fp8, int8, int4, fp4, mxfp4"):
+    with pytest.raises(
+        ValueError, match="allowed: bf16, fp16, fp8, fp8_block, int8, int4, int4_g32, fp4, mxfp4"
+    ):
         Precision.parse("fp12")
 
 
@@ -46,3 +49,33 @@ def test_int4_is_weight_only_and_computes_in_bf16():
     assert Precision.INT4.tensor_core_precision is Precision.BF16
     assert Precision.MXFP4.tensor_core_precision is Precision.FP4
     assert not Precision.FP8.is_weight_only
+
+
+def test_block_scaled_formats_count_their_scales():
+    # FP8 with one FP32 scale per 128 x 128 block (DeepSeek-V3 report, sec. 3.3.2)
+    assert Precision.FP8_BLOCK.bits_per_element == pytest.approx(8 + 32 / 16384)
+    assert Precision.FP8_BLOCK.tensor_core_precision is Precision.FP8
+    # Kimi K2.5's experts: INT4, one BF16 scale per 32 values, dequantised to BF16 math
+    assert Precision.INT4_G32.bits_per_element == pytest.approx(4.5)
+    assert Precision.INT4_G32.is_weight_only
+    assert Precision.INT4_G32.tensor_core_precision is Precision.BF16
+
+
+@pytest.mark.parametrize(
+    ("mode", "expected"),
+    [
+        ("fp8", Precision.FP8),
+        ("fp8_block", Precision.FP8_BLOCK),
+        ("nvfp4", Precision.FP4),
+        ("int4_wo", Precision.INT4),
+        ("bfloat16", Precision.BF16),
+        ("", None),
+    ],
+)
+def test_aiconfigurator_quant_modes(mode, expected):
+    assert quant_mode_precision(mode) is expected
+
+
+def test_unknown_quant_mode_is_an_error_not_a_guess():
+    with pytest.raises(ValueError, match="unknown quantization mode 'w4afp8'"):
+        quant_mode_precision("w4afp8")

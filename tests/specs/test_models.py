@@ -13,16 +13,32 @@ from llmsizer.specs import (
 PUBLISHED_TOTALS = [(key, entry) for key, entry in model_catalog().items() if dict(entry.published)]
 
 
+def _published_match(derived, published, rounded_to):
+    """Within 2 %, or within half the unit the source rounds to ("10 billion": 0.5e9)."""
+    return abs(derived - published) <= max(0.02 * published, rounded_to / 2)
+
+
 @pytest.mark.parametrize(("key", "entry"), PUBLISHED_TOTALS, ids=[k for k, _ in PUBLISHED_TOTALS])
 def test_derived_parameter_counts_match_published_within_2_percent(key, entry):
     published = dict(entry.published)
     model = entry.model
-    assert model.total_params == pytest.approx(published["total_params"], rel=0.02)
-    if "active_params" in published:
-        assert model.active_params == pytest.approx(published["active_params"], rel=0.02)
-    if "active_params_excluding_embedding" in published:  # OpenAI's convention for gpt-oss
-        active = model.active_params - model.embedding_params
-        assert active == pytest.approx(published["active_params_excluding_embedding"], rel=0.02)
+    unit = entry.published_rounded_to
+    derived = {"total_params": model.total_params}
+    if model.moe is not None:
+        assert published.keys() & {
+            "active_params",
+            "active_params_excluding_embedding",
+            "active_params_excluding_embedding_and_lm_head",
+        }, f"{key}: a MoE model needs a published active count"
+    derived["active_params"] = model.active_params
+    # OpenAI's convention for gpt-oss: the input embedding is not active
+    derived["active_params_excluding_embedding"] = model.active_params - model.embedding_params
+    # GLM's and MiniMax's: neither the embedding nor the output matrix
+    derived["active_params_excluding_embedding_and_lm_head"] = (
+        model.active_params - model.embedding_params - model.lm_head_params
+    )
+    for name, value in published.items():
+        assert _published_match(derived[name], value, unit), (key, name, derived[name], value)
 
 
 @pytest.mark.parametrize(
@@ -32,6 +48,9 @@ def test_derived_parameter_counts_match_published_within_2_percent(key, entry):
         ("llama-3.1-70b", 70.6e9, 70.6e9),
         ("mixtral-8x7b", 46.7e9, 12.9e9),
         ("deepseek-v3", 671e9, 37e9),
+        ("deepseek-r1", 671e9, 37e9),
+        ("kimi-k2.5", 1.04e12, 32.6e9),  # Kimi K2 report: 1.04T total, 32.6B activated
+        ("qwen3-235b-a22b", 235e9, 22e9),
     ],
 )
 def test_the_briefs_reference_counts(name, total, active):
@@ -119,6 +138,7 @@ def test_catalog_covers_the_brief():
         "qwen3-30b-a3b", "qwen3-235b-a22b", "deepseek-v3", "gpt-oss-20b", "gpt-oss-120b",
         "gpt-j-6b", "falcon-180b", "mpt-7b", "nemo-gpt-43b",
     }  # fmt: skip
+    required |= {"deepseek-r1", "kimi-k2.5", "glm-5", "minimax-m2.5", "qwen3.5-397b-a17b"}
     assert required <= set(model_catalog())
     assert "assumption" in model_catalog()["nemo-gpt-43b"].notes.lower()
 

@@ -4,7 +4,28 @@ Field names differ by family: Llama/Mistral/Qwen use `num_hidden_layers`, GPT-J 
 `n_layer`, MPT `n_layers`; experts are `num_local_experts` (Mixtral, GPT-OSS), `num_experts`
 (Qwen MoE) or `n_routed_experts` (DeepSeek). Each fact is read from the first name present;
 a required fact with none of its names raises an error naming them. Multimodal configs with
-a `text_config` are read from it.
+a `text_config` (Kimi K2.5, Qwen3.5) are read from it; the vision encoder is not modeled.
+
+The architecture variants of recent MoE models, and the fields they are read from:
+- MLA (DeepSeek-V3, Kimi K2/K2.5, GLM-5): `kv_lora_rank`, `q_lora_rank`, `qk_nope_head_dim`,
+  `qk_rope_head_dim`, `v_head_dim`.
+- MoE: `n_routed_experts` / `num_experts` / `num_local_experts`, `num_experts_per_tok`,
+  `moe_intermediate_size` (MiniMax M2 has no dense MLP and gives the expert width as
+  `intermediate_size`); shared experts as `n_shared_experts` x expert width or one
+  `shared_expert_intermediate_size` (Qwen) / `shared_intermediate_size` (MiniMax, 0 = none);
+  dense layers from `first_k_dense_replace` + `moe_layer_freq` or `decoder_sparse_step` +
+  `mlp_only_layers`.
+- Layer kinds from `layer_types` (`full_attention`, `sliding_attention`, `linear_attention`)
+  or `full_attention_interval`; Gated DeltaNet shapes from `linear_num_key_heads`,
+  `linear_num_value_heads`, `linear_key_head_dim`, `linear_value_head_dim`,
+  `linear_conv_kernel_dim`, state dtype `mamba_ssm_dtype`. MiniMax's `attn_type_list`
+  (1 = softmax, 0 = lightning attention) must be all softmax: lightning layers are not
+  modeled and raise an error.
+- `attn_output_gate` (Qwen3.5): a gate doubles the query projection.
+- DeepSeek Sparse Attention (GLM-5, DeepSeek-V3.2): `index_topk`, `index_n_heads`,
+  `index_head_dim`.
+- Multi-token prediction, noted but not served: `num_nextn_predict_layers` (DeepSeek, GLM),
+  `mtp_num_hidden_layers` (Qwen3.5), `num_mtp_modules` x `mtp_transformer_layers` (MiniMax).
 
 Families whose MLP is a plain two-matrix GELU MLP are listed in `_PLAIN_MLP_TYPES`; every
 other model type is taken to have a gated (SwiGLU) MLP, as all recent families do.
@@ -17,7 +38,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from llmsizer.specs.models import MlaSpec, ModelSpec, MoeSpec
+from llmsizer.specs.models import (
+    LinearAttentionSpec,
+    MlaSpec,
+    ModelSpec,
+    MoeSpec,
+    SparseAttentionSpec,
+)
 
 _PLAIN_MLP_TYPES = frozenset(
     {"gptj", "gpt2", "gpt_neox", "mpt", "falcon", "opt", "bloom", "gpt_bigcode", "phi"}
@@ -54,6 +81,7 @@ def model_from_hf_config(
     layers = reader.int("num_hidden_layers", "n_layer", "n_layers", "num_layers")
     model_type = str(config.get("model_type", "")).lower()
     mla = _mla(reader)
+    _check_layer_kinds(config, layers)
     window, num_window_layers = _sliding_window(config, layers)
     return ModelSpec(
         name=reader.name,
@@ -70,6 +98,10 @@ def model_from_hf_config(
         mla=mla,
         sliding_window=window,
         num_sliding_window_layers=num_window_layers,
+        attention_output_gate=bool(config.get("attn_output_gate", False)),
+        linear_attention=_linear_attention(reader, config, layers),
+        sparse_attention=_sparse_attention(reader),
+        num_mtp_layers=_num_mtp_layers(config),
         max_position_embeddings=reader.optional_int(
             "max_position_embeddings", "n_positions", "max_seq_len", "seq_length"
         ),
@@ -136,9 +168,13 @@ def _moe(reader: _Reader, config: Mapping[str, Any], layers: int) -> MoeSpec | N
     width = reader.optional_int("moe_intermediate_size") or reader.int("intermediate_size")
     num_shared = int(config.get("n_shared_experts") or 0)
     shared_width = num_shared * width
-    if config.get("shared_expert_intermediate_size"):  # Qwen2-MoE: one wide shared expert
+    # Qwen2-MoE, Qwen3.5: one shared expert of its own width; MiniMax: the same, 0 = none
+    one_shared = config.get("shared_expert_intermediate_size") or config.get(
+        "shared_intermediate_size"
+    )
+    if one_shared:
         num_shared = 1
-        shared_width = int(config["shared_expert_intermediate_size"])
+        shared_width = int(one_shared)
     return MoeSpec(
         num_experts=num_experts,
         num_experts_per_tok=top_k,
@@ -185,3 +221,76 @@ def _sliding_window(config: Mapping[str, Any], layers: int) -> tuple[int | None,
     if layer_types:
         return int(window), sum(1 for t in layer_types if t == "sliding_attention")
     return int(window), layers
+
+
+_LAYER_KINDS = frozenset({"full_attention", "sliding_attention", "linear_attention"})
+_STATE_DTYPE_BYTES = {"float32": 4.0, "bfloat16": 2.0, "float16": 2.0}
+
+
+def _check_layer_kinds(config: Mapping[str, Any], layers: int) -> None:
+    """Refuse layer kinds this model does not price, rather than pricing them as attention."""
+    layer_types = config.get("layer_types")
+    if layer_types:
+        unknown = set(layer_types) - _LAYER_KINDS
+        if unknown or len(layer_types) != layers:
+            raise ValueError(
+                f"layer_types: {len(layer_types)} entries for {layers} layers, kinds "
+                f"{sorted(set(layer_types))}; modeled kinds: {sorted(_LAYER_KINDS)}"
+            )
+    attn_types = config.get("attn_type_list")
+    if attn_types and any(int(t) != 1 for t in attn_types):
+        raise ValueError("attn_type_list has lightning-attention layers (0), not modeled")
+
+
+def _linear_layer_count(config: Mapping[str, Any], layers: int) -> int:
+    """Linear-attention layers from `layer_types`, else every layer but each
+    `full_attention_interval`-th (Qwen3-Next: layer i is full when (i + 1) % interval == 0)."""
+    layer_types = config.get("layer_types")
+    if layer_types:
+        return sum(1 for t in layer_types if t == "linear_attention")
+    interval = int(config.get("full_attention_interval") or 0)
+    if interval:
+        return layers - layers // interval
+    return 0
+
+
+def _linear_attention(
+    reader: _Reader, config: Mapping[str, Any], layers: int
+) -> LinearAttentionSpec | None:
+    count = _linear_layer_count(config, layers)
+    if not count:
+        return None
+    dtype = config.get("mamba_ssm_dtype")
+    if dtype is not None and str(dtype) not in _STATE_DTYPE_BYTES:
+        raise ValueError(f"mamba_ssm_dtype {dtype!r}; known: {sorted(_STATE_DTYPE_BYTES)}")
+    return LinearAttentionSpec(
+        num_layers=count,
+        num_key_heads=reader.int("linear_num_key_heads"),
+        num_value_heads=reader.int("linear_num_value_heads"),
+        key_head_dim=reader.int("linear_key_head_dim"),
+        value_head_dim=reader.int("linear_value_head_dim"),
+        conv_kernel_size=reader.int("linear_conv_kernel_dim"),
+        recurrent_state_bytes_per_element=None if dtype is None else _STATE_DTYPE_BYTES[dtype],
+    )
+
+
+def _sparse_attention(reader: _Reader) -> SparseAttentionSpec | None:
+    topk = reader.optional_int("index_topk")
+    if topk is None:
+        return None
+    return SparseAttentionSpec(
+        index_topk=topk,
+        index_n_heads=reader.int("index_n_heads"),
+        index_head_dim=reader.int("index_head_dim"),
+    )
+
+
+def _num_mtp_layers(config: Mapping[str, Any]) -> int:
+    """Multi-token-prediction layers shipped beside the decoder (not served as layers)."""
+    for key in ("num_nextn_predict_layers", "mtp_num_hidden_layers"):
+        if config.get(key):
+            return int(config[key])
+    if config.get("use_mtp") is False:
+        return 0
+    modules = int(config.get("num_mtp_modules") or 0)
+    return modules * int(config.get("mtp_transformer_layers") or 1)

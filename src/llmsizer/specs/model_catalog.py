@@ -1,8 +1,11 @@
 """The model catalog and lenient model lookup.
 
 `data/models.json` holds, per catalog model, the architecture fields of its public Hugging
-Face `config.json` (typed from the repository named in `hf_repo_id`), plus the published
-parameter counts that tests compare the derived counts with, and notes on assumptions.
+Face `config.json` (typed from the repository named in `hf_repo_id`, or from the mirror of it
+named in `config_source`), plus the published parameter counts that tests compare the derived
+counts with (`published`: the figures, their `source`, and `rounded_to` when the source
+rounds, e.g. "230 billion" -> 1e9), other Hugging Face ids of the same architecture
+(`aliases`: quantized exports such as `nvidia/DeepSeek-R1-NVFP4`), and notes on assumptions.
 
 `get_model(name)` accepts, in this order:
 1. a path to a `config.json` or to a directory holding one (any Hugging Face model);
@@ -43,6 +46,8 @@ class CatalogEntry:
     published: tuple[tuple[str, float], ...]
     published_source: str
     notes: str
+    config_source: str = ""
+    published_rounded_to: float = 0.0
 
 
 @cache
@@ -88,7 +93,9 @@ def _base_name(name: str) -> str:
     return normalize_name("".join(tokens))
 
 
-_ENTRY_FIELDS = frozenset({"hf_repo_id", "aliases", "config", "published", "notes"})
+_ENTRY_FIELDS = frozenset(
+    {"hf_repo_id", "aliases", "config", "config_source", "published", "notes"}
+)
 
 
 def _entry_from_json(key: str, entry: dict[str, Any]) -> CatalogEntry:
@@ -98,16 +105,18 @@ def _entry_from_json(key: str, entry: dict[str, Any]) -> CatalogEntry:
     repo = entry.get("hf_repo_id")
     published = dict(entry.get("published", {}))
     source = str(published.pop("source", ""))
-    model = model_from_hf_config(
-        entry["config"],
-        name=key,
-        hf_repo_id=repo,
-        source=f"config.json of huggingface.co/{repo}" if repo else entry.get("notes", ""),
-    )
+    rounded_to = float(published.pop("rounded_to", 0.0))
+    config_source = str(entry.get("config_source", ""))
+    model_source = f"config.json of huggingface.co/{repo}" if repo else entry.get("notes", "")
+    if repo and config_source:
+        model_source += f", as mirrored in {config_source}"
+    model = model_from_hf_config(entry["config"], name=key, hf_repo_id=repo, source=model_source)
     return CatalogEntry(
         model=model,
         aliases=tuple(entry.get("aliases", ())),
         published=tuple((k, float(v)) for k, v in published.items()),
         published_source=source,
         notes=str(entry.get("notes", "")),
+        config_source=config_source,
+        published_rounded_to=rounded_to,
     )

@@ -11,6 +11,13 @@ Counting conventions (checked against published totals in tests/specs):
   them, embeddings included (Mistral's "12.9B active" for Mixtral 8x7B counts them).
 - matrix-multiply FLOPs are 2 per weight per token (Kaplan et al. 2020, "Scaling Laws",
   C_forward = 2N); the output projection counts even when tied to the embedding.
+- multi-token-prediction layers (`num_mtp_layers`) and vision encoders are not counted: they
+  are not part of the served decoder (MTP serves only speculative decoding).
+
+Kinds of decoder layer: every layer has attention and an MLP (dense or MoE). The attention is
+softmax attention with a KV cache (MHA/GQA, or MLA; optionally windowed, optionally with a
+sparse-attention indexer) in `num_kv_cache_layers` layers, and linear attention with a fixed
+per-sequence state in the other `num_linear_attention_layers` (Qwen3.5's Gated DeltaNet).
 """
 
 from __future__ import annotations
@@ -21,41 +28,12 @@ from pathlib import Path
 from typing import Any
 
 from llmsizer.specs.dtypes import Precision
+from llmsizer.specs.model_parts import LinearAttentionSpec, MlaSpec, MoeSpec, SparseAttentionSpec
+
+__all__ = ["LinearAttentionSpec", "MlaSpec", "ModelSpec", "MoeSpec", "SparseAttentionSpec"]
 
 # embeddings, lm_head, norms and routers stay 16-bit in quantized checkpoints
 _UNQUANTIZED = Precision.BF16
-
-
-@dataclass(frozen=True, slots=True)
-class MoeSpec:
-    """Mixture of experts in `num_moe_layers` of the model's layers.
-
-    Every expert is a gated MLP of width `expert_intermediate_size`; a token goes to
-    `num_experts_per_tok` routed experts plus all `num_shared_experts` (DeepSeek, Qwen2-MoE),
-    whose combined width is `shared_expert_intermediate_size`.
-    """
-
-    num_experts: int
-    num_experts_per_tok: int
-    expert_intermediate_size: int
-    num_moe_layers: int
-    num_shared_experts: int = 0
-    shared_expert_intermediate_size: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class MlaSpec:
-    """Multi-head latent attention (DeepSeek-V2/V3): K and V live in a shared latent.
-
-    The KV cache stores `kv_lora_rank + qk_rope_head_dim` values per token per layer, the
-    same for every head (DeepSeek-V3 report, sec. 2.1.1).
-    """
-
-    q_lora_rank: int | None
-    kv_lora_rank: int
-    qk_nope_head_dim: int
-    qk_rope_head_dim: int
-    v_head_dim: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +44,13 @@ class ModelSpec:
       Falcon).
     - `sliding_window` tokens of attention in `num_sliding_window_layers` of the layers
       (Mistral 7B v0.1: all 32; GPT-OSS: every other layer); the rest attend to everything.
+    - `attention_output_gate`: the query projection also produces a sigmoid gate on the
+      attention output, doubling its width (Qwen3-Next, Qwen3.5 `attn_output_gate`).
+    - `linear_attention`: Gated DeltaNet layers in place of softmax attention in
+      `linear_attention.num_layers` of the layers (Qwen3.5: 45 of 60).
+    - `sparse_attention`: a DeepSeek Sparse Attention indexer in every softmax layer (GLM-5).
+    - `num_mtp_layers`: multi-token-prediction layers shipped for speculative decoding; noted,
+      not counted in parameters, FLOPs or KV.
     """
 
     name: str
@@ -82,6 +67,10 @@ class ModelSpec:
     mla: MlaSpec | None = None
     sliding_window: int | None = None
     num_sliding_window_layers: int = 0
+    attention_output_gate: bool = False
+    linear_attention: LinearAttentionSpec | None = None
+    sparse_attention: SparseAttentionSpec | None = None
+    num_mtp_layers: int = 0
     max_position_embeddings: int | None = None
     hf_repo_id: str | None = None
     source: str = ""
@@ -103,8 +92,12 @@ class ModelSpec:
                 f"model {self.name!r}: {self.num_attention_heads} attention heads are not a "
                 f"multiple of {self.num_key_value_heads} KV heads"
             )
-        if not 0 <= self.num_sliding_window_layers <= self.num_layers:
+        if not 0 <= self.num_sliding_window_layers <= self.num_kv_cache_layers:
             raise ValueError(f"model {self.name!r}: num_sliding_window_layers out of range")
+        if not 0 <= self.num_linear_attention_layers < self.num_layers:
+            raise ValueError(f"model {self.name!r}: linear-attention layers out of range")
+        if self.sparse_attention is not None and self.mla is None:
+            raise ValueError(f"model {self.name!r}: the sparse-attention indexer needs MLA")
         if self.num_sliding_window_layers and self.sliding_window is None:
             raise ValueError(f"model {self.name!r}: sliding-window layers need sliding_window")
 
@@ -149,20 +142,51 @@ class ModelSpec:
     def num_dense_layers(self) -> int:
         return self.num_layers - self.num_moe_layers
 
+    @property
+    def num_linear_attention_layers(self) -> int:
+        """Layers with linear attention: a fixed state per sequence, no KV cache."""
+        return 0 if self.linear_attention is None else self.linear_attention.num_layers
+
+    @property
+    def num_kv_cache_layers(self) -> int:
+        """Layers with softmax attention over cached keys (windowed ones included)."""
+        return self.num_layers - self.num_linear_attention_layers
+
+    @property
+    def num_full_attention_layers(self) -> int:
+        """Softmax-attention layers that see the whole context (not windowed)."""
+        return self.num_kv_cache_layers - self.num_sliding_window_layers
+
     # ---- parameters per layer -----------------------------------------------------------
 
     @property
     def attention_params_per_layer(self) -> int:
-        """Q, K, V and output projections (MLA: the down/up projections of its latents)."""
+        """Q, K, V and output projections of one softmax-attention layer (MLA: the down/up
+        projections of its latents; an output gate doubles Q; an indexer adds its own)."""
         h = self.hidden_size
+        gate = 2 if self.attention_output_gate else 1
         if self.mla is None:
-            return h * self.q_dim + 2 * h * self.kv_dim + self.attention_output_dim * h
+            q = gate * h * self.q_dim
+            return q + 2 * h * self.kv_dim + self.attention_output_dim * h
         m = self.mla
         heads = self.num_attention_heads
-        q = h * self.q_dim if m.q_lora_rank is None else m.q_lora_rank * (h + self.q_dim)
+        q_out = gate * self.q_dim
+        q = h * q_out if m.q_lora_rank is None else m.q_lora_rank * (h + q_out)
         kv_down = h * (m.kv_lora_rank + m.qk_rope_head_dim)
         kv_up = m.kv_lora_rank * heads * (m.qk_nope_head_dim + m.v_head_dim)
-        return q + kv_down + kv_up + self.attention_output_dim * h
+        indexer = 0
+        if self.sparse_attention is not None:
+            indexer = self.sparse_attention.projection_params(h, m.q_lora_rank)
+        return q + kv_down + kv_up + self.attention_output_dim * h + indexer
+
+    @property
+    def attention_params(self) -> int:
+        """Attention matmul weights over all layers, softmax and linear."""
+        linear = 0
+        if self.linear_attention is not None:
+            la = self.linear_attention
+            linear = la.num_layers * la.projection_params(self.hidden_size)
+        return self.num_kv_cache_layers * self.attention_params_per_layer + linear
 
     @property
     def dense_mlp_params_per_layer(self) -> int:
@@ -192,6 +216,18 @@ class ModelSpec:
             latent_norms = self.mla.kv_lora_rank + (self.mla.q_lora_rank or 0)
         return 2 * self.hidden_size + latent_norms
 
+    @property
+    def small_layer_params(self) -> int:
+        """Non-matmul weights outside the norms, all layers: linear attention's conv taps,
+        decay and gated norm; the indexer's key norm."""
+        linear = 0
+        if self.linear_attention is not None:
+            linear = self.linear_attention.num_layers * self.linear_attention.small_params
+        indexer = 0
+        if self.sparse_attention is not None:
+            indexer = self.num_kv_cache_layers * self.sparse_attention.small_params
+        return linear + indexer
+
     # ---- totals -------------------------------------------------------------------------
 
     @property
@@ -208,7 +244,7 @@ class ModelSpec:
         """Matmul weights every token uses in the decoder layers: attention, dense MLPs,
         shared experts (routers excluded: they stay 16-bit and are tiny)."""
         return (
-            self.num_layers * self.attention_params_per_layer
+            self.attention_params
             + self.num_dense_layers * self.dense_mlp_params_per_layer
             + self.num_moe_layers * self.shared_expert_params
         )
@@ -227,6 +263,7 @@ class ModelSpec:
             self.embedding_params
             + self.lm_head_params
             + self.num_layers * self.norm_params_per_layer
+            + self.small_layer_params
             + self.hidden_size  # final norm
             + self.num_moe_layers * self.router_params
         )
@@ -243,11 +280,14 @@ class ModelSpec:
         inactive = self.moe.num_experts - self.moe.num_experts_per_tok
         return self.total_params - self.num_moe_layers * inactive * self.expert_params
 
-    def weight_bytes(self, precision: Precision) -> float:
-        """Bytes of all weights with linear layers in `precision`, the rest in 16 bits."""
-        quantized = self.dense_linear_params + self.routed_expert_params
+    def weight_bytes(self, precision: Precision, moe_precision: Precision | None = None) -> float:
+        """Bytes of all weights: linear layers in `precision`, routed experts in
+        `moe_precision` (default: `precision`; AIConfigurator's `gemm_quant_mode` and
+        `moe_quant_mode`), embeddings, norms and routers in 16 bits."""
+        experts = precision if moe_precision is None else moe_precision
         return (
-            quantized * precision.bytes_per_element
+            self.dense_linear_params * precision.bytes_per_element
+            + self.routed_expert_params * experts.bytes_per_element
             + self.unquantized_params * _UNQUANTIZED.bytes_per_element
         )
 
@@ -275,18 +315,43 @@ class ModelSpec:
         return 2.0 * self.q_dim + 2.0 * self.attention_output_dim
 
     def attention_flops_per_token(self, context_tokens: int) -> float:
-        """Attention-score FLOPs for one new token that sees `context_tokens` tokens."""
-        full_layers = self.num_layers - self.num_sliding_window_layers
-        windowed = min(context_tokens, self.sliding_window or context_tokens)
-        keys = full_layers * context_tokens + self.num_sliding_window_layers * windowed
-        return self.attention_flops_per_key * keys
+        """Attention FLOPs for one new token that sees `context_tokens` tokens: scores and
+        weighted sums over the keys each softmax layer reads (a window, or an indexer's top-k,
+        caps them), the indexer's scores over the whole context, and the linear-attention
+        state update, which does not depend on the context."""
+        sparse = self.sparse_attention
+        cap = self.sliding_window
+        windowed = min(context_tokens, cap or context_tokens)
+        read = context_tokens if sparse is None else min(context_tokens, sparse.index_topk)
+        keys = self.num_full_attention_layers * read + self.num_sliding_window_layers * windowed
+        flops = self.attention_flops_per_key * keys
+        if sparse is not None:
+            flops += self.num_kv_cache_layers * sparse.flops_per_key * context_tokens
+        if self.linear_attention is not None:
+            la = self.linear_attention
+            flops += la.num_layers * la.flops_per_token_per_layer
+        return flops
 
     def kv_bytes_per_token_per_layer(self, kv_precision: Precision) -> float:
-        """KV-cache bytes one token adds in one layer: K and V, or MLA's shared latent."""
+        """KV-cache bytes one token adds in one softmax layer: K and V, or MLA's shared
+        latent, plus the sparse-attention indexer's FP8 key when there is one."""
         values = self.kv_dim if self.mla is not None else 2 * self.kv_dim
-        return values * kv_precision.bytes_per_element
+        indexer = (
+            0.0 if self.sparse_attention is None else self.sparse_attention.key_bytes_per_token
+        )
+        return values * kv_precision.bytes_per_element + indexer
 
     def kv_bytes_per_token(self, kv_precision: Precision) -> float:
-        """KV-cache bytes per token over all layers (sliding layers counted in full, as a
-        block manager without hybrid allocation keeps them)."""
-        return self.num_layers * self.kv_bytes_per_token_per_layer(kv_precision)
+        """KV-cache bytes per token over the softmax-attention layers (sliding layers counted
+        in full, as a block manager without hybrid allocation keeps them; linear-attention
+        layers hold no KV: see `linear_state_bytes_per_sequence`)."""
+        return self.num_kv_cache_layers * self.kv_bytes_per_token_per_layer(kv_precision)
+
+    def linear_state_bytes_per_sequence(self, activation_precision: Precision) -> float:
+        """Bytes of linear-attention state one sequence holds, whatever its length (0 for a
+        model without linear attention)."""
+        if self.linear_attention is None:
+            return 0.0
+        return self.linear_attention.state_bytes_per_sequence(
+            activation_precision.bytes_per_element
+        )
