@@ -5,21 +5,15 @@ Hugging Face ids the set uses."""
 import csv
 import json
 from importlib import resources
-from pathlib import Path
 
 import pytest
 
 from llmsizer.specs import ModelSpec, Precision, get_model, model_catalog
 from llmsizer.specs.dtypes import quant_mode_precision
 from llmsizer.specs.names import normalize_name
+from tests.conftest import shared_path
 
-# Needs the shared data beside the checkout (../shared, as tests/sizing/test_calibration.py)
-AIC_CSV = (
-    Path(__file__).resolve().parents[3] / "shared" / "calibration" / "aic_silicon_calibration.csv"
-)
-needs_shared_csv = pytest.mark.skipif(
-    not AIC_CSV.exists(), reason="needs ../shared/calibration/aic_silicon_calibration.csv"
-)
+AIC_CSV = shared_path("calibration", "aic_silicon_calibration.csv")
 
 
 def _catalog_config(key):
@@ -34,7 +28,7 @@ def _csv_column(*names):
         return sorted({row[name] for row in csv.DictReader(f) for name in names})
 
 
-@needs_shared_csv
+@pytest.mark.shared
 def test_every_model_path_of_the_calibration_set_is_a_catalog_id():
     paths = _csv_column("model_path")
     assert len(paths) >= 11
@@ -47,7 +41,7 @@ def test_every_model_path_of_the_calibration_set_is_a_catalog_id():
         assert get_model(path.upper()) is model
 
 
-@needs_shared_csv
+@pytest.mark.shared
 def test_every_quant_mode_of_the_calibration_set_has_a_format():
     modes = _csv_column("gemm_quant_mode", "moe_quant_mode")
     assert {"fp8", "fp8_block", "nvfp4", "int4_wo", ""} <= set(modes)
