@@ -100,7 +100,10 @@ async def test_read_timeout_is_a_record() -> None:
 
 async def test_refused_connection_is_a_record() -> None:
     record = await send(FakeVllm(fail_from_request=0))
-    assert record.error == "connection failed: connection refused"
+    assert record.error == (
+        "connection failed: cannot connect to http://fake: connection refused, "
+        "is the server running?"
+    )
 
 
 @pytest.mark.parametrize(

@@ -6,6 +6,7 @@ import asyncio
 import json
 from pathlib import Path
 
+import httpx
 import numpy as np
 import pytest
 
@@ -15,7 +16,7 @@ from llmsizer.bench.runner import run_benchmark, run_benchmark_async
 from llmsizer.bench.spec import BenchSpec
 from llmsizer.metrics import summarize
 from llmsizer.records import read_jsonl, record_to_json
-from tests.bench.fakes import FakeVllm
+from tests.bench.fakes import FakeVllm, sse
 
 
 def spec(tmp_path: Path, **kw: object) -> BenchSpec:
@@ -167,3 +168,32 @@ def test_auto_counts_with_usage_without_tokenize(tmp_path: Path) -> None:
     assert result.params["prompt_token_source"] == "usage"
     assert all(r.num_prompt_tokens == 20 for r in result.records)
     assert any(not body.get("stream") for body in fake.requests)  # the one-token requests
+
+
+@pytest.mark.parametrize(
+    ("chunk", "kind"),
+    [
+        (b"data: [1, 2, 3]\n\n", "bad chunk in stream"),
+        (sse({"choices": [], "usage": {"completion_tokens": "many"}}), "bad usage in stream"),
+    ],
+)
+def test_one_bad_chunk_in_ten_requests_loses_nothing(
+    tmp_path: Path, chunk: bytes, kind: str
+) -> None:
+    """Regression: such a chunk crashed the run (8 of 50 records written, no results file)."""
+    fake, sent = FakeVllm(), [0]
+
+    async def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/v1/completions" and json.loads(request.content).get("stream"):
+            sent[0] += 1
+            if sent[0] % 10 == 5:
+                return httpx.Response(200, content=chunk)
+        return await fake.handle(request)
+
+    (result,) = run_benchmark(
+        spec(tmp_path, num_prompts=50, num_warmups=0, concurrency=(4,)),
+        transport=httpx.MockTransport(handler),
+    )
+    assert result.failures == {kind: 5} and result.summary["completed"] == 45
+    assert len(list(read_jsonl(tmp_path / "requests.jsonl"))) == 50
+    assert read_results(tmp_path / "results.json")[0]["failures"] == {kind: 5}
