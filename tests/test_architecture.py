@@ -35,7 +35,7 @@ BUDGET = {
     "perf": 2600,
     "sim": 1600,
     "workload": 1300,
-    "bench": 2700,
+    "bench": 3100,  # failure kinds and a total stream reader: no server reply ends a run
     "report": 2000,
     "sizing": 5200,  # predict + plan + calibration: split calibration out when it grows
     "cli": 1100,

@@ -131,9 +131,16 @@ async def _exchange(
     body = build_payload(plan, options)
     async with http.stream("POST", options.endpoint.path, json=body) as response:
         reader.start(response.headers.get("content-type", ""))
+        # Bodies are read only when not compressed (the client asks for none): a small
+        # compressed body can unpack to gigabytes.
+        encoding = response.headers.get("content-encoding", "identity")
         if response.status_code != 200:
-            start = await _body_start(response)
+            start = await _body_start(response) if encoding == "identity" else b""
             reader.fail(status_failure(response.status_code, response.headers, start))
+            return
+        if encoding != "identity":
+            detail = f"compressed ({encoding}) although the client asked for no compression"
+            reader.fail(Failure(FailureKind.NOT_EVENT_STREAM, detail))
             return
         # Read on after [DONE] (the reader ignores it) so that the connection is reused.
         async for piece in response.aiter_bytes():

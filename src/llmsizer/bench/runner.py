@@ -196,7 +196,10 @@ def _workloads_of(spec: BenchSpec, rng: np.random.Generator) -> WorkloadFor:
 
 
 def _http_client(spec: BenchSpec, transport: httpx.AsyncBaseTransport | None) -> httpx.AsyncClient:
-    headers = {"Authorization": f"Bearer {spec.api_key}"} if spec.api_key else {}
+    # No compression: it would hold chunks back, and a small body could unpack to gigabytes.
+    headers = {"Accept-Encoding": "identity"}
+    if spec.api_key:
+        headers["Authorization"] = f"Bearer {spec.api_key}"
     return httpx.AsyncClient(
         base_url=spec.base_url,
         transport=transport,
