@@ -128,7 +128,9 @@ def _read_outputs(out: Path) -> tuple[int, bool, dict[str, int]]:
         (point,) = json.loads((out / "results.json").read_text())
     except (OSError, ValueError):
         return num_records, False, {}
-    return num_records, point["num_records"] == num_records, dict(point["failures"])
+    # (results files before num_records: completed + failed)
+    counted = point.get("num_records", point.get("completed", 0) + point.get("failed", 0))
+    return num_records, counted == num_records, dict(point["failures"])
 
 
 def campaign(modes: list[str], n: int, concurrency: int) -> list[Row]:
