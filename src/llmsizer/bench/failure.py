@@ -91,7 +91,9 @@ def os_reason(e: BaseException) -> str | None:
         seen.add(id(cause))
         code = getattr(cause, "errno", None)
         if isinstance(cause, OSError) and isinstance(code, int):
-            return f"{type(cause).__name__}: {os.strerror(code).lower()}"
+            # negative codes are the resolver's (socket.gaierror), with text of their own
+            text = os.strerror(code) if code > 0 else (cause.strerror or f"error {code}")
+            return f"{type(cause).__name__}: {text.lower()}"
         cause = cause.__cause__ or cause.__context__
     return None
 
