@@ -9,6 +9,7 @@ Knobs make it fail: an HTTP status, a stream cut after some chunks, a stall.
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -102,7 +103,9 @@ class FakeVllm:
         body = json.loads(request.content)
         self.requests.append(body)
         if self.fail_from_request is not None and len(self.requests) > self.fail_from_request:
-            raise httpx.ConnectError("connection refused")
+            # as httpx raises it: a generic message, the socket's error as the cause
+            refused = ConnectionRefusedError(errno.ECONNREFUSED, "Connect call failed")
+            raise httpx.ConnectError("All connection attempts failed") from refused
         if self.status != 200:
             return httpx.Response(self.status, text="internal error")
         if not body.get("stream"):

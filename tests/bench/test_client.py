@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import errno
+import gzip
 import json
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -100,7 +103,10 @@ async def test_read_timeout_is_a_record() -> None:
 
 async def test_refused_connection_is_a_record() -> None:
     record = await send(FakeVllm(fail_from_request=0))
-    assert record.error == "connection failed: connection refused"
+    assert record.error == (
+        "connection failed: cannot connect to http://fake: connection refused, "
+        "is the server running?"
+    )
 
 
 @pytest.mark.parametrize(
@@ -164,3 +170,70 @@ async def test_summary_of_client_records_matches_the_server_schedule() -> None:
     assert s["mean_ntpot_ms"] == pytest.approx(
         np.mean([e / n for e, n in zip(e2e, (4, 9, 17), strict=True)])
     )
+
+
+async def record_for(stream: httpx.AsyncByteStream | bytes, **headers: str) -> RequestRecord:
+    async def handler(request: httpx.Request) -> httpx.Response:
+        if isinstance(stream, bytes):
+            return httpx.Response(200, content=stream, headers=headers)
+        return httpx.Response(200, stream=stream, headers=headers)
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(handler), base_url="http://f") as h:
+        return await send_request(h, PLAN, ClientOptions(model="tiny"), lambda: 0.0)
+
+
+class ResetStream(httpx.AsyncByteStream):
+    """Two chunks, then the connection is reset as httpx reports it (an empty message)."""
+
+    def __init__(self, tail: list[bytes]) -> None:
+        self._tail = tail
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        yield sse({"choices": [{"text": "a"}]})
+        for piece in self._tail:
+            yield piece
+        reset = ConnectionResetError(errno.ECONNRESET, "Connection reset by peer")
+        raise httpx.ReadError("") from reset
+
+
+async def test_a_reset_says_so() -> None:
+    """Regression: this read `stream dropped: ` with nothing after it."""
+    record = await record_for(ResetStream([]))
+    assert record.error == "stream dropped: ConnectionResetError: connection reset by peer"
+    assert record.num_output_tokens == 1
+
+
+async def test_a_drop_after_done_loses_nothing() -> None:
+    usage = sse({"choices": [], "usage": {"prompt_tokens": 4, "completion_tokens": 1}})
+    record = await record_for(ResetStream([usage, sse("[DONE]")]))
+    assert record.ok and record.num_output_tokens == 1
+
+
+async def test_a_compressed_stream_is_not_unpacked() -> None:
+    record = await record_for(gzip.compress(b"data: [DONE]\n\n"), **{"content-encoding": "gzip"})
+    assert record.error == (
+        "not an event stream: compressed (gzip) although the client asked for no compression"
+    )
+
+
+async def test_an_endless_error_body_is_quoted_not_read() -> None:
+    class Endless(httpx.AsyncByteStream):
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            while True:
+                yield b"x" * 1000
+
+    async def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(503, stream=Endless())
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(handler), base_url="http://f") as h:
+        record = await send_request(h, PLAN, ClientOptions(model="tiny"), lambda: 0.0)
+    assert record.error == "HTTP 503: " + "x" * 300
+
+
+async def test_a_client_bug_is_an_internal_record(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args: object, **kwargs: object) -> None:
+        raise ZeroDivisionError("division by zero")
+
+    monkeypatch.setattr("llmsizer.bench.client.build_payload", broken)
+    record = await send(FakeVllm())
+    assert record.error == "internal: ZeroDivisionError: division by zero"

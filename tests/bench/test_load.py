@@ -92,3 +92,23 @@ async def test_loop_watcher_measures_stalls() -> None:
     watcher.cancel()
     lag = LoopLag.of(overshoots)
     assert lag is not None and lag.stalled and lag.max_s >= 0.04
+
+
+@pytest.mark.parametrize("arrivals", [None, np.arange(6, dtype=np.float64)])
+async def test_a_send_that_raises_is_one_internal_record(arrivals: np.ndarray | None) -> None:
+    """The last resort at the task boundary: the other requests go on."""
+    lengths = np.full(6, 8, dtype=np.int64)
+    workload = Workload(
+        lengths, lengths, arrival_s=arrivals, concurrency=None if arrivals is not None else 2
+    )
+    clock = FakeClock()
+
+    async def send(i: int) -> RequestRecord:
+        if i == 2:
+            raise KeyError("surprise")
+        return record(i, clock.now())
+
+    outcome = await run_workload(workload, send, clock, lambda _r: None)
+    assert not outcome.interrupted and len(outcome.records) == 6
+    errors = {r.request_id: r.error for r in outcome.records if r.error}
+    assert errors == {2: "internal: KeyError: 'surprise'"}

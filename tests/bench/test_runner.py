@@ -6,16 +6,18 @@ import asyncio
 import json
 from pathlib import Path
 
+import httpx
 import numpy as np
 import pytest
 
+from llmsizer.bench.errors import BenchError
 from llmsizer.bench.load import INTERRUPTED
 from llmsizer.bench.results import format_result, read_results
 from llmsizer.bench.runner import run_benchmark, run_benchmark_async
 from llmsizer.bench.spec import BenchSpec
 from llmsizer.metrics import summarize
 from llmsizer.records import read_jsonl, record_to_json
-from tests.bench.fakes import FakeVllm
+from tests.bench.fakes import FakeVllm, sse
 
 
 def spec(tmp_path: Path, **kw: object) -> BenchSpec:
@@ -172,3 +174,90 @@ def test_auto_counts_with_usage_without_tokenize(tmp_path: Path) -> None:
     assert result.params["prompt_token_source"] == "usage"
     assert all(r.num_prompt_tokens == 20 for r in result.records)
     assert any(not body.get("stream") for body in fake.requests)  # the one-token requests
+
+
+@pytest.mark.parametrize(
+    ("chunk", "kind"),
+    [
+        (b"data: [1, 2, 3]\n\n", "bad chunk in stream"),
+        (sse({"choices": [], "usage": {"completion_tokens": "many"}}), "bad usage in stream"),
+    ],
+)
+def test_one_bad_chunk_in_ten_requests_loses_nothing(
+    tmp_path: Path, chunk: bytes, kind: str
+) -> None:
+    """Regression: such a chunk crashed the run (8 of 50 records written, no results file)."""
+    fake, sent = FakeVllm(), [0]
+
+    async def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/v1/completions" and json.loads(request.content).get("stream"):
+            sent[0] += 1
+            if sent[0] % 10 == 5:
+                return httpx.Response(200, content=chunk)
+        return await fake.handle(request)
+
+    (result,) = run_benchmark(
+        spec(tmp_path, num_prompts=50, num_warmups=0, concurrency=(4,)),
+        transport=httpx.MockTransport(handler),
+    )
+    assert result.failures == {kind: 5} and result.summary["completed"] == 45
+    assert len(list(read_jsonl(tmp_path / "requests.jsonl"))) == 50
+    assert read_results(tmp_path / "results.json")[0]["failures"] == {kind: 5}
+
+
+def test_a_server_dead_between_points_aborts_the_next(tmp_path: Path) -> None:
+    fake, dead = FakeVllm(), [False]
+
+    async def handler(request: httpx.Request) -> httpx.Response:
+        if dead[0]:
+            raise httpx.ConnectError("All connection attempts failed")
+        response = await fake.handle(request)
+        dead[0] = len(fake.requests) >= 2 + 12  # dies after the first point
+        return response
+
+    results = run_benchmark(
+        spec(tmp_path, concurrency=(1, 2)), transport=httpx.MockTransport(handler)
+    )
+    first, second = results
+    assert first.failures == {} and len(first.records) == 12
+    assert second.aborted is not None and "cannot connect to http://fake" in second.aborted
+    rows = read_results(tmp_path / "results.json")
+    assert [row["aborted"] for row in rows] == [None, second.aborted]
+
+
+def test_an_unreachable_server_stops_the_run_in_one_line(tmp_path: Path) -> None:
+    async def handler(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("All connection attempts failed")
+
+    with pytest.raises(BenchError, match=r"^cannot connect to http://fake: All connection"):
+        run_benchmark(spec(tmp_path, model="m"), transport=httpx.MockTransport(handler))
+    assert not (tmp_path / "results.json").exists()
+
+
+def test_server_text_is_never_rich_markup(tmp_path: Path) -> None:
+    """An error body with "[/]" made rich raise after the point was measured."""
+    from rich.console import Console
+
+    fake = FakeVllm()
+
+    async def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/v1/completions" and json.loads(request.content).get("stream"):
+            return httpx.Response(500, text="[/] [bold]oops")
+        return await fake.handle(request)
+
+    console = Console(record=True, width=200)
+    (result,) = run_benchmark(
+        spec(tmp_path, num_prompts=2, num_warmups=0),
+        transport=httpx.MockTransport(handler),
+        console=console,
+    )
+    assert result.failures == {"HTTP 500": 2}
+    assert "first: HTTP 500: [/] [bold]oops" in console.export_text()
+
+
+async def test_stopped_while_preparing_nothing_is_measured(tmp_path: Path) -> None:
+    fake = FakeVllm()
+    run = asyncio.create_task(run_benchmark_async(spec(tmp_path), transport=fake.transport()))
+    await asyncio.sleep(0)
+    run.cancel()
+    assert await run == []

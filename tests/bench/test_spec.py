@@ -27,6 +27,13 @@ def test_comma_lists_become_sweep_points() -> None:
         {"request_rate": (-1.0,)},
         {"isl": 0},
         {"unknown_flag": 1},
+        {"base_url": "localhost:8000"},
+        {"base_url": "ftp://host"},
+        {"base_url": "http://"},
+        {"base_url": "http://127.0.0.1:8000/v1/"},
+        {"timeout_s": math.inf},
+        {"request_timeout_s": math.nan},
+        {"request_rate": (math.nan,)},
     ],
 )
 def test_bad_settings_are_rejected(kwargs: dict) -> None:

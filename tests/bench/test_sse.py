@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
-from llmsizer.bench.sse import SseEvent, SseParser
+from llmsizer.bench.sse import EventTooLarge, SseEvent, SseParser
 
 STREAM = (
     ": ping\r\n"
@@ -69,3 +71,27 @@ def test_lone_carriage_return_waits_for_the_next_byte() -> None:
     parser = SseParser()
     assert parser.feed(b"data: a\r") == []
     assert parser.feed(b"\n\r\n") == [SseEvent("a")]
+
+
+def test_a_huge_line_costs_linear_time() -> None:
+    """32 MB in 64 KB pieces: each piece is searched once (it was re-searched from the start)."""
+    line = b"data: " + b"x" * (32 * 2**20) + b"\n\n"
+    parser = SseParser()
+    start = time.perf_counter()
+    events = [e for i in range(0, len(line), 2**16) for e in parser.feed(line[i : i + 2**16])]
+    assert time.perf_counter() - start < 5.0
+    assert len(events) == 1 and len(events[0].data) == 32 * 2**20
+
+
+@pytest.mark.parametrize(
+    ("pieces", "what"),
+    [
+        ([b"data: " + b"y" * 60, b"y" * 60], "a line of over 100 characters"),
+        ([b"data: " + b"y" * 60 + b"\ndata: " + b"y" * 60 + b"\n"], "an event of over 100"),
+    ],
+)
+def test_an_endless_line_or_event_is_an_error(pieces: list[bytes], what: str) -> None:
+    parser = SseParser(max_event_chars=100)
+    with pytest.raises(EventTooLarge, match=what):
+        for piece in pieces:
+            parser.feed(piece)

@@ -1,10 +1,12 @@
 """Send one streaming request to an OpenAI-compatible server and return its `RequestRecord`.
 
 The HTTP layer is an `httpx.AsyncClient`, so tests pass an `httpx.MockTransport` and a fake
-clock. Every outcome is a record: an HTTP error status, a timeout, a dropped connection, a
-stream that ends before `[DONE]`, bad JSON or an error event inside the stream all give a
-record with `error` set ("<kind>: <detail>", the kind names the failure for summaries) and
-whatever tokens arrived before the failure. Only cancellation propagates.
+clock. Every outcome is a record: whatever the server sends or does, the request ends as a
+record with `error` set ("<kind>: <detail>", kinds in `failure.py`) and whatever tokens
+arrived before the failure, or as a successful record. The bytes are read by the pure
+`reader.ResponseReader`; this module only moves them and maps network exceptions to failures.
+Any other exception is caught here too, as the last resort, and becomes an `internal` failure:
+one request's surprise never ends the run. Only cancellation propagates.
 
 Times: `arrival_s` is read just before the request is handed to httpx; each network read is
 stamped when it returns, and every event it completes shares that stamp. Token counts come
@@ -14,20 +16,16 @@ from the server's `usage`; token times follow `stream.assign_token_times`.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
 import httpx
-import numpy as np
 
-from llmsizer.bench.sse import SseParser
-from llmsizer.bench.stream import Chunk, assign_token_times, parse_chunk
+from llmsizer.bench.failure import MAX_DETAIL_CHARS, Failure, FailureKind, describe_exception
+from llmsizer.bench.reader import ResponseReader, status_failure
 from llmsizer.records import RequestRecord
-
-_MAX_ERROR_BODY = 300  # characters of an error response kept in the record
 
 
 class Endpoint(StrEnum):
@@ -88,147 +86,73 @@ def build_payload(plan: RequestPlan, options: ClientOptions) -> dict[str, Any]:
     return body
 
 
-@dataclass(slots=True)
-class _Tally:
-    """What has arrived so far for one request."""
-
-    chunk_times_s: list[float] = field(default_factory=list)
-    chunk_counts: list[int] = field(default_factory=list)
-    completion_tokens: int | None = None
-    prompt_tokens: int | None = None
-    counts_known: bool = True  # every token-bearing chunk came with cumulative usage
-    done: bool = False
-
-    def add(self, chunk: Chunk, t_s: float) -> None:
-        if chunk.carries_tokens:
-            self.chunk_times_s.append(t_s)
-            if chunk.completion_tokens is None:
-                self.counts_known = False
-                self.chunk_counts.append(1)
-            else:
-                self.chunk_counts.append(chunk.completion_tokens - (self.completion_tokens or 0))
-        if chunk.completion_tokens is not None:
-            self.completion_tokens = chunk.completion_tokens
-        if chunk.prompt_tokens is not None:
-            self.prompt_tokens = chunk.prompt_tokens
-
-    def token_times(self, num_tokens: int) -> np.ndarray:
-        counts = self.chunk_counts if self.counts_known else None
-        return assign_token_times(self.chunk_times_s, num_tokens, counts)
-
-
-class StreamError(Exception):
-    """A failure found in the stream's content; its message is the record's error."""
-
-
 async def send_request(
     http: httpx.AsyncClient,
     plan: RequestPlan,
     options: ClientOptions,
     now: Callable[[], float],
 ) -> RequestRecord:
-    """Send `plan` and return its record; failures become records with `error` set."""
-    tally = _Tally()
+    """Send `plan` and return its record; every failure is a record with `error` set."""
+    reader = ResponseReader(chat=options.endpoint is Endpoint.CHAT, max_tokens=plan.max_tokens)
     arrival_s = now()
     try:
         async with asyncio.timeout(options.request_timeout_s):
-            await _stream(http, plan, options, now, tally)
-    except StreamError as e:
-        return _record(plan, arrival_s, tally, now(), str(e))
+            await _exchange(http, plan, options, now, reader)
     except TimeoutError:
-        detail = f"request exceeded {options.request_timeout_s:g} s"
-        return _record(plan, arrival_s, tally, now(), f"timeout: {detail}")
-    except httpx.TimeoutException as e:
-        return _record(plan, arrival_s, tally, now(), f"timeout: {_timeout_detail(e)}")
-    except (httpx.ConnectError, ConnectionError) as e:
-        return _record(plan, arrival_s, tally, now(), f"connection failed: {e}")
-    except (httpx.RemoteProtocolError, httpx.ReadError) as e:
-        return _record(plan, arrival_s, tally, now(), f"stream dropped: {e}")
-    except httpx.HTTPError as e:
-        return _record(plan, arrival_s, tally, now(), f"http error: {type(e).__name__} {e}")
-    except json.JSONDecodeError as e:
-        return _record(plan, arrival_s, tally, now(), f"bad JSON in stream: {e}")
-    return _finished(plan, arrival_s, tally, now())
+        reader.fail(
+            Failure(FailureKind.TIMEOUT, f"request exceeded {options.request_timeout_s:g} s")
+        )
+    except Exception as e:  # the request boundary: nothing a server does may end the run
+        url = str(http.base_url).rstrip("/")
+        reader.fail(describe_exception(e, url=url, responded=reader.responded))
+    failure = reader.finish()
+    times = reader.token_times(complete=failure is None)
+    finish_s = float(times[-1]) if failure is None else now()
+    prompt_tokens = reader.tally.prompt_tokens
+    return RequestRecord(
+        request_id=plan.request_id,
+        arrival_s=arrival_s,
+        num_prompt_tokens=plan.num_prompt_tokens if prompt_tokens is None else prompt_tokens,
+        num_output_tokens_requested=plan.max_tokens,
+        token_times_s=times,
+        finish_s=finish_s,
+        error=None if failure is None else str(failure),
+    )
 
 
-async def _stream(
+async def _exchange(
     http: httpx.AsyncClient,
     plan: RequestPlan,
     options: ClientOptions,
     now: Callable[[], float],
-    tally: _Tally,
+    reader: ResponseReader,
 ) -> None:
-    chat = options.endpoint is Endpoint.CHAT
+    """Send the request and feed the response to `reader` until it ends or fails."""
     body = build_payload(plan, options)
     async with http.stream("POST", options.endpoint.path, json=body) as response:
+        reader.start(response.headers.get("content-type", ""))
+        # Bodies are read only when not compressed (the client asks for none): a small
+        # compressed body can unpack to gigabytes.
+        encoding = response.headers.get("content-encoding", "identity")
         if response.status_code != 200:
-            text = (await response.aread()).decode("utf-8", errors="replace")
-            raise StreamError(f"HTTP {response.status_code}: {text[:_MAX_ERROR_BODY]}")
-        parser = SseParser()
+            start = await _body_start(response) if encoding == "identity" else b""
+            reader.fail(status_failure(response.status_code, response.headers, start))
+            return
+        if encoding != "identity":
+            detail = f"compressed ({encoding}) although the client asked for no compression"
+            reader.fail(Failure(FailureKind.NOT_EVENT_STREAM, detail))
+            return
+        # Read on after [DONE] (the reader ignores it) so that the connection is reused.
         async for piece in response.aiter_bytes():
-            t_s = now()
-            for event in parser.feed(piece):
-                if event.is_done:
-                    tally.done = True
-                    continue
-                chunk = parse_chunk(json.loads(event.data), chat=chat)
-                if chunk.error is not None:
-                    raise StreamError(chunk.error)
-                tally.add(chunk, t_s)
+            if reader.feed(piece, now()) is not None:
+                return
 
 
-def _finished(plan: RequestPlan, arrival_s: float, tally: _Tally, t_s: float) -> RequestRecord:
-    if not tally.done:
-        return _record(plan, arrival_s, tally, t_s, "stream dropped: ended before [DONE]")
-    if tally.completion_tokens is None:
-        detail = "the server sent no usage (stream_options.include_usage unsupported?)"
-        return _record(plan, arrival_s, tally, t_s, f"no usage in stream: {detail}")
-    if not tally.chunk_times_s or tally.completion_tokens == 0:
-        return _record(plan, arrival_s, tally, t_s, "no tokens: the stream carried no output")
-    times = tally.token_times(tally.completion_tokens)
-    return _make_record(plan, arrival_s, tally, times, float(times[-1]), None)
-
-
-def _record(
-    plan: RequestPlan, arrival_s: float, tally: _Tally, t_s: float, error: str
-) -> RequestRecord:
-    """A failed request: the tokens that arrived before the failure, and when it was seen."""
-    num_tokens = sum(tally.chunk_counts)
-    return _make_record(plan, arrival_s, tally, tally.token_times(num_tokens), t_s, error)
-
-
-def _make_record(
-    plan: RequestPlan,
-    arrival_s: float,
-    tally: _Tally,
-    token_times_s: np.ndarray,
-    finish_s: float,
-    error: str | None,
-) -> RequestRecord:
-    prompt_tokens = plan.num_prompt_tokens if tally.prompt_tokens is None else tally.prompt_tokens
-    return RequestRecord(
-        request_id=plan.request_id,
-        arrival_s=arrival_s,
-        num_prompt_tokens=prompt_tokens,
-        num_output_tokens_requested=plan.max_tokens,
-        token_times_s=token_times_s,
-        finish_s=finish_s,
-        error=error,
-    )
-
-
-def _timeout_detail(e: httpx.TimeoutException) -> str:
-    """`ReadTimeout: no byte from the server for 60 s` (httpx's own message is often empty)."""
-    phase = {"ConnectTimeout": "connect", "ReadTimeout": "read", "WriteTimeout": "write"}
-    kind = phase.get(type(e).__name__)
-    try:
-        limit = e.request.extensions.get("timeout", {}).get(kind) if kind else None
-    except RuntimeError:  # no request attached
-        limit = None
-    what = {
-        "connect": "could not connect",
-        "read": "no byte from the server",
-        "write": "could not send",
-    }.get(kind or "", "timed out")
-    detail = f"{what} for {limit:g} s" if limit is not None else (str(e) or what)
-    return f"{type(e).__name__}: {detail}"
+async def _body_start(response: httpx.Response) -> bytes:
+    """The first bytes of an error body: enough to quote, without reading an endless one."""
+    start = b""
+    async for piece in response.aiter_bytes():
+        start += piece
+        if len(start) >= MAX_DETAIL_CHARS:
+            break
+    return start

@@ -15,9 +15,27 @@ import httpx
 
 from llmsizer.bench.client import ClientOptions, Endpoint
 from llmsizer.bench.errors import PromptError
+from llmsizer.bench.failure import describe_exception
 from llmsizer.bench.prompts import PromptTokenSource, TokenCounter
 
 CounterChoice = Literal["auto", "tokenizer", "tokenize-endpoint", "usage"]
+
+
+def _guarded(count: TokenCounter, http: httpx.AsyncClient, what: str) -> TokenCounter:
+    """`count`, whose network errors and unreadable answers become a `PromptError` saying
+    what was being counted and what went wrong (a traceback tells a user nothing)."""
+    url = str(http.base_url).rstrip("/")
+
+    async def guarded(text: str) -> int:
+        try:
+            return await count(text)
+        except httpx.HTTPError as e:
+            failure = describe_exception(e, url=url, responded=False)
+            raise PromptError(f"{what}: {failure}") from e
+        except (KeyError, IndexError, TypeError, ValueError) as e:  # JSON of another shape
+            raise PromptError(f"{what}: unexpected answer ({type(e).__name__}: {e})") from e
+
+    return guarded
 
 
 def local_counter(tokenizer_json: Path) -> TokenCounter:
@@ -52,7 +70,7 @@ def tokenize_endpoint_counter(http: httpx.AsyncClient, options: ClientOptions) -
             raise PromptError(f"/tokenize answered HTTP {response.status_code}: {response.text}")
         return int(response.json()["count"])
 
-    return count
+    return _guarded(count, http, "counting prompt tokens with /tokenize")
 
 
 def usage_counter(http: httpx.AsyncClient, options: ClientOptions) -> TokenCounter:
@@ -68,7 +86,7 @@ def usage_counter(http: httpx.AsyncClient, options: ClientOptions) -> TokenCount
             )
         return int(response.json()["usage"]["prompt_tokens"])
 
-    return count
+    return _guarded(count, http, "counting prompt tokens with a one-token request")
 
 
 async def has_tokenize_endpoint(http: httpx.AsyncClient, options: ClientOptions) -> bool:

@@ -7,8 +7,11 @@
 
 The send function owns the HTTP and returns a record; this module only decides when to call
 it. Each record goes to `on_record` as soon as it exists (the JSONL writer), so a crash keeps
-everything finished before it. On cancellation (Ctrl-C) the requests in flight become records
-with an `interrupted` error, and the outcome says the run was interrupted.
+everything finished before it. Every request sent ends as exactly one record: on cancellation
+(Ctrl-C, SIGTERM) the requests in flight become records with an `interrupted` error and the
+outcome says the run was interrupted; a send function that raises anyway gives an `internal`
+record (the last resort: `client.send_request` never raises), so one request never ends the
+others.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from llmsizer.bench.clock import Clock
+from llmsizer.bench.failure import Failure, FailureKind
 from llmsizer.records import RequestRecord
 from llmsizer.workload import Workload
 
@@ -26,7 +30,9 @@ SendFn = Callable[[int], Awaitable[RequestRecord]]
 RecordSink = Callable[[RequestRecord], None]
 Step = Callable[[int], Coroutine[Any, Any, None]]
 
-INTERRUPTED = "interrupted: the run was stopped before this request finished"
+INTERRUPTED = str(
+    Failure(FailureKind.INTERRUPTED, "the run was stopped before this request finished")
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +56,10 @@ async def run_workload(
 
     async def one(i: int) -> None:
         in_flight[i] = clock.now()
-        record = await send(i)
+        try:
+            record = await send(i)
+        except Exception as e:  # the task boundary: see the module notes
+            record = _failed(workload, i, in_flight[i], clock.now(), _internal(e))
         del in_flight[i]
         keep(record)
 
@@ -63,7 +72,7 @@ async def run_workload(
         _uncancel()
         now = clock.now()
         for i, sent in sorted(in_flight.items()):
-            keep(_interrupted(workload, i, sent, now))
+            keep(_failed(workload, i, sent, now, INTERRUPTED))
         return LoadOutcome(tuple(records), interrupted=True)
     return LoadOutcome(tuple(records), interrupted=False)
 
@@ -89,15 +98,19 @@ async def _open_loop(workload: Workload, one: Step, clock: Clock) -> None:
             tg.create_task(one(i))
 
 
-def _interrupted(workload: Workload, i: int, sent_s: float, now_s: float) -> RequestRecord:
+def _failed(workload: Workload, i: int, sent_s: float, now_s: float, error: str) -> RequestRecord:
     return RequestRecord(
         request_id=i,
         arrival_s=sent_s,
         num_prompt_tokens=int(workload.num_prompt_tokens[i]),
         num_output_tokens_requested=int(workload.num_output_tokens[i]),
         finish_s=now_s,
-        error=INTERRUPTED,
+        error=error,
     )
+
+
+def _internal(e: Exception) -> str:
+    return str(Failure(FailureKind.INTERNAL, f"{type(e).__name__}: {e}"))
 
 
 def _uncancel() -> None:

@@ -11,6 +11,8 @@ objects, one per sweep point.
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -102,6 +104,7 @@ def result_to_json(result: BenchResult) -> dict[str, Any]:
     out: dict[str, Any] = dict(result.params)
     out.update(result.summary)
     out["num_requests"] = result.num_requests
+    out["num_records"] = len(result.records)
     out["num_not_sent"] = result.num_not_sent
     out["failures"] = result.failures
     out["interrupted"] = result.interrupted
@@ -122,8 +125,21 @@ def result_to_json(result: BenchResult) -> dict[str, Any]:
 
 
 def write_results(results: Iterable[BenchResult], path: Path) -> None:
-    """Write the points' JSON objects as one JSON list."""
-    path.write_text(json.dumps([result_to_json(r) for r in results], indent=2) + "\n")
+    """Write the points' JSON objects as one JSON list, atomically: into a temporary file in
+    the same folder, then renamed over `path`, so a kill mid-write leaves the last whole file
+    (or none), never half of one."""
+    text = json.dumps([result_to_json(r) for r in results], indent=2) + "\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def read_results(path: Path) -> list[dict[str, Any]]:
@@ -184,3 +200,18 @@ def _problems(result: BenchResult) -> list[str]:
         out.append(f"  first: {first}")
     out += [f"warning: {w}" for w in result.warnings]
     return out
+
+
+def outcome_line(result: BenchResult) -> str:
+    """One line on how a point ended: its records by error kind, or why it stopped."""
+    label = result.point.label
+    if result.aborted:
+        return f"{label}: aborted: {result.aborted}"
+    failures = result.failures
+    ok = len(result.records) - sum(failures.values())
+    line = f"{label}: {len(result.records)} of {result.num_requests} requests recorded, {ok} ok"
+    if failures:
+        line += ", failed: " + ", ".join(f"{k} {n}" for k, n in failures.items())
+    if result.interrupted:
+        line += f"; interrupted, {result.num_not_sent} never sent"
+    return line

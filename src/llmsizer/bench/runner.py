@@ -9,14 +9,22 @@ passes; this module never draws arrivals itself. Each point runs as `point.Point
 describes; after each, the results file is rewritten with every point so far, and an
 aborted or interrupted point ends the sweep.
 
-Ctrl-C stops the sweep after marking the requests in flight as interrupted; the results so
-far are returned and written.
+Before anything is sent the run checks that it will not overwrite an earlier run's files
+(unless `overwrite`) and that the server answers: an unreachable server stops it with one
+line (`BenchError`), not a traceback. A point that cannot be prepared later (the server died
+between points) becomes an aborted point, and the sweep ends there, its results written.
+
+Ctrl-C, SIGTERM and SIGHUP stop the sweep after marking the requests in flight as
+interrupted; the results so far are returned and written (a second SIGTERM kills as usual).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from importlib.metadata import version
 from pathlib import Path
@@ -29,6 +37,7 @@ from rich.console import Console
 from llmsizer.bench.client import Endpoint
 from llmsizer.bench.counters import choose_counter
 from llmsizer.bench.errors import BenchError
+from llmsizer.bench.failure import FailureKind, describe_exception
 from llmsizer.bench.point import PointRun
 from llmsizer.bench.priority import realtime_priority
 from llmsizer.bench.progress import SweepProgress
@@ -58,16 +67,44 @@ def run_benchmark(
     table per point (None: silent); `live_progress` shows a rich bar instead of plain lines.
     `transport` replaces the network (tests pass an `httpx.MockTransport`).
     """
-    return asyncio.run(
-        run_benchmark_async(
-            spec,
-            workload_for=workload_for,
-            rng=rng,
-            console=console,
-            live_progress=live_progress,
-            transport=transport,
-        )
-    )
+
+    async def main() -> list[BenchResult]:
+        with _stop_on_signals():
+            return await run_benchmark_async(
+                spec,
+                workload_for=workload_for,
+                rng=rng,
+                console=console,
+                live_progress=live_progress,
+                transport=transport,
+            )
+
+    return asyncio.run(main())
+
+
+@contextmanager
+def _stop_on_signals() -> Iterator[None]:
+    """SIGTERM and SIGHUP cancel the run like Ctrl-C (which `asyncio.run` handles already);
+    each handler removes itself, so a second signal has its usual effect. Signal handlers
+    exist only in the main thread; elsewhere the signals keep their default action."""
+    task = asyncio.current_task()
+    if threading.current_thread() is not threading.main_thread() or task is None:
+        yield
+        return
+    loop = asyncio.get_running_loop()
+
+    def stop(signum: int) -> None:
+        loop.remove_signal_handler(signum)
+        task.cancel()
+
+    signals = (signal.SIGTERM, signal.SIGHUP)
+    for signum in signals:
+        loop.add_signal_handler(signum, stop, signum)
+    try:
+        yield
+    finally:
+        for signum in signals:
+            loop.remove_signal_handler(signum)
 
 
 async def run_benchmark_async(
@@ -93,17 +130,24 @@ async def _run_sweep(
     live_progress: bool,
     transport: httpx.AsyncBaseTransport | None,
 ) -> list[BenchResult]:
+    points = spec.load_points()
+    _check_outputs(spec, points)
+    results: list[BenchResult] = []
     async with _http_client(spec, transport) as http:
-        model = spec.model or await discover_model(http)
-        options = spec.client_options(model)
-        count, source = await choose_counter(spec.prompt_tokens_from, http, options, spec.tokenizer)
-        costs = await measure_word_costs(count)
+        try:
+            model = await probe_server(http, spec.model)
+            options = spec.client_options(model)
+            count, source = await choose_counter(
+                spec.prompt_tokens_from, http, options, spec.tokenizer
+            )
+            costs = await measure_word_costs(count)
+        except asyncio.CancelledError:  # stopped before anything was measured
+            _uncancel()
+            return results
         rng = rng or np.random.default_rng(spec.seed)
         maker = PromptMaker(costs, count, rng)
         if workload_for is None:
             workload_for = _workloads_of(spec, rng)
-        points = spec.load_points()
-        results: list[BenchResult] = []
         for point in points:
             records_path = _records_path(spec.records_path, point, len(points))
             params = _params(spec, model, source, point, records_path)
@@ -113,13 +157,29 @@ async def _run_sweep(
             except asyncio.CancelledError:  # Ctrl-C while preparing a point: keep the rest
                 _uncancel()
                 break
+            except BenchError as e:  # e.g. the server died between points
+                if not results:
+                    raise
+                result = BenchResult(point, params, (), {}, spec.num_prompts, aborted=str(e))
             results.append(result)
             if spec.result_path is not None:
                 write_results(results, spec.result_path)
-            out.print(format_result(result))
+            out.print(format_result(result), markup=False, highlight=False)
             if result.interrupted or result.aborted:
                 break
     return results
+
+
+def _check_outputs(spec: BenchSpec, points: tuple[LoadPoint, ...]) -> None:
+    """Refuse to replace an earlier run's files unless `overwrite` (before sending anything)."""
+    if spec.overwrite:
+        return
+    paths = [spec.result_path, *(_records_path(spec.records_path, p, len(points)) for p in points)]
+    for path in paths:
+        if path is not None and path.exists():
+            raise BenchError(
+                f"'{path}' exists: pass --overwrite to replace it, or choose another file"
+            )
 
 
 def _uncancel() -> None:
@@ -136,7 +196,10 @@ def _workloads_of(spec: BenchSpec, rng: np.random.Generator) -> WorkloadFor:
 
 
 def _http_client(spec: BenchSpec, transport: httpx.AsyncBaseTransport | None) -> httpx.AsyncClient:
-    headers = {"Authorization": f"Bearer {spec.api_key}"} if spec.api_key else {}
+    # No compression: it would hold chunks back, and a small body could unpack to gigabytes.
+    headers = {"Accept-Encoding": "identity"}
+    if spec.api_key:
+        headers["Authorization"] = f"Bearer {spec.api_key}"
     return httpx.AsyncClient(
         base_url=spec.base_url,
         transport=transport,
@@ -148,15 +211,29 @@ def _http_client(spec: BenchSpec, transport: httpx.AsyncBaseTransport | None) ->
     )
 
 
-async def discover_model(http: httpx.AsyncClient) -> str:
-    """The first model the server lists at `/v1/models`."""
+async def probe_server(http: httpx.AsyncClient, model: str | None) -> str:
+    """The model to measure: `model`, or else the first one the server lists at `/v1/models`.
+
+    Either way the server must answer (any status will do when `model` is given); one that
+    cannot be reached is a `BenchError` in one line: "cannot connect to <url>: ...".
+    """
+    base = str(http.base_url).rstrip("/")
     try:
         response = await http.get("/v1/models")
+    except httpx.HTTPError as e:
+        failure = describe_exception(e, url=base, responded=False)
+        if failure.kind == FailureKind.CONNECTION:
+            raise BenchError(failure.detail) from e  # "cannot connect to <url>: <why>"
+        raise BenchError(f"no answer from {base}/v1/models: {failure}") from e
+    if model is not None:
+        return model
+    try:
         response.raise_for_status()
         return str(response.json()["data"][0]["id"])
-    except (httpx.HTTPError, KeyError, IndexError, ValueError) as e:
-        url = f"{str(http.base_url).rstrip('/')}/v1/models"
-        raise BenchError(f"could not read a model name from {url}: {e}") from e
+    except (httpx.HTTPError, KeyError, IndexError, TypeError, ValueError) as e:
+        raise BenchError(
+            f"could not read a model name from {base}/v1/models ({e}): give it with --model"
+        ) from e
 
 
 def _records_path(path: Path | None, point: LoadPoint, num_points: int) -> Path | None:

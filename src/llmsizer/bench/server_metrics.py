@@ -33,7 +33,8 @@ HISTOGRAMS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 
 def parse_prometheus(text: str) -> dict[str, float]:
-    """Sum every sample of the Prometheus text format by metric name (labels dropped)."""
+    """Sum every sample of the Prometheus text format by metric name (labels dropped); a line
+    that is not a sample (an HTML page where /metrics should be) is skipped."""
     totals: dict[str, float] = {}
     for raw in text.splitlines():
         line = raw.strip()
@@ -45,7 +46,11 @@ def parse_prometheus(text: str) -> dict[str, float]:
         else:
             name, _, rest = line.partition(" ")
         fields = rest.split()
-        if not fields or math.isnan(value := float(fields[0])):
+        try:
+            value = float(fields[0])
+        except (IndexError, ValueError):
+            continue
+        if math.isnan(value):
             continue
         totals[name] = totals.get(name, 0.0) + value
     return totals

@@ -2,6 +2,9 @@
 
 A run is a sweep: one `LoadPoint` per listed concurrency, per listed request rate, or a
 single trace replay. Each point gets its own workload, prompts, records and result.
+
+Messages name a setting in backquotes (`request_rate`), which the command line shows as the
+flag a user types (--request-rate).
 """
 
 from __future__ import annotations
@@ -45,7 +48,8 @@ class BenchSpec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     base_url: str = Field(
-        default="http://127.0.0.1:8000", description="Server address, without the /v1 path."
+        default="http://127.0.0.1:8000",
+        description="Server address, without the /v1 path: http://host:port.",
     )
     model: str | None = Field(
         default=None, description="Served model name; by default the first one /v1/models lists."
@@ -72,7 +76,10 @@ class BenchSpec(BaseModel):
         description="Open-loop request rates to sweep in req/s, e.g. 2,4,8 (inf: all at once).",
     )
     burstiness: float = Field(
-        default=1.0, gt=0, description="Gamma shape of inter-arrival times: 1 Poisson, <1 burstier."
+        default=1.0,
+        gt=0,
+        allow_inf_nan=False,
+        description="Gamma shape of inter-arrival times: 1 Poisson, <1 burstier.",
     )
     trace: Path | None = Field(
         default=None, description="Trace file to replay (arrivals and lengths)."
@@ -80,6 +87,7 @@ class BenchSpec(BaseModel):
     time_scale: float = Field(
         default=1.0,
         gt=0,
+        allow_inf_nan=False,
         description="Trace replay: inter-arrival gaps multiplied by this (10: 10x slower).",
     )
     system_prompt_tokens: int = Field(
@@ -108,10 +116,14 @@ class BenchSpec(BaseModel):
     timeout_s: float = Field(
         default=60.0,
         gt=0,
+        allow_inf_nan=False,
         description="Longest wait for any byte from the server before a request fails.",
     )
     request_timeout_s: float = Field(
-        default=3600.0, gt=0, description="Longest a single request may take before it fails."
+        default=3600.0,
+        gt=0,
+        allow_inf_nan=False,
+        description="Longest a single request may take before it fails.",
     )
     api_key: str | None = Field(
         default=None, description="Bearer token sent in the Authorization header."
@@ -132,18 +144,43 @@ class BenchSpec(BaseModel):
         default=None,
         description="JSONL file for per-request records (a suffix per point in a sweep).",
     )
+    overwrite: bool = Field(
+        default=False,
+        description="Replace existing results and records files (a run refuses by default).",
+    )
 
     _split = field_validator("concurrency", "request_rate", mode="before")(_split_list)
+
+    @field_validator("base_url")
+    @classmethod
+    def _server_address(cls, url: str) -> str:
+        scheme, sep, rest = url.partition("://")
+        host = rest.split("/", 1)[0]
+        if scheme not in ("http", "https") or not sep or not host:
+            raise ValueError("give the server as http://host:port (e.g. http://127.0.0.1:8000)")
+        if rest.rstrip("/").endswith("/v1"):
+            raise ValueError("give the server address without /v1 (the client adds the path)")
+        return url
+
+    @field_validator("concurrency")
+    @classmethod
+    def _concurrency_levels(cls, levels: tuple[int, ...]) -> tuple[int, ...]:
+        if any(c < 1 for c in levels):
+            raise ValueError("each concurrency must be a whole number >= 1, e.g. 1,4,16")
+        return levels
+
+    @field_validator("request_rate")
+    @classmethod
+    def _rates(cls, rates: tuple[float, ...]) -> tuple[float, ...]:
+        if any(not r > 0 for r in rates):  # nan fails too
+            raise ValueError("each rate must be a number > 0 in req/s, or inf, e.g. 2,4,8")
+        return rates
 
     @model_validator(mode="after")
     def _one_kind_of_load(self) -> BenchSpec:
         kinds = [bool(self.concurrency), bool(self.request_rate), self.trace is not None]
         if sum(kinds) > 1:
-            raise ValueError("give only one of concurrency, request_rate and trace")
-        if any(c < 1 for c in self.concurrency):
-            raise ValueError(f"concurrency must be >= 1, got {self.concurrency}")
-        if any(not r > 0 for r in self.request_rate):  # nan fails too
-            raise ValueError(f"request_rate must be > 0, got {self.request_rate}")
+            raise ValueError("give only one of `concurrency`, `request_rate` and `trace`")
         return self
 
     def load_points(self) -> tuple[LoadPoint, ...]:

@@ -1,7 +1,9 @@
 """What a streamed OpenAI-style response says: which chunks carry tokens, and when each token came.
 
 Pure functions over decoded JSON payloads; the client feeds them, and the importers reuse
-`assign_token_times` so that measured and imported records follow one rule.
+`assign_token_times` so that measured and imported records follow one rule. They are total:
+a payload that is not what a completions stream holds gives a `Failure` (see `failure.py`),
+never an exception.
 
 Which chunk carries tokens
 --------------------------
@@ -33,13 +35,19 @@ exact; only the spread of ITL gaps is approximate (bundled tokens show as zero g
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from llmsizer.bench.failure import MAX_DETAIL_CHARS, Failure, FailureKind, brief
+
 _CHAT_CONTENT_KEYS = ("content", "reasoning_content", "reasoning", "tool_calls")
+MAX_COUNT = 2**31 - 1  # a token count above this is no count at all
+_JSON_TYPES = {list: "an array", str: "a string", int: "a number", float: "a number",
+               bool: "a boolean", type(None): "null"}  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,42 +56,83 @@ class Chunk:
 
     `carries_tokens`: whether it delivered output tokens (see the module notes).
     `completion_tokens` / `prompt_tokens`: from its `usage`, when present (cumulative).
-    `error`: a server error reported inside the stream.
     """
 
     carries_tokens: bool
     completion_tokens: int | None = None
     prompt_tokens: int | None = None
-    error: str | None = None
 
 
-def parse_chunk(payload: Mapping[str, Any], *, chat: bool) -> Chunk:
-    """Read one decoded JSON payload of a completions (or, with `chat`, chat) stream."""
+def decode_event(data: str, *, chat: bool) -> Chunk | Failure:
+    """One event's data (other than `[DONE]`): JSON text, read by `parse_chunk`."""
+    try:
+        payload = json.loads(data)
+    except (ValueError, RecursionError) as e:  # RecursionError: absurdly deep nesting
+        return Failure(FailureKind.BAD_JSON, f"{e} in {brief(data)}")
+    return parse_chunk(payload, chat=chat)
+
+
+def parse_chunk(payload: object, *, chat: bool) -> Chunk | Failure:
+    """Read one decoded JSON value of a completions (or, with `chat`, chat) stream.
+
+    Total: any JSON value gives a `Chunk` or a `Failure` (an error event, the wrong shape, or
+    token counts that are not whole numbers from 0 to `MAX_COUNT`).
+    """
+    if not isinstance(payload, Mapping):
+        return _bad_chunk("the chunk", payload, "a JSON object")
     if payload.get("error"):
         err = payload["error"]
         message = err.get("message", err) if isinstance(err, Mapping) else err
-        return Chunk(carries_tokens=False, error=f"server error in stream: {message}")
-    usage = payload.get("usage") or {}
-    choices = payload.get("choices") or []
-    carries = bool(choices) and (not chat or _chat_choice_carries(choices[0]))
-    return Chunk(
-        carries_tokens=carries,
-        completion_tokens=_int_or_none(usage.get("completion_tokens")),
-        prompt_tokens=_int_or_none(usage.get("prompt_tokens")),
-    )
+        text = message if isinstance(message, str) else brief(message)
+        return Failure(FailureKind.SERVER_ERROR, text[:MAX_DETAIL_CHARS] or brief(err))
+    usage = payload.get("usage")
+    usage = {} if usage is None else usage
+    if not isinstance(usage, Mapping):
+        return Failure(FailureKind.BAD_USAGE, f"usage is {brief(usage)}, not an object")
+    completion, prompt = _count(usage, "completion_tokens"), _count(usage, "prompt_tokens")
+    if isinstance(completion, Failure):
+        return completion
+    if isinstance(prompt, Failure):
+        return prompt
+    choices = payload.get("choices")
+    choices = [] if choices is None else choices
+    if not isinstance(choices, list):
+        return _bad_chunk("choices", choices, "an array")
+    if choices and not isinstance(choices[0], Mapping):
+        return _bad_chunk("choices[0]", choices[0], "a JSON object")
+    carries = bool(choices)
+    if carries and chat:
+        delta = choices[0].get("delta")
+        delta = {} if delta is None else delta
+        if not isinstance(delta, Mapping):
+            return _bad_chunk("choices[0].delta", delta, "a JSON object")
+        carries = _chat_choice_carries(choices[0], delta)
+    return Chunk(carries_tokens=carries, completion_tokens=completion, prompt_tokens=prompt)
 
 
-def _chat_choice_carries(choice: Mapping[str, Any]) -> bool:
+def _chat_choice_carries(choice: Mapping[str, Any], delta: Mapping[str, Any]) -> bool:
     if choice.get("finish_reason") is not None:
         return True
-    delta = choice.get("delta") or {}
     if any(delta.get(key) for key in _CHAT_CONTENT_KEYS):
         return True
     return "role" not in delta and any(key in delta for key in _CHAT_CONTENT_KEYS)
 
 
-def _int_or_none(value: object) -> int | None:
-    return None if value is None else int(value)  # type: ignore[call-overload]
+def _count(usage: Mapping[str, Any], key: str) -> int | Failure | None:
+    """`usage[key]` as a count: absent or null is None; a whole number 0..MAX_COUNT an int."""
+    value = usage.get(key)
+    if value is None:
+        return None
+    whole = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+    if isinstance(value, bool) or not whole or not 0 <= value <= MAX_COUNT:
+        detail = f"usage.{key} is {brief(value)}, not a whole number from 0 to {MAX_COUNT}"
+        return Failure(FailureKind.BAD_USAGE, detail)
+    return int(value)
+
+
+def _bad_chunk(what: str, value: object, expected: str) -> Failure:
+    got = _JSON_TYPES.get(type(value), type(value).__name__)
+    return Failure(FailureKind.BAD_CHUNK, f"{what} is {got}, not {expected}: {brief(value)}")
 
 
 def assign_token_times(

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 from pydantic import ValidationError
+from rich.text import Text
 
-from llmsizer.bench import BenchSpec, run_benchmark
+from llmsizer.bench import BenchError, BenchSpec, run_benchmark
+from llmsizer.bench.results import outcome_line
 from llmsizer.cli.common import err, field_help, out
-from llmsizer.config import format_validation_error
 
 S = BenchSpec
 
@@ -56,6 +58,7 @@ def bench(
         Path | None, typer.Option("--json", help=field_help(S, "result_path"))
     ] = None,
     records: Annotated[Path | None, typer.Option(help=field_help(S, "records_path"))] = None,
+    overwrite: Annotated[bool, typer.Option(help=field_help(S, "overwrite"))] = False,
 ) -> None:
     """Benchmark an OpenAI-compatible endpoint (vLLM, SGLang, TensorRT-LLM, NIM, ...).
 
@@ -72,15 +75,54 @@ def bench(
         "continuous_usage_stats": continuous_usage_stats,
         "timeout_s": timeout_s, "request_timeout_s": request_timeout_s, "api_key": api_key,
         "server_metrics": server_metrics, "realtime": realtime, "result_path": json_out,
-        "records_path": records,
+        "records_path": records, "overwrite": overwrite,
     }  # fmt: skip
+    live = sys.stdout.isatty() and not os.environ.get("CI")
     try:
         spec = BenchSpec.model_validate({k: v for k, v in given.items() if v is not None})
+        results = run_benchmark(spec, console=out, live_progress=live)
     except ValidationError as e:
-        raise ValueError(format_validation_error(e, "bench flags")) from e
-    live = sys.stdout.isatty() and not os.environ.get("CI")
-    results = run_benchmark(spec, console=out, live_progress=live)
-    failed = sum(sum(r.failures.values()) for r in results)
-    if any(r.aborted or r.interrupted for r in results) or failed:
-        err.print(f"{failed} requests failed; see the failure summary above", highlight=False)
+        _exit_with(_flag_errors(e, given))
+    except (ValueError, OSError, BenchError) as e:  # e.g. cannot connect: one line, no traceback
+        _exit_with(str(e))
+    for result in results:  # how each point ended, by error kind (also in the results file)
+        _say(outcome_line(result))
+    if not results:
+        _say("stopped before the first point: nothing was measured")
+    if not results or any(r.aborted or r.interrupted or r.failures for r in results):
         raise typer.Exit(1)
+
+
+def _say(line: str) -> None:
+    """A line on stderr as it is: never wrapped, and server text is never rich markup."""
+    err.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+def _exit_with(message: str) -> NoReturn:
+    err.print(Text.assemble(("error:", "bold red"), " ", message), soft_wrap=True)
+    raise typer.Exit(2)
+
+
+_FLAGS = {"result_path": "--json", "records_path": "--records"}  # fields renamed as flags
+
+
+def _flag(field: str) -> str:
+    return _FLAGS.get(field, "--" + field.replace("_", "-"))
+
+
+def _flag_errors(e: ValidationError, given: dict[str, Any]) -> str:
+    """`invalid bench flags:` then `  --concurrency 0,4: <what is allowed>` per problem."""
+    lines = ["invalid bench flags:"]
+    for problem in e.errors():
+        msg = problem["msg"].removeprefix("Value error, ")
+        msg = re.sub(r"`(\w+)`", lambda m: _flag(m.group(1)), msg)  # `request_rate` as typed
+        loc = problem["loc"]
+        if not loc:
+            lines.append(f"  {msg}")
+            continue
+        field = str(loc[0])
+        if len(loc) > 1 and isinstance(loc[1], int):  # one item of a comma list
+            msg = f"item {loc[1] + 1} ({problem['input']!r}): {msg}"
+        value = None if field == "api_key" else given.get(field)  # never echo a secret
+        lines.append(f"  {_flag(field)}{'' if value is None else f' {value}'}: {msg}")
+    return "\n".join(lines)
