@@ -48,7 +48,8 @@ def test_every_module_reaching_shared_data_goes_through_the_marker() -> None:
             users.append(path.relative_to(TESTS).as_posix())
             assert "pytest.mark.shared" in text, f"{path}: mark the tests that read ../shared"
     assert users == [
-        "sizing/test_calibration.py",
+        "calibrate/test_calibration.py",
+        "specs/test_moe_architectures.py",
         "test_workload.py",
         "validation/test_calibration_bars.py",
     ]
