@@ -39,7 +39,7 @@ from llmsizer.perf.calibrated import (
     packaged_calibration,
     save_calibration,
 )
-from llmsizer.perf.efficiency import Engine, default_efficiency
+from llmsizer.perf.efficiency import EnginePreset, default_efficiency
 
 REPO = Path(__file__).resolve().parents[1]
 CSV = REPO.parent / "shared" / "calibration" / "measurements.csv"
@@ -55,7 +55,7 @@ def say(message: str) -> None:
 def fit(csv_path: Path, every: int, workers: int) -> None:
     data = load_measurements(csv_path)
     chosen = data.measurements[::every]
-    start = default_efficiency(Engine.TRTLLM)
+    start = default_efficiency(EnginePreset.TRTLLM)
     t0 = time.perf_counter()
     result = fit_efficiency(
         [m.case for m in chosen], start, prior_sigma=PRIOR_SIGMA, workers=workers, progress=say
@@ -71,9 +71,9 @@ def fit(csv_path: Path, every: int, workers: int) -> None:
         f"log-normal prior (sigma {PRIOR_SIGMA}) around the TensorRT-LLM priors",
         "produced_by": f"bench/validate_perf.py --fit --fit-every {every}",
     }
-    trtllm = calibration_file(result, Engine.TRTLLM, fitted_on)
+    trtllm = calibration_file(result, EnginePreset.TRTLLM, fitted_on)
     save_calibration(DATA / "calibrated_trtllm.yaml", trtllm)
-    for engine in (Engine.VLLM, Engine.SGLANG):
+    for engine in (EnginePreset.VLLM, EnginePreset.SGLANG):
         carried = {k: trtllm.factors[k] for k in KERNEL_FACTORS}
         note = {
             "carried_over": "kernel factors from calibrated_trtllm.yaml: the calibration set "

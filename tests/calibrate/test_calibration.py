@@ -25,7 +25,7 @@ from llmsizer.perf.calibrated import (
     packaged_calibration,
     save_calibration,
 )
-from llmsizer.perf.efficiency import Engine
+from llmsizer.perf.efficiency import EnginePreset
 from tests.conftest import shared_path
 
 CSV = shared_path("calibration", "measurements.csv")
@@ -307,7 +307,7 @@ def test_the_fit_rejects_unknown_factors_and_bad_measurements():
 def test_a_calibration_file_round_trips(tmp_path: Path):
     factors = PRIOR.replace(gemm_compute_efficiency=0.55, step_overhead_s=7e-4)
     path = tmp_path / "cal.yaml"
-    file = CalibrationFile(kind="efficiency_factors", engine=Engine.TRTLLM,
+    file = CalibrationFile(kind="efficiency_factors", engine=EnginePreset.TRTLLM,
                            factors=factors.as_dict(), fitted_on={"data": "x.csv"})  # fmt: skip
     save_calibration(path, file)
     assert load_calibration(path) == factors
@@ -349,11 +349,11 @@ def test_a_fit_becomes_a_calibration_file(tmp_path: Path):
     assert file.fitted_on["fitted_factors"] == ["step_overhead_s"]
 
 
-@pytest.mark.parametrize("engine", list(Engine))
+@pytest.mark.parametrize("engine", list(EnginePreset))
 def test_the_shipped_fit_loads_for_every_engine(engine):
     factors = calibrated_efficiency(engine)
     assert isinstance(factors, EfficiencyFactors)
     assert packaged_calibration(engine).kind == "efficiency_factors"
     assert factors.step_overhead_s == default_efficiency(engine).step_overhead_s or (
-        engine is Engine.TRTLLM
+        engine is EnginePreset.TRTLLM
     )

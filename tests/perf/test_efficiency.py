@@ -1,29 +1,29 @@
 import pytest
 
-from llmsizer.perf.efficiency import EfficiencyFactors, Engine, default_efficiency
+from llmsizer.perf.efficiency import EfficiencyFactors, EnginePreset, default_efficiency
 
 
 @pytest.mark.parametrize(
     ("text", "engine"),
     [
-        ("vLLM", Engine.VLLM),
-        ("TensorRT-LLM", Engine.TRTLLM),
-        ("trt-llm", Engine.TRTLLM),
-        ("trtllm", Engine.TRTLLM),
-        ("SGLang", Engine.SGLANG),
+        ("vLLM", EnginePreset.VLLM),
+        ("TensorRT-LLM", EnginePreset.TRTLLM),
+        ("trt-llm", EnginePreset.TRTLLM),
+        ("trtllm", EnginePreset.TRTLLM),
+        ("SGLang", EnginePreset.SGLANG),
     ],
 )
 def test_engine_names_are_lenient(text, engine):
-    assert Engine.parse(text) is engine
+    assert EnginePreset.parse(text) is engine
 
 
 def test_unknown_engine_lists_allowed():
     with pytest.raises(ValueError, match="allowed: vllm, trtllm, sglang"):
-        Engine.parse("tgi")
+        EnginePreset.parse("tgi")
 
 
 def test_defaults_are_valid_and_per_engine():
-    for engine in Engine:
+    for engine in EnginePreset:
         factors = default_efficiency(engine)
         assert 0 < factors.gemm_compute_efficiency <= 1
     assert default_efficiency("trtllm").step_overhead_s < default_efficiency("vllm").step_overhead_s

@@ -18,7 +18,7 @@ from llmsizer.calibrate.record import Case, record_traces
 from llmsizer.calibrate.replay import ScheduleTrace
 from llmsizer.perf import EfficiencyFactors
 from llmsizer.perf.calibrated import CalibrationFile
-from llmsizer.perf.efficiency import Engine as EngineName
+from llmsizer.perf.efficiency import EnginePreset
 
 LATENCY_METRICS = frozenset({"mean_ttft_ms", "mean_tpot_ms", "mean_itl_ms"})
 DEFAULT_FIT_FACTORS = (
@@ -87,13 +87,13 @@ def fit_efficiency(
 
 
 def calibration_file(
-    result: FitResult, engine: EngineName | str, fitted_on: Mapping[str, Any]
+    result: FitResult, engine: EnginePreset | str, fitted_on: Mapping[str, Any]
 ) -> CalibrationFile:
     """The calibration file of a fit that started from `engine`'s priors (factors rounded
     to 4 significant digits, well inside what the data can tell apart)."""
     return CalibrationFile(
         kind="efficiency_factors",
-        engine=EngineName.parse(engine),
+        engine=EnginePreset.parse(engine),
         factors={k: float(f"{v:.4g}") for k, v in result.factors.as_dict().items()},
         fitted_on={**fitted_on, "fitted_factors": list(result.fitted)},
         residuals=result.summary(),

@@ -27,7 +27,7 @@ from llmsizer.calibrate.replay import ScheduleTrace
 from llmsizer.instance import PredictSpec
 from llmsizer.perf import EfficiencyFactors
 from llmsizer.perf.calibrated import calibrated_efficiency, packaged_calibration
-from llmsizer.perf.efficiency import Engine, default_efficiency
+from llmsizer.perf.efficiency import EnginePreset, default_efficiency
 
 FactorSet = Callable[[str], EfficiencyFactors]  # engine name -> factors
 GROUPS = {
@@ -195,7 +195,7 @@ def validate_calibration_set(
     ("fitted"), with the rows the shipped fit used marked: what `bench/validate_perf.py`
     renders and a `llmsizer validate` command can call."""
     data = load_measurements(csv_path)
-    ids = str(packaged_calibration(Engine.TRTLLM).fitted_on.get("row_ids", ""))
+    ids = str(packaged_calibration(EnginePreset.TRTLLM).fitted_on.get("row_ids", ""))
     return validate(
         data.measurements,
         {"default": default_efficiency, "fitted": calibrated_efficiency},

@@ -17,7 +17,7 @@ from llmsizer.perf.batch_shape import (
 )
 from llmsizer.perf.calibrated import calibrated_efficiency, load_calibration
 from llmsizer.perf.deployment import Deployment
-from llmsizer.perf.efficiency import EfficiencyFactors, Engine, default_efficiency
+from llmsizer.perf.efficiency import EfficiencyFactors, EnginePreset, default_efficiency
 from llmsizer.perf.memory import (
     DoesNotFitError,
     MemoryPlan,
@@ -52,7 +52,7 @@ __all__ = [
     "Deployment",
     "DoesNotFitError",
     "EfficiencyFactors",
-    "Engine",
+    "EnginePreset",
     "MemoryPlan",
     "PartCost",
     "PrefillChunkLike",

@@ -28,7 +28,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from llmsizer.errors import format_validation_error, read_yaml_mapping
-from llmsizer.perf.efficiency import EfficiencyFactors, Engine, default_efficiency
+from llmsizer.perf.efficiency import EfficiencyFactors, EnginePreset, default_efficiency
 
 KIND = "efficiency_factors"
 
@@ -49,7 +49,9 @@ class CalibrationFile(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     kind: Literal["efficiency_factors"] = Field(description="What the file calibrates.")
-    engine: Engine = Field(Engine.VLLM, description="Priors for the factors not listed.")
+    engine: EnginePreset = Field(
+        EnginePreset.VLLM, description="Priors for the factors not listed."
+    )
     factors: dict[str, float] = Field(description="EfficiencyFactors fields, SI units.")
     fitted_on: dict[str, Any] = Field(
         default_factory=dict, description="What the factors were fitted on (provenance)."
@@ -99,14 +101,14 @@ def load_calibration(path: Path) -> EfficiencyFactors:
 
 
 @cache
-def packaged_calibration(engine: Engine | str) -> CalibrationFile:
+def packaged_calibration(engine: EnginePreset | str) -> CalibrationFile:
     """The fit shipped with llmsizer for `engine` (module docstring)."""
-    name = f"calibrated_{Engine.parse(engine).value}.yaml"
+    name = f"calibrated_{EnginePreset.parse(engine).value}.yaml"
     text = resources.files("llmsizer.perf").joinpath("data", name).read_text()
     return parse_calibration(yaml.safe_load(text), name)
 
 
-def calibrated_efficiency(engine: Engine | str = Engine.VLLM) -> EfficiencyFactors:
+def calibrated_efficiency(engine: EnginePreset | str = EnginePreset.VLLM) -> EfficiencyFactors:
     """Efficiency factors fitted on the calibration set, for `engine` (see its file's
     `fitted_on` for what was fitted and what was carried over from priors)."""
     return packaged_calibration(engine).efficiency()

@@ -49,17 +49,18 @@ from llmsizer.specs.names import normalize_name
 from llmsizer.units import US
 
 
-class Engine(StrEnum):
-    """An inference engine whose efficiency defaults we keep. `Engine.parse` is lenient."""
+class EnginePreset(StrEnum):
+    """An engine preset (the `EngineConfig.engine` names) whose efficiency factors we keep;
+    `EnginePreset.parse` is lenient."""
 
     VLLM = "vllm"
     TRTLLM = "trtllm"
     SGLANG = "sglang"
 
     @classmethod
-    def parse(cls, text: str | Engine) -> Engine:
+    def parse(cls, text: str | EnginePreset) -> EnginePreset:
         """`vLLM`, `TensorRT-LLM`, `trt-llm`, `trtllm`, `SGLang` ... unknown -> error."""
-        if isinstance(text, Engine):
+        if isinstance(text, EnginePreset):
             return text
         found = _ENGINE_ALIASES.get(normalize_name(text))
         if found is None:
@@ -70,12 +71,12 @@ class Engine(StrEnum):
 
 _ENGINE_ALIASES = MappingProxyType(
     {
-        "vllm": Engine.VLLM,
-        "trtllm": Engine.TRTLLM,
-        "tensorrtllm": Engine.TRTLLM,
-        "tensorrt": Engine.TRTLLM,
-        "trt": Engine.TRTLLM,
-        "sglang": Engine.SGLANG,
+        "vllm": EnginePreset.VLLM,
+        "trtllm": EnginePreset.TRTLLM,
+        "tensorrtllm": EnginePreset.TRTLLM,
+        "tensorrt": EnginePreset.TRTLLM,
+        "trt": EnginePreset.TRTLLM,
+        "sglang": EnginePreset.SGLANG,
     }
 )
 
@@ -141,10 +142,10 @@ _BOUNDS: Mapping[str, tuple[float, float]] = MappingProxyType(
 )
 
 _STEP_OVERHEAD_S = MappingProxyType(
-    {Engine.VLLM: 500 * US, Engine.TRTLLM: 300 * US, Engine.SGLANG: 400 * US}
+    {EnginePreset.VLLM: 500 * US, EnginePreset.TRTLLM: 300 * US, EnginePreset.SGLANG: 400 * US}
 )
 
 
-def default_efficiency(engine: Engine | str = Engine.VLLM) -> EfficiencyFactors:
+def default_efficiency(engine: EnginePreset | str = EnginePreset.VLLM) -> EfficiencyFactors:
     """The unfitted priors for `engine` (module docstring); replaced by fitted values later."""
-    return EfficiencyFactors(step_overhead_s=_STEP_OVERHEAD_S[Engine.parse(engine)])
+    return EfficiencyFactors(step_overhead_s=_STEP_OVERHEAD_S[EnginePreset.parse(engine)])
