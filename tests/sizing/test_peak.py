@@ -3,10 +3,12 @@ against Poisson theory."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
-from llmsizer.sizing.peak import dau_average_rps, poisson_peak_rps, users_served
+from llmsizer.sizing.peak import dau_average_rps, poisson_peak_rps, poisson_quantile, users_served
 
 
 def test_the_course_poisson_peaks() -> None:
@@ -46,3 +48,34 @@ def test_bad_user_inputs_name_themselves() -> None:
         dau_average_rps(10, 3, 25)
     with pytest.raises(ValueError, match="daily_active_users"):
         dau_average_rps(0, 3, 8)
+
+
+# scipy.stats.poisson.ppf(q, mean), computed once with scipy 1.16
+SCIPY_PPF = [
+    (0.3, 0.5, 0), (0.3, 0.9, 1), (0.3, 0.999, 3), (1, 0.5, 1), (1, 0.95, 3), (1, 0.999, 5),
+    (7, 0.5, 7), (7, 0.9, 10), (7, 0.95, 12), (7, 0.99, 14), (64, 0.5, 64), (64, 0.9, 74),
+    (64, 0.95, 77), (64, 0.99, 83), (64, 0.999, 90), (100.5, 0.5, 100), (100.5, 0.95, 117),
+    (1000, 0.9, 1041), (1000, 0.95, 1052), (1000, 0.999, 1099), (12345.6, 0.5, 12345),
+    (12345.6, 0.99, 12605), (1e6, 0.5, 1000000), (1e6, 0.95, 1001645), (1e6, 0.999, 1003092),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("mean", "q", "expected"), SCIPY_PPF)
+def test_the_poisson_quantile_is_scipys(mean: float, q: float, expected: int) -> None:
+    assert poisson_quantile(q, mean) == expected
+
+
+def test_the_poisson_quantile_is_the_smallest_count_reaching_q() -> None:
+    """Against the definition, by direct sums of exp(-m) m^k / k! for a small mean."""
+    mean, cdf, term = 3.7, 0.0, math.exp(-3.7)
+    cdfs = []
+    for k in range(40):
+        cdf += term
+        cdfs.append(cdf)
+        term *= mean / (k + 1)
+    for q in (0.05, 0.5, 0.8, 0.95, 0.999999):
+        k = poisson_quantile(q, mean)
+        assert cdfs[k] >= q and (k == 0 or cdfs[k - 1] < q)
+    for bad in (0.0, -1.0, math.inf, math.nan):
+        with pytest.raises(ValueError, match="Poisson mean"):
+            poisson_quantile(0.5, bad)

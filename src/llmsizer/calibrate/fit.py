@@ -28,7 +28,6 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import least_squares
 
 from llmsizer.calibrate.replay import ScheduleTrace, replay
 from llmsizer.perf.calibrated import ResidualSummary
@@ -154,6 +153,8 @@ def fit_factors(
     for rounds in range(1, max_rounds + 1):
         using = exact if rounds == 1 else targets
         x0 = np.clip(np.log(np.maximum([getattr(factors, n) for n in fit], floor)), low, high)
+        from scipy.optimize import least_squares  # ~0.5 s to import: only when fitting
+
         solution = least_squares(residuals, x0, bounds=(low, high), xtol=1e-6, args=(using,))
         evaluations += int(solution.nfev)
         moved = float(np.max(np.abs(solution.x - x0)))

@@ -37,7 +37,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.optimize import least_squares
 
 from llmsizer.metrics import summarize
 from llmsizer.records import RequestRecord
@@ -209,6 +208,8 @@ def fit_step_cost(
         return np.log(np.maximum(simulated, 1e-9 * measured) / measured) / sigma
 
     x0 = np.array([start[name] / _SCALE[name] for name in free])
+    from scipy.optimize import least_squares  # ~0.5 s to import: only when fitting
+
     solution = least_squares(
         residuals,
         x0,

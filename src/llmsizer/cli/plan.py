@@ -10,7 +10,6 @@ import typer
 
 from llmsizer.cli.common import err, out, progress_bar
 from llmsizer.config import load_efficiency, load_usecase
-from llmsizer.report.plan_html import plan_html
 from llmsizer.report.plan_text import print_plan
 from llmsizer.sizing.inputs import usecase_dict
 from llmsizer.sizing.plan import plan as run_plan
@@ -66,5 +65,7 @@ def plan(
         json_out.write_text(json.dumps(data, indent=1) + "\n")
         err.print(f"wrote {json_out}", highlight=False)
     if html:
+        from llmsizer.report.plan_html import plan_html  # plotly: only for --html
+
         html.write_text(plan_html(data))
         err.print(f"wrote {html}", highlight=False)

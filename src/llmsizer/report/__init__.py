@@ -11,20 +11,36 @@ model or the benchmark client), so simulated and measured runs render the same w
 - `write_html_report`, `html_report`: everything above in one offline HTML file.
 """
 
-from llmsizer.report.distributions import (
-    distributions_figure,
-    distributions_html,
-    distributions_plotly,
-    distributions_png,
-    latency_histograms,
-    latency_samples,
-)
-from llmsizer.report.html import html_report, write_html_report
+from importlib import import_module
+from typing import Any
+
 from llmsizer.report.occupancy import Occupancy, QueueSize, assign_slots, occupancy, queue_size
 from llmsizer.report.tables import print_summary, rows_table, summary_rows, summary_table
 from llmsizer.report.timeline import DEFAULT_MAX_REQUESTS, Timeline, build_timeline
-from llmsizer.report.timeline_interactive import timeline_html, timeline_plotly
-from llmsizer.report.timeline_static import timeline_figure, timeline_png
+
+# The picture makers load matplotlib and plotly (~1 s): imported on first use only, so a
+# command that draws nothing never pays for them.
+_LAZY = {
+    "distributions_figure": "distributions",
+    "distributions_html": "distributions",
+    "distributions_plotly": "distributions",
+    "distributions_png": "distributions",
+    "latency_histograms": "distributions",
+    "latency_samples": "distributions",
+    "html_report": "html",
+    "write_html_report": "html",
+    "timeline_html": "timeline_interactive",
+    "timeline_plotly": "timeline_interactive",
+    "timeline_figure": "timeline_static",
+    "timeline_png": "timeline_static",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'llmsizer.report' has no attribute {name!r}")
+    return getattr(import_module(f"llmsizer.report.{_LAZY[name]}"), name)
+
 
 __all__ = [
     "DEFAULT_MAX_REQUESTS",
