@@ -130,3 +130,28 @@ def test_a_call_is_cheap(llama8b):
         llama8b(mixed)
     per_call_s = (time.perf_counter() - start) / (40 * 257)
     assert per_call_s < 50e-6
+
+
+def test_measure_is_the_breakdowns_time_flops_and_bytes() -> None:
+    rng = random.Random(5)
+    for model, tp in (("llama-3.1-8b", 1), ("mixtral-8x7b", 2), ("llama-3.1-70b", 4)):
+        step = make_step_model(model, tensor_parallel_size=tp)
+        for _ in range(50):
+            batch = random_batch(rng)
+            time_s, flops, memory = step.measure(batch)
+            b = step.breakdown(batch)
+            assert time_s == step(batch) == pytest.approx(b.time_s, rel=1e-12, abs=0.0)
+            assert flops == pytest.approx(b.flops, rel=1e-12, abs=0.0)
+            assert memory == pytest.approx(b.hbm_bytes, rel=1e-12, abs=0.0)
+
+
+def test_measure_counts_the_linear_flops_by_hand() -> None:
+    """A decode step of 4 sequences on Llama 3.1 8B, TP 1: the linear layers do
+    2 x (dense parameters) FLOPs per token, the LM head 2 x vocab x hidden per sampled row."""
+    step = make_step_model("llama-3.1-8b")
+    m = step.deployment.model
+    _, flops, _ = step.measure(decode_batch(4, 4 * 100))
+    attention = step.breakdown(decode_batch(4, 4 * 100)).part("decode_attention").flops
+    linear = 4 * 2 * m.dense_linear_params
+    lm_head = 4 * 2 * m.vocab_size * m.hidden_size
+    assert flops - attention == pytest.approx(linear + lm_head, rel=1e-9)
