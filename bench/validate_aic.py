@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import re
 import sys
 import time
 from collections import Counter
@@ -93,17 +94,21 @@ def _table(
     return lines
 
 
-def _natural(name: str) -> tuple[int, str]:
-    head = name.split(" ")[0].split("/")[0].lstrip("c<=")
-    return (int(head), name) if head.isdigit() else (0, name)
+def _natural(name: str) -> tuple[str, int, str]:
+    """Sort `vllm c<=32` before `vllm c<=128`: by the words, then the last one's number."""
+    words, _, last = name.rpartition(" ")
+    digits = re.match(r"\D*(\d+)", last)
+    return (words, int(digits.group(1)) if digits else 0, last)
 
 
 def _concurrency_band(r: Result) -> str:
     c = r.case.spec.concurrency or 0
+    low = 1
     for edge in (8, 32, 128, 512):
         if c <= edge:
-            return f"c<={edge}"
-    return "c>512"
+            return f"c{low}-{edge}"
+        low = edge + 1
+    return "c513+"
 
 
 def report(
@@ -116,6 +121,12 @@ def report(
         "`shared/calibration/aic_silicon_calibration.csv`; mapping rules in "
         "`llmsizer.calibrate.aic`. Before any accuracy work: engine presets with their "
         "defaults, shipped efficiency factors.",
+        "",
+        "Workload as measured (`docs/aic_measurement.md`): a closed loop of c clients that "
+        "all start at t = 0 on an idle engine; InferenceX rows send 10 c requests with input "
+        "and output lengths uniform in [int(0.8 L), L]; AIC gap-analysis rows send 20 c with "
+        "fixed lengths. Nothing is dropped as warm-up: the client's warm-up drains before "
+        "the timed run starts.",
         "",
         f"{num_rows} rows: {num_rows - len(skipped)} mapped, {len(results)} predicted here, "
         f"{len(skipped)} skipped. Errors are prediction / measurement - 1 in %: median and "
