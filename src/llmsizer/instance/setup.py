@@ -1,10 +1,13 @@
 """`PredictSpec` (a deployment under a load) and `simulation_setup`: what `predict`, the
 calibration replay and validation simulate for it.
 
-Lengths are fixed (`isl`, `osl`); the load is a closed loop at `concurrency`, Poisson
-arrivals at `request_rate`, or offline (every request at t = 0). Arrivals come from
-`llmsizer.workload.make_workload` with the spec's seed, so a seed gives the same arrivals
-here as in `llmsizer bench` and in the fitted-step-cost path (`PredictSpec.workload_spec`).
+Lengths are fixed (`isl`, `osl`), or with `length_ratio` r uniform integers in
+[int(r * L), L] for each, drawn independently (vLLM `benchmark_serving --random-range-ratio`
+as InferenceX runs it: `sample_random_requests`); the load is a closed loop at
+`concurrency`, Poisson arrivals at `request_rate`, or offline (every request at t = 0).
+Arrivals come from `llmsizer.workload.make_workload` with the spec's seed, so a seed gives
+the same arrivals here as in `llmsizer bench` and in the fitted-step-cost path
+(`PredictSpec.workload_spec`).
 
 Several instances (`num_gpus` a multiple of tp x pp) and pipeline stages (`pp` virtual
 engines) are simulated as one of `instances x pp` identical engines, each offered its share
@@ -24,7 +27,13 @@ from llmsizer.instance.deployment import DeploymentSpec
 from llmsizer.instance.instance import Instance, make_instance
 from llmsizer.perf import EfficiencyFactors
 from llmsizer.sim import EngineConfig
-from llmsizer.workload import Workload, WorkloadSpec, fixed_length_load, make_workload
+from llmsizer.workload import (
+    LengthSpec,
+    Workload,
+    WorkloadSpec,
+    fixed_length_load,
+    make_workload,
+)
 
 
 class PredictSpec(DeploymentSpec):
@@ -41,7 +50,14 @@ class PredictSpec(DeploymentSpec):
     num_requests: int | None = Field(
         None, ge=1, description="Requests simulated; default: enough for steady state."
     )
-    seed: int = Field(0, ge=0, description="Seed for Poisson arrivals.")
+    length_ratio: float | None = Field(
+        None,
+        gt=0,
+        le=1,
+        description="Lengths uniform in [int(ratio x isl), isl] and [int(ratio x osl), osl] "
+        "(vLLM --random-range-ratio); unset: fixed isl and osl.",
+    )
+    seed: int = Field(0, ge=0, description="Seed for Poisson arrivals and length draws.")
 
     @model_validator(mode="after")
     def _one_load(self) -> Self:
@@ -76,7 +92,7 @@ class PredictSpec(DeploymentSpec):
 
     def workload_spec(self, num_requests: int, num_engines: int = 1) -> WorkloadSpec:
         """One engine's share of the load, `num_requests` long (module docstring)."""
-        return fixed_length_load(
+        load = fixed_length_load(
             self.isl,
             self.osl,
             num_requests=num_requests,
@@ -85,6 +101,15 @@ class PredictSpec(DeploymentSpec):
             else max(1, math.ceil(self.concurrency / num_engines)),
             request_rate=None if self.request_rate is None else self.request_rate / num_engines,
             seed=self.seed,
+        )
+        if self.length_ratio is None:
+            return load
+        ratio = self.length_ratio
+        return load.model_copy(
+            update={
+                "isl": LengthSpec(kind="uniform", low=max(1, int(ratio * self.isl)), high=self.isl),
+                "osl": LengthSpec(kind="uniform", low=max(1, int(ratio * self.osl)), high=self.osl),
+            }
         )
 
 

@@ -1,0 +1,164 @@
+"""AIConfigurator's silicon measurements (`../shared/calibration/aic_silicon_calibration.csv`)
+as cases to predict.
+
+`load_aic` maps every row to an `AicCase` (a `PredictSpec` and the measured mean TTFT and
+TPOT) or an `AicSkipped` with a one-line reason. How the rows were measured is in
+`docs/aic_measurement.md`; the rules (`map_aic_row`):
+
+- **Deployment.** `model_path` through `get_model`; `system` through `AIC_GPUS` (GB300 is
+  not in the catalog); `tp_size` / `pp_size`; the engine preset named by `backend` with its
+  defaults (no per-version or per-script settings yet: this is the baseline).
+- **Precision.** One weight precision per model today: `gemm_quant_mode`
+  (`quant_mode_precision`). Where `moe_quant_mode` differs (fp8 GEMMs with fp8_block
+  experts, DeepSeek) the experts are priced as the GEMM precision and the case's `note` says
+  so; the two formats differ by 0.03 % in bytes and use the same FP8 math. An empty mode means
+  the checkpoint's dtype: the `precision` column, else bf16 (Llama-3.1-8B-Instruct's
+  checkpoint). FP8 and NVFP4 weights get an FP8 KV cache, as the InferenceX scripts launch them.
+- **Load.** A closed loop at `batch_size x attention_dp_size` clients (batch_size is per
+  attention-DP rank). InferenceX rows: `10 c` requests with lengths uniform in
+  [int(0.8 L), L] (`--random-range-ratio 0.8`, `length_ratio` on the spec). AIC's own
+  gap-analysis rows (aiperf): fixed lengths, `20 c` requests. The simulation starts on an
+  idle engine with all `c` requests at t = 0, as the timed run does: the client's warm-up
+  (`2 c` requests, since 2026-01-21) drains before it, so nothing is dropped.
+- **Skipped.** Disaggregated rows; expert parallelism (`moe_ep_size > 1`); attention data
+  parallelism (`attention_dp_size > 1`); GPUs and models outside the catalog; deployments
+  the model rejects (weights that do not fit, heads not divisible by TP).
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from llmsizer.instance import PredictSpec, make_instance
+from llmsizer.specs import get_model
+from llmsizer.specs.dtypes import Precision, quant_mode_precision
+
+AIC_GPUS = {  # AIC `system` -> catalog GPU; GB300 has no catalog entry yet
+    "h100_sxm": "h100-sxm",
+    "b200_sxm": "b200",
+    "b300_sxm": "b300",
+    "gb200": "gb200",
+}
+LENGTH_RATIO = 0.8  # InferenceX RANDOM_RANGE_RATIO (.github/workflows/benchmark-tmpl.yml)
+PROMPTS_PER_CLIENT = 10  # InferenceX --num-prompts $((CONC*10))
+GAP_PROMPTS_PER_CLIENT = 20  # AIC bench_run.sh.j2: aiperf --num-requests c*20 (HEAD default)
+_GAP_MARKERS = ("gap-analysis", "gtl_job_id=")
+_FP8_KV = (Precision.FP8, Precision.FP8_BLOCK, Precision.FP4)
+
+
+@dataclass(frozen=True, slots=True)
+class AicCase:
+    """A row as a case: its spec, measured means (`mean_ttft_ms`, `mean_tpot_ms`), what it
+    is grouped by in reports, and a note on anything the mapping approximated."""
+
+    row_id: str
+    backend: str
+    system: str
+    model: str
+    spec: PredictSpec
+    measured: dict[str, float]
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class AicSkipped:
+    """A row that is not predicted, and why (one line)."""
+
+    row_id: str
+    backend: str
+    reason: str
+
+
+class _Skip(Exception):
+    """Raised while mapping a row: the message is the reason it is skipped."""
+
+
+def load_aic(path: Path) -> list[AicCase | AicSkipped]:
+    """Every row of the CSV at `path`, mapped (`map_aic_row`), in file order."""
+    with path.open(newline="") as f:
+        return [map_aic_row(row) for row in csv.DictReader(f)]
+
+
+def map_aic_row(row: Mapping[str, str], *, check_fit: bool = True) -> AicCase | AicSkipped:
+    """One row as a case, or the reason it is skipped (rules in the module docstring).
+
+    `check_fit` builds the instance to reject deployments the model cannot hold.
+    """
+    try:
+        return _map(row, check_fit)
+    except _Skip as reason:
+        return AicSkipped(row["id"], row["backend"], str(reason))
+
+
+def _map(row: Mapping[str, str], check_fit: bool) -> AicCase:
+    if row["mode"] != "agg":
+        raise _Skip(f"{row['mode']} mode (separate prefill and decode pools) not modelled yet")
+    ep, dp = _int(row, "moe_ep_size", 1), _int(row, "attention_dp_size", 1)
+    if ep > 1:
+        raise _Skip(f"expert parallelism (moe_ep_size {ep}) not modelled yet")
+    if dp > 1:
+        raise _Skip(f"attention data parallelism (attention_dp_size {dp}) not modelled yet")
+    gpu = AIC_GPUS.get(row["system"])
+    if gpu is None:
+        raise _Skip(f"GPU {row['system']} not in the catalog")
+    try:
+        model = get_model(row["model_path"]).name
+    except (ValueError, OSError) as e:
+        raise _Skip(f"model {row['model_path']} not in the catalog") from e
+    precision, note = _precision(row)
+    concurrency = _int(row, "batch_size", 0) * dp
+    if concurrency < 1:
+        raise _Skip("batch_size not given")
+    gap = any(marker in row["silicon_data_source"] for marker in _GAP_MARKERS)
+    per_client = GAP_PROMPTS_PER_CLIENT if gap else PROMPTS_PER_CLIENT
+    fields: dict[str, Any] = {
+        "model": model,
+        "gpu": gpu,
+        "precision": precision.value,
+        "kv_cache_dtype": "fp8" if precision in _FP8_KV else None,
+        "tp": _int(row, "tp_size", 1),
+        "pp": _int(row, "pp_size", 1),
+        "engine": row["backend"],
+        "isl": int(row["isl"]),
+        "osl": int(row["osl"]),
+        "concurrency": concurrency,
+        "num_requests": per_client * concurrency,
+        "length_ratio": None if gap else LENGTH_RATIO,
+    }
+    try:
+        spec = PredictSpec.model_validate(fields)
+        if check_fit:
+            make_instance(spec, max_model_len=spec.isl + spec.osl)
+    except ValueError as e:  # DoesNotFitError, heads not divisible by tp, bad engine ...
+        raise _Skip(f"rejected by the model: {str(e).split(':')[0]}") from e
+    measured = {
+        "mean_ttft_ms": float(row["silicon_ttft_ms"]),
+        "mean_tpot_ms": float(row["silicon_tpot_ms"]),
+    }
+    return AicCase(row["id"], row["backend"], row["system"], model, spec, measured, note)
+
+
+def _int(row: Mapping[str, str], column: str, default: int) -> int:
+    """An integer column; an empty cell is `default` (the gap rows leave dp and ep empty)."""
+    text = row[column].strip()
+    return int(text) if text else default
+
+
+def _precision(row: Mapping[str, str]) -> tuple[Precision, str]:
+    """The weight precision and a note when the experts' mode differs (module docstring)."""
+    try:
+        gemm = quant_mode_precision(row["gemm_quant_mode"])
+        moe = quant_mode_precision(row["moe_quant_mode"])
+    except ValueError as e:
+        raise _Skip(str(e)) from e
+    if gemm is None:
+        column = row["precision"].strip()
+        return (Precision.parse(column) if column else Precision.BF16), ""
+    note = ""
+    if moe is not None and moe is not gemm:
+        note = f"moe_quant_mode {moe.value} priced as gemm_quant_mode {gemm.value}"
+    return gemm, note

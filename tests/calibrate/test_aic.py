@@ -1,0 +1,161 @@
+"""The AIC silicon rows as cases: the mapping rules on hand-written rows, and the whole CSV."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from llmsizer.calibrate.aic import AicCase, AicSkipped, load_aic, map_aic_row
+from llmsizer.instance import PredictSpec, simulation_setup
+from tests.conftest import shared_path
+
+_COLUMNS = (
+    "prefill_batch_size prefill_num_workers prefill_tp_size prefill_pp_size "
+    "prefill_attention_dp_size prefill_moe_tp_size prefill_moe_ep_size decode_batch_size "
+    "decode_num_workers decode_tp_size decode_pp_size decode_attention_dp_size "
+    "decode_moe_tp_size decode_moe_ep_size"
+).split()
+
+
+def make_row(**changes: str) -> dict[str, str]:
+    """An InferenceX agg row: vLLM Llama-3.1-70B FP8 on 4 x B200, 1k/1k at 16 clients."""
+    row = {
+        "id": "llama70b_b200_vllm_fp8_agg_1024x1024_c16",
+        "silicon_data_source": "db-dump/2026-04-27; config_id=1; silicon_concurrency=16",
+        "backend": "vllm",
+        "backend_version": "0.19.0",
+        "model_path": "meta-llama/Llama-3.1-70B",
+        "system": "b200_sxm",
+        "precision": "fp8",
+        "mode": "agg",
+        "isl": "1024",
+        "osl": "1024",
+        "gemm_quant_mode": "fp8",
+        "moe_quant_mode": "fp8",
+        "batch_size": "16",
+        "tp_size": "4",
+        "pp_size": "1",
+        "attention_dp_size": "1",
+        "moe_tp_size": "4",
+        "moe_ep_size": "1",
+        "silicon_ttft_ms": "120.5",
+        "silicon_tpot_ms": "9.25",
+        **dict.fromkeys(_COLUMNS, ""),
+    }
+    return {**row, **changes}
+
+
+def mapped(**changes: str) -> AicCase:
+    case = map_aic_row(make_row(**changes), check_fit=False)
+    assert isinstance(case, AicCase), case
+    return case
+
+
+def skip_reason(**changes: str) -> str:
+    skipped = map_aic_row(make_row(**changes), check_fit=False)
+    assert isinstance(skipped, AicSkipped), skipped
+    return skipped.reason
+
+
+def test_an_inferencex_row_is_a_closed_loop_of_ten_prompts_per_client() -> None:
+    case = mapped()
+    s = case.spec
+    assert (s.model, s.gpu, s.precision, s.kv_cache_dtype) == (
+        "llama-3.1-70b",
+        "b200",
+        "fp8",
+        "fp8",
+    )
+    assert (s.tensor_parallel_size, s.pipeline_parallel_size, s.preset) == (4, 1, "vllm")
+    assert (s.isl, s.osl, s.concurrency, s.num_requests) == (1024, 1024, 16, 160)
+    assert s.length_ratio == 0.8
+    assert case.measured == {"mean_ttft_ms": 120.5, "mean_tpot_ms": 9.25}
+    assert case.note == ""
+
+
+@pytest.mark.parametrize(
+    ("system", "gpu"),
+    [("h100_sxm", "h100-sxm"), ("b200_sxm", "b200"), ("b300_sxm", "b300"), ("gb200", "gb200")],
+)
+def test_systems_map_to_catalog_gpus(system: str, gpu: str) -> None:
+    assert mapped(system=system).spec.gpu == gpu
+
+
+def test_engine_preset_is_the_backend() -> None:
+    assert mapped(backend="sglang").spec.preset == "sglang"
+    assert mapped(backend="trtllm").spec.preset == "trtllm"
+
+
+def test_precision_is_the_gemm_mode_and_a_different_moe_mode_is_noted() -> None:
+    case = mapped(gemm_quant_mode="fp8", moe_quant_mode="fp8_block")
+    assert case.spec.precision == "fp8"
+    assert case.note == "moe_quant_mode fp8_block priced as gemm_quant_mode fp8"
+    fp4 = mapped(gemm_quant_mode="nvfp4", moe_quant_mode="nvfp4").spec
+    assert (fp4.precision, fp4.kv_cache_dtype) == ("fp4", "fp8")
+
+
+def test_an_empty_quant_mode_is_the_checkpoint_dtype() -> None:
+    bf16 = mapped(gemm_quant_mode="", moe_quant_mode="", precision="bf16").spec
+    assert (bf16.precision, bf16.kv_cache_dtype) == ("bf16", None)
+    assert mapped(gemm_quant_mode="", moe_quant_mode="", precision="").spec.precision == "bf16"
+
+
+def test_gap_analysis_rows_have_fixed_lengths_and_twenty_prompts_per_client() -> None:
+    case = mapped(silicon_data_source="source_file=/x/aic-auto-gap-analysis/a.csv")
+    assert case.spec.length_ratio is None
+    assert case.spec.num_requests == 20 * 16
+
+
+def test_empty_dp_and_ep_cells_mean_one() -> None:
+    assert mapped(attention_dp_size="", moe_ep_size="").spec.concurrency == 16
+
+
+@pytest.mark.parametrize(
+    ("changes", "reason"),
+    [
+        ({"mode": "disagg"}, "disagg mode (separate prefill and decode pools) not modelled yet"),
+        ({"moe_ep_size": "8"}, "expert parallelism (moe_ep_size 8) not modelled yet"),
+        (
+            {"attention_dp_size": "4"},
+            "attention data parallelism (attention_dp_size 4) not modelled yet",
+        ),
+        ({"system": "gb300"}, "GPU gb300 not in the catalog"),
+        ({"model_path": "acme/NoSuchModel-1B"}, "model acme/NoSuchModel-1B not in the catalog"),
+    ],
+)
+def test_what_perf_cannot_model_is_skipped_with_its_reason(
+    changes: dict[str, str], reason: str
+) -> None:
+    assert skip_reason(**changes) == reason
+
+
+def test_weights_that_do_not_fit_are_skipped() -> None:
+    row = make_row(system="h100_sxm", tp_size="1", gemm_quant_mode="", moe_quant_mode="")
+    row["precision"] = "bf16"
+    skipped = map_aic_row(row)
+    assert isinstance(skipped, AicSkipped)
+    assert skipped.reason.startswith("rejected by the model: llama-3.1-70b")
+    assert "does not fit" in skipped.reason
+
+
+def test_length_ratio_draws_uniform_lengths_in_the_range() -> None:
+    spec = PredictSpec(
+        model="llama-3.1-8b", gpu="h100-sxm", isl=1000, osl=500, concurrency=4, length_ratio=0.8
+    )
+    workload = simulation_setup(spec).workload
+    for lengths, top in ((workload.num_prompt_tokens, 1000), (workload.num_output_tokens, 500)):
+        assert lengths.min() >= int(0.8 * top) and lengths.max() <= top
+        assert len(np.unique(lengths)) > 1
+    fixed = simulation_setup(spec.model_copy(update={"length_ratio": None})).workload
+    assert set(fixed.num_prompt_tokens.tolist()) == {1000}
+
+
+@pytest.mark.shared
+def test_every_row_of_the_csv_is_mapped_or_has_a_reason() -> None:
+    path = shared_path("calibration", "aic_silicon_calibration.csv")
+    rows = load_aic(path)
+    assert len(rows) == 3555
+    cases = [r for r in rows if isinstance(r, AicCase)]
+    assert len(cases) > 1000
+    assert all(r.reason.strip() for r in rows if isinstance(r, AicSkipped))
+    assert all(c.spec.concurrency and c.measured["mean_ttft_ms"] > 0 for c in cases)
