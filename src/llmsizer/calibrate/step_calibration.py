@@ -41,7 +41,7 @@ KIND = "fitted_step_cost"
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class StepCostFile(_Strict):

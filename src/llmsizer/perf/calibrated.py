@@ -36,7 +36,7 @@ KIND = "efficiency_factors"
 class ResidualSummary(BaseModel):
     """How well the factors fit one metric: rows and absolute percentage errors."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     num_rows: int = Field(ge=0, description="Measurements of this metric in the fit.")
     median_ape_pct: float = Field(ge=0, description="Median absolute percentage error.")
@@ -46,7 +46,7 @@ class ResidualSummary(BaseModel):
 class CalibrationFile(BaseModel):
     """The file's content (module docstring); `efficiency()` gives the factors."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     kind: Literal["efficiency_factors"] = Field(description="What the file calibrates.")
     engine: EnginePreset = Field(

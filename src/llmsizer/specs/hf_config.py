@@ -51,13 +51,32 @@ _PLAIN_MLP_TYPES = frozenset(
 )
 
 
+_MAX_COUNT = 2**31
+"""Largest count a config field may hold (layers, heads, widths, vocabulary, positions): far
+above any released model, and low enough that products of counts stay exact in an int64."""
+
+
 def read_hf_config(source: str | Path) -> dict[str, Any]:
-    """Load `config.json` from a file path or a directory holding one."""
+    """Load `config.json` from a file path or a directory holding one; an unreadable file, one
+    that is not JSON or one that holds anything but an object is a `ValueError` naming it."""
     path = Path(source)
     if path.is_dir():
         path = path / "config.json"
-    with path.open() as f:
-        config: dict[str, Any] = json.load(f)
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise ValueError(f"cannot read model config '{path}': {e.strerror}") from e
+    except UnicodeDecodeError:
+        raise ValueError(f"model config '{path}' is not UTF-8 text (a config.json?)") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"model config '{path}' is not JSON: {e}") from None
+    except RecursionError:
+        raise ValueError(f"model config '{path}' is nested too deeply") from None
+    if not isinstance(config, dict):
+        raise ValueError(
+            f"model config '{path}' must hold a JSON object of fields (a Hugging Face "
+            f"config.json), not a {type(config).__name__}"
+        )
     return config
 
 
@@ -74,8 +93,21 @@ def model_from_hf_config(
         source = source or f"config.json at {path}"
         config = read_hf_config(path)
     if "text_config" in config:
+        if not isinstance(config["text_config"], Mapping):
+            raise ValueError(f"model config {source or name!r}: text_config must be an object")
         config = {**config, **config["text_config"]}
     reader = _Reader(config, name or str(config.get("_name_or_path") or "custom-model"))
+    try:
+        return _model(reader, config, hf_repo_id, source)
+    except (TypeError, AttributeError, OverflowError) as e:
+        # the optional fields read below in their helpers take many shapes; one of the wrong
+        # type (a list where a number goes) ends here, named, rather than as a traceback
+        raise ValueError(f"config for {reader.name!r}: a field has the wrong type ({e})") from e
+
+
+def _model(
+    reader: _Reader, config: Mapping[str, Any], hf_repo_id: str | None, source: str
+) -> ModelSpec:
     hidden = reader.int("hidden_size", "n_embd", "d_model")
     heads = reader.int("num_attention_heads", "n_head", "n_heads")
     layers = reader.int("num_hidden_layers", "n_layer", "n_layers", "num_layers")
@@ -89,8 +121,8 @@ def model_from_hf_config(
         hidden_size=hidden,
         intermediate_size=_intermediate_size(reader, config, hidden),
         num_attention_heads=heads,
-        num_key_value_heads=heads if mla is not None else _kv_heads(config, heads),
-        head_dim=int(config.get("head_dim") or hidden // heads),
+        num_key_value_heads=heads if mla is not None else _kv_heads(reader, config, heads),
+        head_dim=reader.optional_int("head_dim") or hidden // heads,
         vocab_size=reader.int("vocab_size", "padded_vocab_size"),
         tie_word_embeddings=_tied(config, model_type),
         gated_mlp=model_type not in _PLAIN_MLP_TYPES,
@@ -118,11 +150,22 @@ class _Reader:
         self.name = name
 
     def optional_int(self, *keys: str) -> int | None:
+        """The first of `keys` present (and not null): a count from 1 to `_MAX_COUNT`."""
         for key in keys:
             value = self.config.get(key)
             if value is not None:
-                return int(value)
+                return self.count(key, value)
         return None
+
+    def count(self, key: str, value: Any) -> int:
+        """`value` of field `key` as a count; a ValueError naming both unless 1.._MAX_COUNT."""
+        integral = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+        if isinstance(value, bool) or not integral or not 1 <= value <= _MAX_COUNT:
+            raise ValueError(
+                f"config for {self.name!r}: {key} = {value!r}, must be an integer from 1 "
+                f"to {_MAX_COUNT}"
+            )
+        return int(value)
 
     def int(self, *keys: str) -> int:
         value = self.optional_int(*keys)
@@ -131,11 +174,11 @@ class _Reader:
         return value
 
 
-def _kv_heads(config: Mapping[str, Any], heads: int) -> int:
+def _kv_heads(reader: _Reader, config: Mapping[str, Any], heads: int) -> int:
     """GQA/MQA KV heads: explicit counts, Falcon's `multi_query`, MPT's `attn_config`."""
     for key in ("num_key_value_heads", "num_kv_heads", "n_head_kv", "multi_query_group_num"):
-        if config.get(key):
-            return int(config[key])
+        if config.get(key) is not None:
+            return reader.count(key, config[key])
     attn_config = config.get("attn_config") or {}
     if attn_config.get("kv_n_heads"):
         return int(attn_config["kv_n_heads"])
