@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -20,6 +19,7 @@ from llmsizer.calibrate.step_calibration import (
 from llmsizer.calibrate.step_fit import MeasuredPoint, fit_step_cost, point_from_records
 from llmsizer.cli.common import err, field_help, out
 from llmsizer.config import format_validation_error
+from llmsizer.errors import parse_json, read_text
 from llmsizer.sim import EngineConfig
 
 E = EngineConfig
@@ -147,10 +147,7 @@ def calibrate(
 
 def _summaries(path: Path) -> list[dict[str, Any]]:
     """The summaries in a JSON file: a list of points (bench) or one object (simulate)."""
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{path}: not JSON ({e})") from e
+    data = parse_json(read_text(path, "results file"), path, "results file")
     points = data if isinstance(data, list) else [data]
     if not points or not all(isinstance(p, dict) for p in points):
         raise ValueError(f"{path}: expected a JSON object or a list of objects")

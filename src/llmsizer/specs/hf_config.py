@@ -33,11 +33,11 @@ other model type is taken to have a gated (SwiGLU) MLP, as all recent families d
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from llmsizer.errors import parse_json, read_text
 from llmsizer.specs.models import (
     LinearAttentionSpec,
     MlaSpec,
@@ -49,34 +49,17 @@ from llmsizer.specs.models import (
 _PLAIN_MLP_TYPES = frozenset(
     {"gptj", "gpt2", "gpt_neox", "mpt", "falcon", "opt", "bloom", "gpt_bigcode", "phi"}
 )
-
-
-_MAX_COUNT = 2**31
-"""Largest count a config field may hold (layers, heads, widths, vocabulary, positions): far
-above any released model, and low enough that products of counts stay exact in an int64."""
+_MAX_COUNT = 2**31  # far above any model's count; products of counts still fit an int64
 
 
 def read_hf_config(source: str | Path) -> dict[str, Any]:
-    """Load `config.json` from a file path or a directory holding one; an unreadable file, one
-    that is not JSON or one that holds anything but an object is a `ValueError` naming it."""
+    """Load `config.json` from a file path or a directory holding one (a ValueError if bad)."""
     path = Path(source)
     if path.is_dir():
         path = path / "config.json"
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise ValueError(f"cannot read model config '{path}': {e.strerror}") from e
-    except UnicodeDecodeError:
-        raise ValueError(f"model config '{path}' is not UTF-8 text (a config.json?)") from None
-    except json.JSONDecodeError as e:
-        raise ValueError(f"model config '{path}' is not JSON: {e}") from None
-    except RecursionError:
-        raise ValueError(f"model config '{path}' is nested too deeply") from None
+    config = parse_json(read_text(path, "model config"), path, "model config")
     if not isinstance(config, dict):
-        raise ValueError(
-            f"model config '{path}' must hold a JSON object of fields (a Hugging Face "
-            f"config.json), not a {type(config).__name__}"
-        )
+        raise ValueError(f"model config '{path}' must hold a JSON object, not a {type(config)}")
     return config
 
 
@@ -92,22 +75,17 @@ def model_from_hf_config(
         name = name or (path.name if path.is_dir() else path.parent.name or path.stem)
         source = source or f"config.json at {path}"
         config = read_hf_config(path)
-    if "text_config" in config:
-        if not isinstance(config["text_config"], Mapping):
-            raise ValueError(f"model config {source or name!r}: text_config must be an object")
-        config = {**config, **config["text_config"]}
     reader = _Reader(config, name or str(config.get("_name_or_path") or "custom-model"))
     try:
+        if "text_config" in config:
+            config = reader.config = {**config, **config["text_config"]}
         return _model(reader, config, hf_repo_id, source)
     except (TypeError, AttributeError, OverflowError) as e:
-        # the optional fields read below in their helpers take many shapes; one of the wrong
-        # type (a list where a number goes) ends here, named, rather than as a traceback
+        # a field of the wrong type (a list where a number goes) in a helper below
         raise ValueError(f"config for {reader.name!r}: a field has the wrong type ({e})") from e
 
 
-def _model(
-    reader: _Reader, config: Mapping[str, Any], hf_repo_id: str | None, source: str
-) -> ModelSpec:
+def _model(reader: _Reader, config: Mapping[str, Any], repo: str | None, source: str) -> ModelSpec:
     hidden = reader.int("hidden_size", "n_embd", "d_model")
     heads = reader.int("num_attention_heads", "n_head", "n_heads")
     layers = reader.int("num_hidden_layers", "n_layer", "n_layers", "num_layers")
@@ -137,7 +115,7 @@ def _model(
         max_position_embeddings=reader.optional_int(
             "max_position_embeddings", "n_positions", "max_seq_len", "seq_length"
         ),
-        hf_repo_id=hf_repo_id,
+        hf_repo_id=repo,
         source=source,
     )
 
@@ -150,7 +128,6 @@ class _Reader:
         self.name = name
 
     def optional_int(self, *keys: str) -> int | None:
-        """The first of `keys` present (and not null): a count from 1 to `_MAX_COUNT`."""
         for key in keys:
             value = self.config.get(key)
             if value is not None:
@@ -158,13 +135,9 @@ class _Reader:
         return None
 
     def count(self, key: str, value: Any) -> int:
-        """`value` of field `key` as a count; a ValueError naming both unless 1.._MAX_COUNT."""
         integral = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
         if isinstance(value, bool) or not integral or not 1 <= value <= _MAX_COUNT:
-            raise ValueError(
-                f"config for {self.name!r}: {key} = {value!r}, must be an integer from 1 "
-                f"to {_MAX_COUNT}"
-            )
+            raise ValueError(f"config for {self.name!r}: {key} = {value!r}, not 1 to {_MAX_COUNT}")
         return int(value)
 
     def int(self, *keys: str) -> int:

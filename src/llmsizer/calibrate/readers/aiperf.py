@@ -24,7 +24,6 @@ server's usage, which can differ by a token or so.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -33,6 +32,7 @@ import numpy as np
 
 from llmsizer.bench.stream import assign_token_times
 from llmsizer.calibrate.readers.run import ImportedRun, float_or_none, in_unit_s, int_or_none
+from llmsizer.errors import parse_json, read_text
 from llmsizer.records import RequestRecord
 
 AGGREGATE_FILE = "profile_export_aiperf.json"
@@ -40,7 +40,9 @@ AGGREGATE_FILE = "profile_export_aiperf.json"
 
 def read_aiperf(path: Path) -> list[ImportedRun]:
     """The run in an AIPerf `profile_export.jsonl` (one run per file)."""
-    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    text = read_text(path, "AIPerf records file")
+    numbered = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
+    lines = [parse_json(line, path, "AIPerf records file", line=n) for n, line in numbered]
     measured = [
         d for d in lines if d["metadata"].get("benchmark_phase", "profiling") == "profiling"
     ]
@@ -96,7 +98,9 @@ def _with_settings(records: tuple[RequestRecord, ...], path: Path) -> ImportedRu
     if not aggregate_path.exists():
         approximations.append(f"no {AGGREGATE_FILE} beside the records: settings unknown")
         return ImportedRun("aiperf", path, records, approximations=tuple(approximations))
-    aggregate = json.loads(aggregate_path.read_text())
+    aggregate = parse_json(
+        read_text(aggregate_path, "AIPerf summary"), aggregate_path, "AIPerf summary"
+    )
     config = aggregate.get("input_config", {})
     loadgen, endpoint = config.get("loadgen", {}), config.get("endpoint", {})
     models = endpoint.get("model_names") or [None]

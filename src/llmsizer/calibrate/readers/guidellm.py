@@ -22,7 +22,6 @@ request of each benchmark is sent at 0. guidellm samples requests when asked
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from llmsizer.calibrate.readers.run import ImportedRun, float_or_none, int_or_none
+from llmsizer.errors import parse_json, read_text
 from llmsizer.records import RequestRecord
 
 SPREAD = "token times spread evenly between guidellm's first and last token times"
@@ -37,8 +37,8 @@ SPREAD = "token times spread evenly between guidellm's first and last token time
 
 def read_guidellm(path: Path) -> list[ImportedRun]:
     """Every benchmark (load point) of a guidellm report."""
-    report = json.loads(path.read_text())
-    if "benchmarks" not in report:
+    report = parse_json(read_text(path, "guidellm report"), path, "guidellm report")
+    if not isinstance(report, dict) or "benchmarks" not in report:
         raise ValueError(f"{path}: not a guidellm report (no 'benchmarks' list)")
     return [_run(b, path) for b in report["benchmarks"]]
 

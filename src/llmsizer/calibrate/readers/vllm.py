@@ -28,7 +28,6 @@ request latencies are exact either way; throughput should use the file's `durati
 from __future__ import annotations
 
 import heapq
-import json
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +35,7 @@ import numpy as np
 
 from llmsizer.bench.stream import assign_token_times
 from llmsizer.calibrate.readers.run import ImportedRun, float_or_none, int_or_none
+from llmsizer.errors import read_json_values
 from llmsizer.records import RequestRecord
 
 PER_REQUEST_KEYS = ("input_lens", "output_lens", "ttfts", "itls", "errors")
@@ -43,11 +43,7 @@ PER_REQUEST_KEYS = ("input_lens", "output_lens", "ttfts", "itls", "errors")
 
 def read_vllm(path: Path) -> list[ImportedRun]:
     """Every run in a vLLM result file (one object, or one per line with --append-result)."""
-    text = path.read_text()
-    try:
-        objects = [json.loads(text)]
-    except json.JSONDecodeError:
-        objects = [json.loads(line) for line in text.splitlines() if line.strip()]
+    objects = read_json_values(path, "vLLM result file")
     return [vllm_run(obj, path) for obj in objects]
 
 
