@@ -19,7 +19,7 @@ from llmsizer.workload import WorkloadSpec, make_workload
 
 def run_scenario(scenario: Scenario) -> tuple[SimResult, dict[str, float]]:
     workload = make_workload(scenario.workload)
-    engine = scenario.build_engine()
+    engine = scenario.build_engine(workload)
     with progress_bar("simulating") as progress:
         result = engine.run(workload, progress)
     slo = scenario.slo.build() if scenario.slo else None

@@ -126,7 +126,9 @@ def _headroom(c: dict[str, Any]) -> Table:
 
 
 def _pareto(c: dict[str, Any], data: dict[str, Any]) -> Table:
-    keys = [item["key"] for item in data["limits"]] or ["p95_ttft_ms"]
+    # without limits, the TTFT at the use case's percentile (whatever the key says it is)
+    ttft = [k for k in (c["pareto"] or [{}])[0] if k.endswith("_ttft_ms")][:1]
+    keys = [item["key"] for item in data["limits"]] or ttft
     table = Table(
         title=f"Pareto points on {c['gpu']} (latency vs req/s per GPU)", title_justify="left"
     )
