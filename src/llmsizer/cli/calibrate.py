@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -181,6 +182,8 @@ def compare(
     also shown as one: the mean over the runs, with the spread between them as its
     uncertainty; --tolerance then judges that mean.
     """
+    if tolerance_pct is not None and not (math.isfinite(tolerance_pct) and tolerance_pct >= 0):
+        raise ValueError(f"--tolerance must be a percentage >= 0, got {tolerance_pct}")
     meas = _summaries(measured)
     pred = [p for path in predicted for p in _summaries(path)]
     if len(meas) != len(pred):
@@ -188,11 +191,18 @@ def compare(
             f"{measured} has {len(meas)} points but the predictions hold {len(pred)}; "
             "give one prediction per measured point, in order"
         )
-    rows = [
-        r
-        for m, p in zip(meas, pred, strict=True)
-        for r in cmp.compare_summaries(m, p, cmp.describe_point(m))
-    ]
+    rows = []
+    for number, (m, p) in enumerate(zip(meas, pred, strict=True), start=1):
+        mismatch = cmp.load_mismatch(m, p)
+        if mismatch is not None:
+            raise ValueError(f"point {number} of {measured}: {mismatch}; pair points of one load")
+        point_rows = cmp.compare_summaries(m, p, cmp.describe_point(m))
+        if not point_rows:
+            raise ValueError(
+                f"point {number} of {measured}: no metric ({', '.join(cmp.BAR_METRICS)}, ...) "
+                "is a number on both sides; is it a bench, simulate or predict --json file?"
+            )
+        rows += point_rows
     out.print(_table(rows, f"measured ({measured.name}) vs predicted"))
     pooled = cmp.pool_repeats(rows)
     repeated = len(pooled) < len(rows)

@@ -86,7 +86,7 @@ def parse_calibration(data: Any, where: str = "calibration") -> CalibrationFile:
     """Validate already-parsed YAML (see `read_calibration`)."""
     if not isinstance(data, dict):
         raise ValueError(f"{where} must hold a mapping of keys, not {data!r}")
-    if data.get("kind") != KIND and isinstance(data.get("kind"), str):
+    if data.get("kind") == "fitted_step_cost":  # llmsizer calibrate's kind
         raise ValueError(
             f"calibration file '{where}' is a kind: {data['kind']} file; this needs a kind: "
             f"{KIND} file (efficiency factors of the GPU model, bench/validate_perf.py --fit)"
