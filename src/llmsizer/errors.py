@@ -5,6 +5,8 @@ files, use cases) formats its pydantic errors here, and reads its YAML file with
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
 from collections.abc import Iterable
@@ -120,3 +122,19 @@ def read_json_values(path: Path, what: str, *, error: type[ValueError] = ValueEr
         if len(lines) <= 1:
             raise
         return [parse_json(line, path, what, line=n, error=error) for n, line in lines]
+
+
+def read_csv_rows(path: Path, what: str) -> list[dict[str, str]]:
+    """The rows of the CSV file `path`, each a dict by header; a ValueError naming the file
+    when it is not CSV text with a header, has no rows, or a row longer than the header."""
+    text = read_text(path, what)
+    try:
+        rows = list(csv.DictReader(io.StringIO(text, newline="")))
+    except csv.Error as e:
+        raise ValueError(f"{what} '{path}' is not CSV: {e}") from None
+    for number, row in enumerate(rows, start=2):
+        if None in row:
+            raise ValueError(f"{what} '{path}' line {number}: more fields than the header")
+    if not rows:
+        raise ValueError(f"{what} '{path}' has no rows (a header line, then one row each)")
+    return rows

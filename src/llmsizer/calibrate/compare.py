@@ -64,6 +64,27 @@ def compare_summaries(
     ]
 
 
+def compare_points(
+    measured: Sequence[Mapping[str, Any]], predicted: Sequence[Mapping[str, Any]], source: str
+) -> list[Comparison]:
+    """`compare_summaries` of each measured point and its prediction, in order; a ValueError
+    naming the point (of the file `source`) when the two are not of the same load or share
+    no metric."""
+    rows = []
+    for number, (m, p) in enumerate(zip(measured, predicted, strict=True), start=1):
+        mismatch = load_mismatch(m, p)
+        if mismatch is not None:
+            raise ValueError(f"point {number} of {source}: {mismatch}; pair points of one load")
+        point_rows = compare_summaries(m, p, describe_point(m))
+        if not point_rows:
+            raise ValueError(
+                f"point {number} of {source}: no metric ({', '.join(BAR_METRICS)}, ...) is a "
+                "number on both sides; is it a bench, simulate or predict --json file?"
+            )
+        rows += point_rows
+    return rows
+
+
 def pool_repeats(rows: Sequence[Comparison]) -> list[Comparison]:
     """One row per point and metric measured more than once (rows with the same label): the
     mean of the measured and of the predicted values over the repeats, and as the measured

@@ -191,18 +191,7 @@ def compare(
             f"{measured} has {len(meas)} points but the predictions hold {len(pred)}; "
             "give one prediction per measured point, in order"
         )
-    rows = []
-    for number, (m, p) in enumerate(zip(meas, pred, strict=True), start=1):
-        mismatch = cmp.load_mismatch(m, p)
-        if mismatch is not None:
-            raise ValueError(f"point {number} of {measured}: {mismatch}; pair points of one load")
-        point_rows = cmp.compare_summaries(m, p, cmp.describe_point(m))
-        if not point_rows:
-            raise ValueError(
-                f"point {number} of {measured}: no metric ({', '.join(cmp.BAR_METRICS)}, ...) "
-                "is a number on both sides; is it a bench, simulate or predict --json file?"
-            )
-        rows += point_rows
+    rows = cmp.compare_points(meas, pred, str(measured))
     out.print(_table(rows, f"measured ({measured.name}) vs predicted"))
     pooled = cmp.pool_repeats(rows)
     repeated = len(pooled) < len(rows)

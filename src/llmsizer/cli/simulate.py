@@ -132,6 +132,8 @@ def simulate(
     batching, 10 ms steps. `--model` and `--gpu` price steps with the GPU performance model
     instead (KV-cache size from GPU memory). Writes nothing unless asked.
     """
+    if plot is not None and plot.suffix.lower() != ".png":
+        raise ValueError(f"--plot {plot}: the timeline picture is a PNG; give a .png file")
     o: dict[str, Any] = {}
     engine_flags: tuple[tuple[str, Any], ...] = (
         ("engine", engine),

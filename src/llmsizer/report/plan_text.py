@@ -32,6 +32,8 @@ def print_plan(data: dict[str, Any], console: Console) -> None:
         console.print(Group(_business(winner), _headroom(winner), _pareto(winner, data)))
     if data["band"] is not None:
         console.print(_band(data["band"]))
+        for note in data["band"].get("notes", []):
+            console.print(f"  {note}", highlight=False)
     console.print(Text("Why", style="bold"))
     for sentence in data["explanation"]:
         console.print(Text(f"- {sentence}"))
