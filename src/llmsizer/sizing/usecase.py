@@ -319,7 +319,10 @@ class UseCase(_Strict):
     @field_validator("model")
     @classmethod
     def _known_model(cls, name: str) -> str:
-        get_model(name)  # UnknownNameError names close matches
+        try:
+            get_model(name)  # UnknownNameError names close matches
+        except FileNotFoundError as e:  # a config.json path that is not there
+            raise ValueError(str(e)) from None
         return name
 
     @model_validator(mode="after")

@@ -50,6 +50,7 @@ _PLAIN_MLP_TYPES = frozenset(
     {"gptj", "gpt2", "gpt_neox", "mpt", "falcon", "opt", "bloom", "gpt_bigcode", "phi"}
 )
 _MAX_COUNT = 2**31  # far above any model's count; products of counts still fit an int64
+_MAX_LAYERS = 10_000  # the deepest released models have a few hundred
 
 
 def read_hf_config(source: str | Path) -> dict[str, Any]:
@@ -89,6 +90,8 @@ def _model(reader: _Reader, config: Mapping[str, Any], repo: str | None, source:
     hidden = reader.int("hidden_size", "n_embd", "d_model")
     heads = reader.int("num_attention_heads", "n_head", "n_heads")
     layers = reader.int("num_hidden_layers", "n_layer", "n_layers", "num_layers")
+    if layers > _MAX_LAYERS:  # per-layer loops below would run for minutes
+        raise ValueError(f"config for {reader.name!r}: {layers} layers, at most {_MAX_LAYERS}")
     model_type = str(config.get("model_type", "")).lower()
     mla = _mla(reader)
     _check_layer_kinds(config, layers)
@@ -206,7 +209,7 @@ def _num_moe_layers(config: Mapping[str, Any], layers: int) -> int:
     i % `moe_layer_freq` == 0. Qwen MoE: (i + 1) % `decoder_sparse_step` == 0 unless i is in
     `mlp_only_layers`. Otherwise (Mixtral, GPT-OSS): every layer."""
     if "first_k_dense_replace" in config or "moe_layer_freq" in config:
-        first_dense = int(config.get("first_k_dense_replace") or 0)
+        first_dense = max(0, int(config.get("first_k_dense_replace") or 0))
         freq = int(config.get("moe_layer_freq") or 1)
         return sum(1 for i in range(first_dense, layers) if i % freq == 0)
     step = int(config.get("decoder_sparse_step") or 1)

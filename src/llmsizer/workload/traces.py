@@ -219,7 +219,8 @@ def _json_object(path: str | Path, number: int, line: str) -> dict[str, Any]:
 
 def _number(path: str | Path, number: int, row: dict[str, Any], key: str) -> float:
     value = _field(path, number, row, key)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    finite = isinstance(value, int | float) and abs(value) < 1e300  # int: no float overflow
+    if isinstance(value, bool) or not finite:
         raise TraceError(path, number, f"{key} must be a finite number, got {_shown(value)}")
     return float(value)
 
@@ -233,8 +234,8 @@ def _integer(path: str | Path, number: int, row: dict[str, Any], key: str) -> in
 
 def _length(path: str | Path, number: int, key: str, value: int) -> int:
     """A row's token count, at most `MAX_TOKENS` (so that it fits an int64 column)."""
-    if value > MAX_TOKENS:
-        raise TraceError(path, number, f"{key} must be <= {MAX_TOKENS:,} tokens, got {value}")
+    if not -MAX_TOKENS <= value <= MAX_TOKENS:  # small negatives: the >= 1 check, on arrays
+        raise TraceError(path, number, f"{key} must be 1 to {MAX_TOKENS:,} tokens, got {value}")
     return value
 
 

@@ -6,6 +6,7 @@ the schema it follows, where it was taken from, and what it has to reconstruct.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
@@ -34,7 +35,7 @@ def import_results(path: Path, fmt: ResultFormat = "auto") -> list[ImportedRun]:
     is a ValueError naming it and the format tried."""
     name = detect_format(path) if fmt == "auto" else fmt
     try:
-        return READERS[name](path)
+        return [_checked(run) for run in READERS[name](path)]
     except (KeyError, TypeError, AttributeError, IndexError, OverflowError) as e:
         # each reader follows its tool's schema field by field; a field missing or of the
         # wrong type anywhere in it ends here, named, rather than as a traceback
@@ -66,3 +67,15 @@ def _first_object(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ValueError(f"{path}: expected JSON objects")
     return data
+
+
+def _checked(run: ImportedRun) -> ImportedRun:
+    """`run`, unless a record has a negative length or a time that is not a finite number
+    (then a ValueError naming the file and the request)."""
+    for r in run.records:
+        times = (r.arrival_s, *r.token_times_s.tolist(), r.finish_s or 0.0, r.scheduled_s or 0.0)
+        if min(r.num_prompt_tokens, r.num_output_tokens_requested, r.num_cached_tokens) < 0:
+            raise ValueError(f"{run.path}: request {r.request_id} has a negative token count")
+        if not all(isinstance(t, int | float) and math.isfinite(t) for t in times):
+            raise ValueError(f"{run.path}: request {r.request_id} has a time that is no number")
+    return run

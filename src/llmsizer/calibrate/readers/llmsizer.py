@@ -31,6 +31,8 @@ def _point(d: dict[str, Any], path: Path) -> ImportedRun:
     records_path = Path(d["records_path"])
     if not records_path.is_absolute() and not records_path.exists():
         records_path = path.parent / records_path
+    if not records_path.is_file():
+        raise ValueError(f"{path}: a point's records_path {str(records_path)!r} is no file")
     return ImportedRun(
         source="llmsizer",
         path=path,
