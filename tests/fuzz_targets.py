@@ -209,8 +209,9 @@ def _all_finite(doc: Any, what: str = "value") -> None:
 
 
 def _check_lengths(prompt: np.ndarray, output: np.ndarray) -> None:
-    from llmsizer.workload.lengths import MAX_TOKENS
+    from llmsizer.workload import lengths as module
 
+    MAX_TOKENS = getattr(module, "MAX_TOKENS", 2**62)  # noqa: N806 (older versions: none)
     for name, lengths in (("prompt", prompt), ("output", output)):
         if lengths.size and (lengths.min() < 1 or lengths.max() > MAX_TOKENS):
             raise Crash(f"{name} length {lengths.min()}..{lengths.max()} taken silently")
@@ -290,10 +291,15 @@ def _read_step_calibration(path: Path) -> None:
 
 
 def _read_cases(path: Path) -> None:
+    from llmsizer import errors
     from llmsizer.cli.predict import _spec_of
-    from llmsizer.errors import read_csv_rows
 
-    for row in read_csv_rows(path, "cases file"):
+    if hasattr(errors, "read_csv_rows"):
+        rows = errors.read_csv_rows(path, "cases file")
+    else:  # before issue 14: what `predict --cases` did
+        with path.open(newline="") as f:
+            rows = list(csv.DictReader(f))
+    for row in rows:
         spec = _spec_of(row)
         if spec.isl < 1 or spec.osl < 1:
             raise Crash("non-positive lengths taken")
