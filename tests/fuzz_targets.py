@@ -211,7 +211,7 @@ def _all_finite(doc: Any, what: str = "value") -> None:
 def _check_lengths(prompt: np.ndarray, output: np.ndarray) -> None:
     from llmsizer.workload import lengths as module
 
-    MAX_TOKENS = getattr(module, "MAX_TOKENS", 2**62)  # noqa: N806 (older versions: none)
+    MAX_TOKENS = getattr(module, "MAX_TOKENS", 2**62)  # older versions have none
     for name, lengths in (("prompt", prompt), ("output", output)):
         if lengths.size and (lengths.min() < 1 or lengths.max() > MAX_TOKENS):
             raise Crash(f"{name} length {lengths.min()}..{lengths.max()} taken silently")
@@ -517,18 +517,28 @@ COMMANDS: dict[str, dict[str, tuple[str, ...]]] = {
 }
 
 
+GPU = ["--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--precision", "fp8", "--tp", "1"]
+BASE: dict[str, list[str]] = {
+    "simulate": ["--num-requests", "16", "--isl", "64", "--osl", "16"],
+    "predict": [*GPU, "--isl", "128", "--osl", "16", "--concurrency", "2", "--num-requests", "8"],
+    "plan": [*GPU, "--engine", "vllm", "--isl", "500", "--osl", "50", "--peak-rps", "2"],
+    "calibrate": [],
+    "compare": [],
+}  # a valid command line that the chosen flags then change (a later flag wins)
+
+
 def command_argv(command: str, rng: random.Random, folder: Path) -> list[str]:
     """A random command line for `command`: a few of its flags with values from the
     vocabulary; `@name` stands for a file made in `folder`."""
     vocabulary = COMMANDS[command]
     files = _command_files(folder)
-    argv = [command]
+    argv = [command, *(BASE[command] if rng.random() < 0.8 else [])]
     positional = [flag for flag in vocabulary if flag.startswith("@")]
     options = [flag for flag in vocabulary if not flag.startswith("@")]
     for flag in positional:
         value = rng.choice(vocabulary[flag])
         argv.append(files.get(value, value))
-    for flag in rng.sample(options, k=min(len(options), rng.randint(1, 6))):
+    for flag in rng.sample(options, k=min(len(options), rng.randint(1, 4))):
         values = vocabulary[flag]
         if not values:
             argv.append(flag)
