@@ -6,7 +6,7 @@
 Inputs and checks are `tests/fuzz_targets.py`'s: seed documents mutated (values replaced,
 keys deleted or added), seed text with bytes changed, random bytes; random command lines.
 Each input runs in this process under a per-input alarm: past `--timeout-s` it counts as a
-hang. A crash is an exception other than the project's own error (a `ValueError` with its
+hang; the process may use 4 GiB, an input that allocates more is a crash. A crash is an exception other than the project's own error (a `ValueError` with its
 own message), a value taken silently wrong, or a command that exits with a traceback. Prints
 one row per reader and command, and the first failures of each.
 """
@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import collections
 import random
+import resource
 import signal
 import sys
 import tempfile
@@ -50,6 +51,8 @@ def _run(job: Any, timeout_s: float) -> str:
 
 def campaign(per_reader: int, per_command: int, seed: int, timeout_s: float) -> int:
     signal.signal(signal.SIGALRM, _alarm)
+    limit = 4 * 2**30  # an input that allocates past this is a memory bomb: a crash
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     rng = random.Random(seed)
     rows: list[tuple[str, collections.Counter[str], float]] = []
     failures: list[str] = []

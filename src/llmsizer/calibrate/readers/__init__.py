@@ -40,6 +40,10 @@ def import_results(path: Path, fmt: ResultFormat = "auto") -> list[ImportedRun]:
         # each reader follows its tool's schema field by field; a field missing or of the
         # wrong type anywhere in it ends here, named, rather than as a traceback
         raise ValueError(f"{path}: not a valid {name} result file ({type(e).__name__}: {e})") from e
+    except ValueError as e:  # a value out of range, found deep in a reader: name the file
+        if str(path) in str(e):
+            raise
+        raise ValueError(f"{path}: not a valid {name} result file ({e})") from e
 
 
 def detect_format(path: Path) -> str:

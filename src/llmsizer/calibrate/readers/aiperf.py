@@ -31,7 +31,13 @@ from typing import Any
 import numpy as np
 
 from llmsizer.bench.stream import assign_token_times
-from llmsizer.calibrate.readers.run import ImportedRun, float_or_none, in_unit_s, int_or_none
+from llmsizer.calibrate.readers.run import (
+    ImportedRun,
+    float_or_none,
+    in_unit_s,
+    int_or_none,
+    token_count,
+)
 from llmsizer.errors import parse_json, read_text
 from llmsizer.records import RequestRecord
 
@@ -68,7 +74,7 @@ def _record(d: Mapping[str, Any], i: int, t0_ns: int) -> RequestRecord:
     arrival_s = (int(meta["request_start_ns"]) - t0_ns) * 1e-9
     end_s = (int(meta["request_end_ns"]) - t0_ns) * 1e-9
     n_in = _metric(metrics, "input_sequence_length") or _metric(metrics, "error_isl") or 0
-    n_out = int(_metric(metrics, "output_sequence_length") or 0)
+    n_out = token_count(_metric(metrics, "output_sequence_length") or 0)
     request_id = int(meta.get("session_num", i))
     if error is not None:
         message = f"{error.get('type', 'error')}: {error.get('message', '')} ({error.get('code')})"

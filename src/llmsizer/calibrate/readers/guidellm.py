@@ -28,7 +28,12 @@ from typing import Any
 
 import numpy as np
 
-from llmsizer.calibrate.readers.run import ImportedRun, float_or_none, int_or_none
+from llmsizer.calibrate.readers.run import (
+    ImportedRun,
+    float_or_none,
+    int_or_none,
+    token_count,
+)
 from llmsizer.errors import parse_json, read_text
 from llmsizer.records import RequestRecord
 
@@ -102,8 +107,8 @@ def _flatten(r: Mapping[str, Any], status: str) -> dict[str, Any]:
         "first": first,
         "last": last,
         "end": end,
-        "prompt": int(prompt or 0),
-        "output": int(output or 0),
+        "prompt": token_count(prompt or 0),
+        "output": token_count(output or 0),
         "error": f"guidellm {status}: {error}" if error else None,
     }
 
