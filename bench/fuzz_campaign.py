@@ -6,9 +6,10 @@
 Inputs and checks are `tests/fuzz_targets.py`'s: seed documents mutated (values replaced,
 keys deleted or added), seed text with bytes changed, random bytes; random command lines.
 Each input runs in this process under a per-input alarm: past `--timeout-s` it counts as a
-hang; the process may use 4 GiB, an input that allocates more is a crash. A crash is an exception other than the project's own error (a `ValueError` with its
-own message), a value taken silently wrong, or a command that exits with a traceback. Prints
-one row per reader and command, and the first failures of each.
+hang; the process may use 4 GiB, an input that allocates more is a crash. A crash is an
+exception other than the project's own error (a `ValueError` with its own message), a value
+taken silently wrong, or a command that exits with a traceback. Prints one row per reader
+and command, and the first failures of each.
 """
 
 from __future__ import annotations
