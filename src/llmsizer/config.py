@@ -27,7 +27,7 @@ from llmsizer.sim import Engine, EngineConfig, FixedTicks, LinearStepCost, StepC
 from llmsizer.sizing.inputs import usecase_from_mapping
 from llmsizer.sizing.usecase import UseCase
 from llmsizer.units import MS
-from llmsizer.workload import WorkloadSpec
+from llmsizer.workload import Workload, WorkloadSpec
 
 
 class ConfigError(ValueError):
@@ -35,7 +35,7 @@ class ConfigError(ValueError):
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class FixedStepCostSpec(_Strict):
@@ -134,8 +134,9 @@ class Scenario(_Strict):
     slo: SloSpec | None = Field(None, description="Latency limits for goodput.")
     num_gpus: int = Field(1, ge=1, description="GPUs per instance, for per-GPU throughput.")
 
-    def build_engine(self) -> Engine:
-        """The engine this scenario describes, its step cost and (for a GPU) its KV blocks."""
+    def build_engine(self, workload: Workload | None = None) -> Engine:
+        """The engine this scenario describes, its step cost and (for a GPU) its KV blocks;
+        for a GPU, a ValueError when a request of `workload` exceeds the model's context."""
         cost = self.step_cost
         if isinstance(cost, CalibratedStepCostSpec):
             return self._calibrated_engine(cost.calibration)
@@ -144,6 +145,11 @@ class Scenario(_Strict):
         inst = make_instance(
             cost.deployment(self.engine), efficiency=load_efficiency(cost.calibration)
         )
+        if workload is not None and workload.num_requests:
+            lengths = workload.num_prompt_tokens + workload.num_output_tokens
+            i = int(lengths.argmax())
+            what = f"prompt + output of request {i} = {workload.num_prompt_tokens[i]} + "
+            inst.check_request_tokens(int(lengths[i]), what + f"{workload.num_output_tokens[i]}")
         return Engine(inst.engine, inst.step)
 
     def _calibrated_engine(self, path: Path) -> Engine:

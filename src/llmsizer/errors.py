@@ -5,6 +5,10 @@ files, use cases) formats its pydantic errors here, and reads its YAML file with
 
 from __future__ import annotations
 
+import csv
+import io
+import json
+import math
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -44,14 +48,93 @@ def read_yaml_mapping(
     """The mapping in the YAML file `path` (`what` names it: "scenario file"); an unreadable
     file, bad YAML or anything but a mapping raises `error` saying which (an empty file is
     `{}` when `empty_ok`)."""
+    text = read_text(path, what, error=error)
     try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as e:
-        raise error(f"cannot read {what} '{path}': {e.strerror}") from e
+        data = yaml.safe_load(text)
     except yaml.YAMLError as e:
         raise error(f"{what} '{path}' is not valid YAML: {e}") from e
+    except RecursionError:
+        raise error(f"{what} '{path}' is nested too deeply") from None
     if data is None and empty_ok:
         return {}
     if not isinstance(data, dict):
         raise error(f"{what} '{path}' must hold a mapping of keys, not {data!r}")
     return data
+
+
+def read_text(path: Path, what: str, *, error: type[ValueError] = ValueError) -> str:
+    """The UTF-8 text of the file `path` (`what` names it: "result file"); a missing or
+    unreadable file, or one that is not text, raises `error` naming it."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise error(f"cannot read {what} '{path}': {e.strerror or e}") from e
+    except UnicodeDecodeError as e:
+        raise error(
+            f"{what} '{path}' is not UTF-8 text (byte {e.start} is {e.object[e.start]:#04x})"
+        ) from None
+
+
+def parse_json(
+    text: str,
+    path: Path,
+    what: str,
+    *,
+    line: int | None = None,
+    error: type[ValueError] = ValueError,
+) -> Any:
+    """`text` (the file `path`, or its `line`) parsed as JSON; anything else raises `error`
+    naming the file, the line and the problem. NaN and Infinity, which Python's json accepts
+    but JSON does not, are refused too."""
+    where = f"'{path}'" if line is None else f"'{path}' line {line}"
+    try:
+        return json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
+    except json.JSONDecodeError as e:
+        raise error(
+            f"{what} {where} is not JSON: {e.msg} at line {e.lineno} column {e.colno}"
+        ) from None
+    except ValueError as e:
+        raise error(f"{what} {where} is not JSON: {e}") from None
+    except RecursionError:
+        raise error(f"{what} {where} is nested too deeply") from None
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is out of a float's range")
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def read_json_values(path: Path, what: str, *, error: type[ValueError] = ValueError) -> list[Any]:
+    """The values in the JSON file `path`: its one document as a one-item list or, when the
+    text is not one document, the value of each non-blank line (JSON Lines). Anything else
+    raises `error` naming the file and the first bad line."""
+    text = read_text(path, what, error=error)
+    try:
+        return [parse_json(text, path, what, error=error)]
+    except ValueError:
+        lines = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
+        if len(lines) <= 1:
+            raise
+        return [parse_json(line, path, what, line=n, error=error) for n, line in lines]
+
+
+def read_csv_rows(path: Path, what: str) -> list[dict[str, str]]:
+    """The rows of the CSV file `path`, each a dict by header; a ValueError naming the file
+    when it is not CSV text with a header, has no rows, or a row longer than the header."""
+    text = read_text(path, what)
+    try:
+        rows = list(csv.DictReader(io.StringIO(text, newline="")))
+    except csv.Error as e:
+        raise ValueError(f"{what} '{path}' is not CSV: {e}") from None
+    for number, row in enumerate(rows, start=2):
+        if None in row:
+            raise ValueError(f"{what} '{path}' line {number}: more fields than the header")
+    if not rows:
+        raise ValueError(f"{what} '{path}' has no rows (a header line, then one row each)")
+    return rows

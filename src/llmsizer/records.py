@@ -20,6 +20,8 @@ from typing import IO, Any, cast
 
 import numpy as np
 
+from llmsizer.errors import parse_json
+
 EMPTY_TIMES = np.zeros(0, dtype=np.float64)
 EMPTY_TIMES.setflags(write=False)
 
@@ -195,11 +197,19 @@ def read_jsonl(path: Path) -> Iterator[RequestRecord]:
     interrupted run yields every record written before the cut."""
     with open_jsonl(path) as f:
         try:
-            for line in f:
+            for number, line in enumerate(f, start=1):
                 if line.strip():
-                    yield record_from_json(json.loads(line))
+                    yield _record_on_line(parse_json(line, path, "records file", line=number))
         except EOFError:  # gzip without its end marker: the run was stopped
             return
+        except UnicodeDecodeError:
+            raise ValueError(f"records file '{path}' is not UTF-8 text") from None
+
+
+def _record_on_line(value: Any) -> RequestRecord:
+    if not isinstance(value, dict):
+        raise ValueError(f"a records line holds a {type(value).__name__}, not a record object")
+    return record_from_json(value)
 
 
 def write_records(records: list[RequestRecord], path: Path) -> None:

@@ -23,6 +23,7 @@ import numpy as np
 
 from llmsizer.bench.loop_lag import LoopLag
 from llmsizer.bench.spec import LoadPoint
+from llmsizer.errors import read_json_values
 from llmsizer.records import RequestRecord
 
 LAG_WARN_FRACTION = 0.95  # warn when the achieved send rate is below this share of the asked
@@ -144,12 +145,10 @@ def write_results(results: Iterable[BenchResult], path: Path) -> None:
 
 def read_results(path: Path) -> list[dict[str, Any]]:
     """Read a results file: a JSON list, a single object, or one object per line."""
-    text = path.read_text()
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError:
-        return [json.loads(line) for line in text.splitlines() if line.strip()]
-    return data if isinstance(data, list) else [data]
+    values = read_json_values(path, "results file")
+    if len(values) == 1 and isinstance(values[0], list):
+        return values[0]
+    return values
 
 
 _TABLE_ROWS: tuple[tuple[str, str, str], ...] = (

@@ -64,6 +64,27 @@ def compare_summaries(
     ]
 
 
+def compare_points(
+    measured: Sequence[Mapping[str, Any]], predicted: Sequence[Mapping[str, Any]], source: str
+) -> list[Comparison]:
+    """`compare_summaries` of each measured point and its prediction, in order; a ValueError
+    naming the point (of the file `source`) when the two are not of the same load or share
+    no metric."""
+    rows = []
+    for number, (m, p) in enumerate(zip(measured, predicted, strict=True), start=1):
+        mismatch = load_mismatch(m, p)
+        if mismatch is not None:
+            raise ValueError(f"point {number} of {source}: {mismatch}; pair points of one load")
+        point_rows = compare_summaries(m, p, describe_point(m))
+        if not point_rows:
+            raise ValueError(
+                f"point {number} of {source}: no metric ({', '.join(BAR_METRICS)}, ...) is a "
+                "number on both sides; is it a bench, simulate or predict --json file?"
+            )
+        rows += point_rows
+    return rows
+
+
 def pool_repeats(rows: Sequence[Comparison]) -> list[Comparison]:
     """One row per point and metric measured more than once (rows with the same label): the
     mean of the measured and of the predicted values over the repeats, and as the measured
@@ -103,7 +124,7 @@ def _number(value: Any) -> TypeGuard[float]:
 def describe_point(d: Mapping[str, Any]) -> str:
     """The load of a bench, simulate or predict summary in a few words: `concurrency 4`,
     `Poisson 2 req/s`, `offline`, or `run` when it says nothing about its load."""
-    workload = (d.get("scenario") or {}).get("workload") or {}
+    workload = _mapping(_mapping(d.get("scenario")).get("workload"))
     arrival = workload.get("arrival")
     concurrency = d.get("max_concurrency", d.get("concurrency"))
     rate = _finite(d.get("request_rate"))
@@ -112,21 +133,37 @@ def describe_point(d: Mapping[str, Any]) -> str:
     elif arrival == "closed_loop":
         concurrency = workload.get("concurrency")
     if rate is not None:
-        burst = d.get("burstiness", workload.get("burstiness"))
+        burst = _finite(d.get("burstiness", workload.get("burstiness")))
         kind = "Poisson" if burst in (None, 1.0) else f"gamma (burstiness {burst:g})"
         return f"{kind} {rate:g} req/s"
-    if concurrency is not None:
+    if _number(concurrency):
         return f"concurrency {int(concurrency)}"
     if d.get("offline") or arrival == "burst":
         return "offline"
     return "run"
 
 
-def _finite(value: Any) -> float | None:
-    """A rate as a float; None for none or vLLM's "inf" (a closed loop or a burst)."""
-    if value is None or value == "inf" or not math.isfinite(float(value)):
+def load_mismatch(measured: Mapping[str, Any], predicted: Mapping[str, Any]) -> str | None:
+    """Why a measured and a predicted point are not the same load (`Poisson 1 req/s` vs
+    `Poisson 6 req/s`), or None when they are, or when either does not say."""
+    m, p = describe_point(measured), describe_point(predicted)
+    if "run" in (m, p) or m == p:
         return None
-    return float(value)
+    return f"measured at {m} but predicted at {p}"
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _finite(value: Any) -> float | None:
+    """A rate as a float; None for none, vLLM's "inf" (a closed loop or a burst), or
+    anything that is not a finite number."""
+    try:
+        number = float(value) if _number(value) or isinstance(value, str) else math.nan
+    except ValueError:
+        return None
+    return number if math.isfinite(number) else None
 
 
 def within(rows: Sequence[Comparison], tolerance: float, metrics: Sequence[str]) -> bool:

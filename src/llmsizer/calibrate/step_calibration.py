@@ -41,7 +41,7 @@ KIND = "fitted_step_cost"
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class StepCostFile(_Strict):
@@ -164,8 +164,14 @@ def calibration_kind(path: Path) -> str | None:
 
 def load_step_calibration(path: Path) -> StepCalibration:
     """Read and validate a `kind: fitted_step_cost` file; `ValueError` names each bad key."""
+    data = _read(path)
+    if data.get("kind") == "efficiency_factors":  # perf.calibrated's kind
+        raise ValueError(
+            f"calibration file '{path}' is a kind: {data['kind']} file; this needs a kind: "
+            f"{KIND} file (written by llmsizer calibrate)"
+        )
     try:
-        return StepCalibration.model_validate(_read(path))
+        return StepCalibration.model_validate(data)
     except ValidationError as e:
         raise ValueError(format_validation_error(e, f"calibration file '{path}'")) from e
 

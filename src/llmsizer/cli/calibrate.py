@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+import math
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -20,6 +20,7 @@ from llmsizer.calibrate.step_calibration import (
 from llmsizer.calibrate.step_fit import MeasuredPoint, fit_step_cost, point_from_records
 from llmsizer.cli.common import err, field_help, out
 from llmsizer.config import format_validation_error
+from llmsizer.errors import parse_json, read_text
 from llmsizer.sim import EngineConfig
 
 E = EngineConfig
@@ -147,10 +148,7 @@ def calibrate(
 
 def _summaries(path: Path) -> list[dict[str, Any]]:
     """The summaries in a JSON file: a list of points (bench) or one object (simulate)."""
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{path}: not JSON ({e})") from e
+    data = parse_json(read_text(path, "results file"), path, "results file")
     points = data if isinstance(data, list) else [data]
     if not points or not all(isinstance(p, dict) for p in points):
         raise ValueError(f"{path}: expected a JSON object or a list of objects")
@@ -184,6 +182,8 @@ def compare(
     also shown as one: the mean over the runs, with the spread between them as its
     uncertainty; --tolerance then judges that mean.
     """
+    if tolerance_pct is not None and not (math.isfinite(tolerance_pct) and tolerance_pct >= 0):
+        raise ValueError(f"--tolerance must be a percentage >= 0, got {tolerance_pct}")
     meas = _summaries(measured)
     pred = [p for path in predicted for p in _summaries(path)]
     if len(meas) != len(pred):
@@ -191,11 +191,7 @@ def compare(
             f"{measured} has {len(meas)} points but the predictions hold {len(pred)}; "
             "give one prediction per measured point, in order"
         )
-    rows = [
-        r
-        for m, p in zip(meas, pred, strict=True)
-        for r in cmp.compare_summaries(m, p, cmp.describe_point(m))
-    ]
+    rows = cmp.compare_points(meas, pred, str(measured))
     out.print(_table(rows, f"measured ({measured.name}) vs predicted"))
     pooled = cmp.pool_repeats(rows)
     repeated = len(pooled) < len(rows)

@@ -22,6 +22,7 @@ from llmsizer.calibrate.step_calibration import (
 )
 from llmsizer.cli.common import err, field_help, out, progress_bar, write_json
 from llmsizer.config import format_validation_error, load_efficiency
+from llmsizer.errors import read_csv_rows
 from llmsizer.instance import Prediction, PredictSpec
 from llmsizer.instance import predict as run_predict
 from llmsizer.perf import EfficiencyFactors
@@ -91,8 +92,8 @@ def _predict_fitted(
         write_json(json_out, summary)
 
 
-def _blank(value: str) -> Any:
-    return None if value.strip() == "" else value.strip()
+def _blank(value: str | None) -> Any:
+    return None if value is None or value.strip() == "" else value.strip()
 
 
 CASE_COLUMNS = PredictSpec.input_keys()
@@ -109,8 +110,7 @@ def _spec_of(row: dict[str, str]) -> PredictSpec:
 def run_cases(cases: Path, out_path: Path, efficiency: EfficiencyFactors | None) -> tuple[int, int]:
     """Predict every row; a bad row gets its message in `error`, the others still run.
     Unknown columns are copied through. Returns (rows, failed rows)."""
-    with cases.open(newline="") as f:
-        rows = list(csv.DictReader(f))
+    rows = read_csv_rows(cases, "cases file")
     results: list[dict[str, Any]] = []
     workers = min(os.cpu_count() or 1, max(1, len(rows) // 16))
     with progress_bar("predicting") as progress, ProcessPoolExecutor(workers) as pool:
@@ -133,7 +133,7 @@ def _predict_row(row: dict[str, str], efficiency: EfficiencyFactors | None) -> d
     """One case: the row's own columns, then the prediction, or the error that stopped it."""
     try:
         return {**row, **_prediction_columns(run_predict(_spec_of(row), efficiency))}
-    except ValueError as e:
+    except (ValueError, OSError) as e:  # OSError: a config.json path that is not there
         return {**row, "error": str(e)}
 
 
@@ -223,6 +223,8 @@ def predict(
             f"wrote {out_csv}: {n} rows, {failed} with errors, {time.perf_counter() - t0:.1f} s",
             highlight=False,
         )
+        if failed == n:
+            raise ValueError(f"every case of {cases} failed: see the error column of {out_csv}")
         return
     given = {
         "model": model,

@@ -19,7 +19,7 @@ from llmsizer.workload import WorkloadSpec, make_workload
 
 def run_scenario(scenario: Scenario) -> tuple[SimResult, dict[str, float]]:
     workload = make_workload(scenario.workload)
-    engine = scenario.build_engine()
+    engine = scenario.build_engine(workload)
     with progress_bar("simulating") as progress:
         result = engine.run(workload, progress)
     slo = scenario.slo.build() if scenario.slo else None
@@ -132,6 +132,8 @@ def simulate(
     batching, 10 ms steps. `--model` and `--gpu` price steps with the GPU performance model
     instead (KV-cache size from GPU memory). Writes nothing unless asked.
     """
+    if plot is not None and plot.suffix.lower() != ".png":
+        raise ValueError(f"--plot {plot}: the timeline picture is a PNG; give a .png file")
     o: dict[str, Any] = {}
     engine_flags: tuple[tuple[str, Any], ...] = (
         ("engine", engine),

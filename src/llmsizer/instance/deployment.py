@@ -28,7 +28,9 @@ class HardwareSpec(BaseModel):
     """A deployment's model on its GPUs, without the engine: the fields a scenario's GPU
     step cost gives, its engine coming from the scenario (`llmsizer.config`)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", populate_by_name=True, allow_inf_nan=False
+    )
 
     model: str = Field(description="Catalog name, Hugging Face id, or path to a config.json.")
     gpu: str = Field(description="GPU name, e.g. h100-sxm, H200, l40s.")

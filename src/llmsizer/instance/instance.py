@@ -40,6 +40,17 @@ class Instance:
     def num_gpus(self) -> int:
         return self.deployment.num_gpus
 
+    def check_request_tokens(self, num_tokens: int, what: str) -> None:
+        """A ValueError unless `num_tokens` (`what`: "isl + osl = 1000 + 100") fit the
+        model's context window, as `plan` requires too."""
+        model = self.deployment.model
+        window = model.max_position_embeddings
+        if window is not None and num_tokens > window:
+            raise ValueError(
+                f"{what} = {num_tokens} tokens exceed {model.name}'s context window of "
+                f"{window} tokens (max_position_embeddings)"
+            )
+
     def virtual_engine(self) -> EngineConfig:
         """One of the `pp` virtual engines (module docstring); the engine itself at pp 1."""
         return virtual_engine(self.engine, self.spec.pipeline_parallel_size)

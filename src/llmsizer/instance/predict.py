@@ -71,6 +71,7 @@ def predict(spec: PredictSpec, efficiency: EfficiencyFactors | None = None) -> P
     """Simulate `spec` and summarise it (module docstring)."""
     setup = simulation_setup(spec, efficiency)
     inst, pp, num_engines = setup.instance, spec.pipeline_parallel_size, setup.num_engines
+    inst.check_request_tokens(spec.isl + spec.osl, f"isl + osl = {spec.isl} + {spec.osl}")
     metered = _Metered(inst.step)
     result = Engine(setup.engine, metered).run(setup.workload)
     # one engine's records; per-GPU normalisation uses that engine's share of GPUs

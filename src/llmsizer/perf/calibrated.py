@@ -36,7 +36,7 @@ KIND = "efficiency_factors"
 class ResidualSummary(BaseModel):
     """How well the factors fit one metric: rows and absolute percentage errors."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     num_rows: int = Field(ge=0, description="Measurements of this metric in the fit.")
     median_ape_pct: float = Field(ge=0, description="Median absolute percentage error.")
@@ -46,7 +46,7 @@ class ResidualSummary(BaseModel):
 class CalibrationFile(BaseModel):
     """The file's content (module docstring); `efficiency()` gives the factors."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     kind: Literal["efficiency_factors"] = Field(description="What the file calibrates.")
     engine: EnginePreset = Field(
@@ -86,6 +86,11 @@ def parse_calibration(data: Any, where: str = "calibration") -> CalibrationFile:
     """Validate already-parsed YAML (see `read_calibration`)."""
     if not isinstance(data, dict):
         raise ValueError(f"{where} must hold a mapping of keys, not {data!r}")
+    if data.get("kind") == "fitted_step_cost":  # llmsizer calibrate's kind
+        raise ValueError(
+            f"calibration file '{where}' is a kind: {data['kind']} file; this needs a kind: "
+            f"{KIND} file (efficiency factors of the GPU model, bench/validate_perf.py --fit)"
+        )
     try:
         return CalibrationFile.model_validate(data)
     except ValidationError as e:

@@ -32,6 +32,8 @@ def print_plan(data: dict[str, Any], console: Console) -> None:
         console.print(Group(_business(winner), _headroom(winner), _pareto(winner, data)))
     if data["band"] is not None:
         console.print(_band(data["band"]))
+        for note in data["band"].get("notes", []):
+            console.print(f"  {note}", highlight=False)
     console.print(Text("Why", style="bold"))
     for sentence in data["explanation"]:
         console.print(Text(f"- {sentence}"))
@@ -126,7 +128,9 @@ def _headroom(c: dict[str, Any]) -> Table:
 
 
 def _pareto(c: dict[str, Any], data: dict[str, Any]) -> Table:
-    keys = [item["key"] for item in data["limits"]] or ["p95_ttft_ms"]
+    # without limits, the TTFT at the use case's percentile (whatever the key says it is)
+    ttft = [k for k in (c["pareto"] or [{}])[0] if k.endswith("_ttft_ms")][:1]
+    keys = [item["key"] for item in data["limits"]] or ttft
     table = Table(
         title=f"Pareto points on {c['gpu']} (latency vs req/s per GPU)", title_justify="left"
     )

@@ -65,7 +65,7 @@ PRESETS: dict[str, dict[str, Any]] = {
 class EngineConfig(BaseModel):
     """The batching engine's knobs (vLLM names; TensorRT-LLM/SGLang equivalents in the docs)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     engine: EngineName | None = Field(
         None, description="Engine preset filling unset fields: vllm, trtllm or sglang."
@@ -110,7 +110,8 @@ class EngineConfig(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _apply_preset(cls, data: Any) -> Any:
-        if isinstance(data, dict) and data.get("engine") in PRESETS:
+        preset = data.get("engine") if isinstance(data, dict) else None
+        if isinstance(preset, str) and preset in PRESETS:
             return {**PRESETS[data["engine"]], **{k: v for k, v in data.items() if v is not None}}
         return data
 

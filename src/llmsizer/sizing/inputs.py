@@ -26,7 +26,7 @@ def usecase_from_mapping(data: Mapping[str, Any], base_dir: Path | None = None) 
     """
     data = dict(data)
     trace = data.get("lengths_trace")
-    if trace is not None and base_dir is not None and not Path(trace).is_absolute():
+    if isinstance(trace, str) and base_dir is not None and not Path(trace).is_absolute():
         data["lengths_trace"] = str(base_dir / trace)
     return UseCase.model_validate(data)
 

@@ -58,6 +58,17 @@ def length_variants(usecase: UseCase, base: Lengths) -> list[tuple[str, Lengths]
     return [(f"lengths spread (lognormal, CV {VARIANT_CV:g})", spread)]
 
 
+def cut_prompts(lengths: Lengths, max_prompt_tokens: int) -> Lengths | None:
+    """`lengths` with every prompt cut to `max_prompt_tokens` (the most an engine without
+    chunked prefill takes in one step), or None when the cut moves the mean prompt by more
+    than `MEAN_TOLERANCE` (not the same distribution any more)."""
+    prompt = np.minimum(lengths.prompt, max_prompt_tokens)
+    if abs(prompt.mean() / lengths.mean_prompt - 1) > MEAN_TOLERANCE:
+        return None
+    source = f"{lengths.source}, prompts cut to {max_prompt_tokens}"
+    return Lengths(_read_only(prompt), lengths.output, source)
+
+
 def _spread(
     usecase: UseCase, isl: int, osl: int, cv: float, num: int, rng: np.random.Generator
 ) -> Lengths:

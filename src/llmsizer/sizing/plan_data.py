@@ -156,6 +156,7 @@ def _band(plan: PlanResult) -> dict[str, Any] | None:
             for v in band.all
         ],
         **{f: list(band.range_of(f)) for f in ("num_instances", "num_gpus", "num_servers")},
+        **({"notes": list(band.notes)} if band.notes else {}),  # variants not tried
     }
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from llmsizer.instance import DeploymentSpec
 from llmsizer.perf import EfficiencyFactors
 from llmsizer.sizing.configuration import Sizing
+from llmsizer.sizing.lengths import cut_prompts
 from llmsizer.sizing.probe import Lengths
 from llmsizer.sizing.search import SearchSpace, evaluate
 from llmsizer.sizing.servers import server_for
@@ -51,6 +52,7 @@ class Band:
 
     base: Variant
     variants: tuple[Variant, ...]
+    notes: tuple[str, ...] = ()  # variants not tried, and why
 
     @property
     def all(self) -> tuple[Variant, ...]:
@@ -95,10 +97,36 @@ def band(
                 return scaled_efficiency(efficiency(engine), scale)
 
             runs.append((f"efficiency {sign * uncertainty:+.0%} (engine {word})", space, scaled))
-    for label, lengths in length_variants:
+    fitting, notes = _within_budget(length_variants, config)
+    for label, lengths in fitting:
         runs.append((label, dataclasses.replace(space, lengths=lengths), efficiency))
     variants = tuple(_variant(label, s, config, e, start) for label, s, e in runs)
-    return Band(_as_variant("as planned", space, config, base_rate), variants)
+    return Band(_as_variant("as planned", space, config, base_rate), variants, notes)
+
+
+def _within_budget(
+    length_variants: Sequence[tuple[str, Lengths]], config: DeploymentSpec
+) -> tuple[list[tuple[str, Lengths]], tuple[str, ...]]:
+    """The length variants `config`'s engine can run, and a note for each it cannot: without
+    chunked prefill a prompt must fit `max_num_batched_tokens`, so longer prompts are cut
+    to it, or, when that moves their mean, the variant is left out."""
+    engine = config.engine
+    if engine.batching != "continuous" or engine.enable_chunked_prefill:
+        return list(length_variants), ()
+    budget = engine.max_num_batched_tokens
+    fitting, notes = [], []
+    for label, lengths in length_variants:
+        longest = int(lengths.prompt.max())
+        if longest <= budget:
+            fitting.append((label, lengths))
+            continue
+        cut = cut_prompts(lengths, budget)
+        why = f"prompts up to {longest} tokens, over {config.preset}'s {budget}-token step"
+        if cut is None:
+            notes.append(f"{label}: not tried ({why} budget without chunked prefill)")
+        else:
+            fitting.append((f"{label}, prompts cut to {budget}", cut))
+    return fitting, tuple(notes)
 
 
 def _variant(

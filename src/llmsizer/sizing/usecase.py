@@ -26,22 +26,29 @@ from llmsizer.sizing.limits import Limits
 from llmsizer.sizing.peak import dau_average_rps, poisson_peak_rps
 from llmsizer.specs import Precision, get_gpu, get_model
 from llmsizer.units import MS
+from llmsizer.workload.lengths import MAX_TOKENS
 from llmsizer.workload.spec import TraceFile
 
 COURSE_WORDS_PER_TOKEN = 0.75  # course: "For English one token is approximately 0.75 of a word"
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class InputSpec(_Strict):
     """The prompt's parts; their sum is the input length (in the use case's `unit`)."""
 
-    system_prompt: float = Field(0, ge=0, description="System prompt sent with every request.")
-    documents: float = Field(0, ge=0, description="Retrieved documents (RAG) per request.")
-    history: float = Field(0, ge=0, description="Chat history carried into each request.")
-    user: float = Field(0, ge=0, description="The user's own text per request.")
+    system_prompt: float = Field(
+        0, ge=0, le=MAX_TOKENS, description="System prompt sent with every request."
+    )
+    documents: float = Field(
+        0, ge=0, le=MAX_TOKENS, description="Retrieved documents (RAG) per request."
+    )
+    history: float = Field(
+        0, ge=0, le=MAX_TOKENS, description="Chat history carried into each request."
+    )
+    user: float = Field(0, ge=0, le=MAX_TOKENS, description="The user's own text per request.")
 
     @property
     def total(self) -> float:
@@ -275,7 +282,9 @@ class UseCase(_Strict):
         description="English words per token, to turn words into tokens (course: 0.75).",
     )
     input: InputSpec = Field(default_factory=InputSpec, description="The prompt's parts.")
-    output: float | None = Field(None, gt=0, description="Output length per request.")
+    output: float | None = Field(
+        None, gt=0, le=MAX_TOKENS, description="Output length per request."
+    )
     length_cv: float = Field(
         0.0,
         ge=0,
@@ -310,7 +319,10 @@ class UseCase(_Strict):
     @field_validator("model")
     @classmethod
     def _known_model(cls, name: str) -> str:
-        get_model(name)  # UnknownNameError names close matches
+        try:
+            get_model(name)  # UnknownNameError names close matches
+        except FileNotFoundError as e:  # a config.json path that is not there
+            raise ValueError(str(e)) from None
         return name
 
     @model_validator(mode="after")

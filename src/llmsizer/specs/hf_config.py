@@ -33,11 +33,11 @@ other model type is taken to have a gated (SwiGLU) MLP, as all recent families d
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from llmsizer.errors import parse_json, read_text
 from llmsizer.specs.models import (
     LinearAttentionSpec,
     MlaSpec,
@@ -49,15 +49,18 @@ from llmsizer.specs.models import (
 _PLAIN_MLP_TYPES = frozenset(
     {"gptj", "gpt2", "gpt_neox", "mpt", "falcon", "opt", "bloom", "gpt_bigcode", "phi"}
 )
+_MAX_COUNT = 2**31  # far above any model's count; products of counts still fit an int64
+_MAX_LAYERS = 10_000  # the deepest released models have a few hundred
 
 
 def read_hf_config(source: str | Path) -> dict[str, Any]:
-    """Load `config.json` from a file path or a directory holding one."""
+    """Load `config.json` from a file path or a directory holding one (a ValueError if bad)."""
     path = Path(source)
     if path.is_dir():
         path = path / "config.json"
-    with path.open() as f:
-        config: dict[str, Any] = json.load(f)
+    config = parse_json(read_text(path, "model config"), path, "model config")
+    if not isinstance(config, dict):
+        raise ValueError(f"model config '{path}' must hold a JSON object, not a {type(config)}")
     return config
 
 
@@ -73,12 +76,22 @@ def model_from_hf_config(
         name = name or (path.name if path.is_dir() else path.parent.name or path.stem)
         source = source or f"config.json at {path}"
         config = read_hf_config(path)
-    if "text_config" in config:
-        config = {**config, **config["text_config"]}
     reader = _Reader(config, name or str(config.get("_name_or_path") or "custom-model"))
+    try:
+        if "text_config" in config:
+            config = reader.config = {**config, **config["text_config"]}
+        return _model(reader, config, hf_repo_id, source)
+    except (TypeError, AttributeError, OverflowError) as e:
+        # a field of the wrong type (a list where a number goes) in a helper below
+        raise ValueError(f"config for {reader.name!r}: a field has the wrong type ({e})") from e
+
+
+def _model(reader: _Reader, config: Mapping[str, Any], repo: str | None, source: str) -> ModelSpec:
     hidden = reader.int("hidden_size", "n_embd", "d_model")
     heads = reader.int("num_attention_heads", "n_head", "n_heads")
     layers = reader.int("num_hidden_layers", "n_layer", "n_layers", "num_layers")
+    if layers > _MAX_LAYERS:  # per-layer loops below would run for minutes
+        raise ValueError(f"config for {reader.name!r}: {layers} layers, at most {_MAX_LAYERS}")
     model_type = str(config.get("model_type", "")).lower()
     mla = _mla(reader)
     _check_layer_kinds(config, layers)
@@ -89,8 +102,8 @@ def model_from_hf_config(
         hidden_size=hidden,
         intermediate_size=_intermediate_size(reader, config, hidden),
         num_attention_heads=heads,
-        num_key_value_heads=heads if mla is not None else _kv_heads(config, heads),
-        head_dim=int(config.get("head_dim") or hidden // heads),
+        num_key_value_heads=heads if mla is not None else _kv_heads(reader, config, heads),
+        head_dim=reader.optional_int("head_dim") or hidden // heads,
         vocab_size=reader.int("vocab_size", "padded_vocab_size"),
         tie_word_embeddings=_tied(config, model_type),
         gated_mlp=model_type not in _PLAIN_MLP_TYPES,
@@ -105,7 +118,7 @@ def model_from_hf_config(
         max_position_embeddings=reader.optional_int(
             "max_position_embeddings", "n_positions", "max_seq_len", "seq_length"
         ),
-        hf_repo_id=hf_repo_id,
+        hf_repo_id=repo,
         source=source,
     )
 
@@ -121,8 +134,14 @@ class _Reader:
         for key in keys:
             value = self.config.get(key)
             if value is not None:
-                return int(value)
+                return self.count(key, value)
         return None
+
+    def count(self, key: str, value: Any) -> int:
+        integral = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+        if isinstance(value, bool) or not integral or not 1 <= value <= _MAX_COUNT:
+            raise ValueError(f"config for {self.name!r}: {key} = {value!r}, not 1 to {_MAX_COUNT}")
+        return int(value)
 
     def int(self, *keys: str) -> int:
         value = self.optional_int(*keys)
@@ -131,11 +150,11 @@ class _Reader:
         return value
 
 
-def _kv_heads(config: Mapping[str, Any], heads: int) -> int:
+def _kv_heads(reader: _Reader, config: Mapping[str, Any], heads: int) -> int:
     """GQA/MQA KV heads: explicit counts, Falcon's `multi_query`, MPT's `attn_config`."""
     for key in ("num_key_value_heads", "num_kv_heads", "n_head_kv", "multi_query_group_num"):
-        if config.get(key):
-            return int(config[key])
+        if config.get(key) is not None:
+            return reader.count(key, config[key])
     attn_config = config.get("attn_config") or {}
     if attn_config.get("kv_n_heads"):
         return int(attn_config["kv_n_heads"])
@@ -190,7 +209,7 @@ def _num_moe_layers(config: Mapping[str, Any], layers: int) -> int:
     i % `moe_layer_freq` == 0. Qwen MoE: (i + 1) % `decoder_sparse_step` == 0 unless i is in
     `mlp_only_layers`. Otherwise (Mixtral, GPT-OSS): every layer."""
     if "first_k_dense_replace" in config or "moe_layer_freq" in config:
-        first_dense = int(config.get("first_k_dense_replace") or 0)
+        first_dense = max(0, int(config.get("first_k_dense_replace") or 0))
         freq = int(config.get("moe_layer_freq") or 1)
         return sum(1 for i in range(first_dense, layers) if i % freq == 0)
     step = int(config.get("decoder_sparse_step") or 1)

@@ -70,11 +70,18 @@ def _model_index() -> dict[str, str]:
     return build_index(entries, "model")
 
 
+def _exists(path: Path, *, file: bool = False) -> bool:
+    try:  # a name too long for a path (a typo, a pasted prompt) is no path
+        return path.is_file() if file else path.exists()
+    except OSError:
+        return False
+
+
 def get_model(name: str | Path) -> ModelSpec:
     """A catalog model by (lenient) name or Hugging Face id, or any `config.json` by path."""
     path = Path(name)
-    if path.suffix == ".json" or path.is_dir() or path.is_file():
-        if not (path.is_file() or (path / "config.json").is_file()):
+    if str(name).strip() and (path.suffix == ".json" or _exists(path)):
+        if not (_exists(path, file=True) or _exists(path / "config.json", file=True)):
             raise FileNotFoundError(f"no config.json at {path}")
         return ModelSpec.from_hf_config(path)
     text = str(name)

@@ -3,8 +3,9 @@
 Every sampler draws all its values in one vectorised call on the `numpy.random.Generator`
 passed in, and returns a read-only int64 array of token counts: continuous draws are rounded
 to the nearest integer, then clipped to at least 1 and, when `max_tokens` is given, to at most
-`max_tokens`. Clipping moves mass to the bounds, so a distribution with much of its mass
-below 1 (a normal with mean 10 and std 20) ends up with a larger mean than asked for.
+`max_tokens` (and always to at most `MAX_TOKENS`). Clipping moves mass to the bounds, so a
+distribution with much of its mass below 1 (a normal with mean 10 and std 20) ends up with a
+larger mean than asked for.
 """
 
 from __future__ import annotations
@@ -14,6 +15,12 @@ import math
 import numpy as np
 
 from llmsizer.workload.core import read_only
+
+MAX_TOKENS = 10_000_000
+"""The longest prompt or output any input may ask for, in tokens: the longest context window
+of a released model (Llama 4 Scout, 10M tokens, Meta's model card). A bound, so that a typo
+such as 10**19 is an error naming the value rather than an int64 overflow or a run that never
+ends."""
 
 
 def fixed_lengths(num_requests: int, value: int, *, max_tokens: int | None = None) -> np.ndarray:
@@ -111,7 +118,8 @@ def _as_lengths(draws: np.ndarray, max_tokens: int | None) -> np.ndarray:
         raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
     if np.issubdtype(draws.dtype, np.floating):
         draws = np.rint(draws)
-    lengths = np.clip(draws, 1, max_tokens).astype(np.int64, copy=False)
+    upper = MAX_TOKENS if max_tokens is None else min(max_tokens, MAX_TOKENS)
+    lengths = np.clip(draws, 1, upper).astype(np.int64, copy=False)
     return read_only(lengths)
 
 

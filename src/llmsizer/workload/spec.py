@@ -22,6 +22,7 @@ from pydantic import (
 )
 
 from llmsizer.workload import lengths
+from llmsizer.workload.lengths import MAX_TOKENS
 from llmsizer.workload.traces import detect_trace_format
 
 DEFAULT_NUM_REQUESTS = 1000  # as `vllm bench serve --num-prompts`
@@ -69,16 +70,25 @@ class LengthSpec(BaseModel):
         description="Distribution: fixed (value), uniform (low to high), normal or lognormal "
         "(mean and std of the lengths), or trace (lengths from the trace file).",
     )
-    value: int | None = Field(default=None, ge=1, description="Tokens, for kind fixed.")
+    value: int | None = Field(
+        default=None, ge=1, le=MAX_TOKENS, description="Tokens, for kind fixed."
+    )
     low: int | None = Field(
-        default=None, ge=1, description="Shortest length in tokens, for kind uniform."
+        default=None,
+        ge=1,
+        le=MAX_TOKENS,
+        description="Shortest length in tokens, for kind uniform.",
     )
     high: int | None = Field(
-        default=None, ge=1, description="Longest length in tokens (included), for kind uniform."
+        default=None,
+        ge=1,
+        le=MAX_TOKENS,
+        description="Longest length in tokens (included), for kind uniform.",
     )
     mean: float | None = Field(
         default=None,
         ge=1,
+        le=MAX_TOKENS,
         allow_inf_nan=False,
         description="Mean length in tokens, for normal/lognormal.",
     )
@@ -89,7 +99,10 @@ class LengthSpec(BaseModel):
         description="Standard deviation of the lengths in tokens, for normal/lognormal.",
     )
     max_tokens: int | None = Field(
-        default=None, ge=1, description="Cap in tokens: longer draws are cut to it (any kind)."
+        default=None,
+        ge=1,
+        le=MAX_TOKENS,
+        description="Cap in tokens: longer draws are cut to it (any kind).",
     )
 
     @model_validator(mode="after")
@@ -216,6 +229,7 @@ class WorkloadSpec(BaseModel):
     system_prompt_tokens: int = Field(
         default=0,
         ge=0,
+        le=MAX_TOKENS,
         description="Tokens of a system prompt shared by every request and reusable by the "
         "prefix cache, added in front of each prompt (prompts are isl + this).",
     )

@@ -27,6 +27,7 @@ import numpy as np
 
 from llmsizer.units import MS
 from llmsizer.workload.core import Workload, read_only
+from llmsizer.workload.lengths import MAX_TOKENS
 
 TraceFormat = Literal["azure", "mooncake"]
 AZURE_HEADER = "TIMESTAMP,ContextTokens,GeneratedTokens"
@@ -95,6 +96,9 @@ def detect_trace_format(path: str | Path) -> TraceFormat:
     )
 
 
+AZURE_NAMES = ("ContextTokens", "GeneratedTokens")
+
+
 def read_azure_csv(path: str | Path) -> Workload:
     """An Azure LLM inference trace (CSV): arrival times and prompt and output lengths."""
     lines = _read_lines(path)
@@ -110,12 +114,13 @@ def read_azure_csv(path: str | Path) -> Workload:
         if match is None:
             raise TraceError(path, number, f"{_AZURE_EXPECTED}, got {_shown(line)}")
         stamps.append(match[1])
-        columns.append((number, int(match[2]), int(match[3])))
+        prompt_tokens = _length(path, number, AZURE_NAMES[0], int(match[2]))
+        output_tokens = _length(path, number, AZURE_NAMES[1], int(match[3]))
+        columns.append((number, prompt_tokens, output_tokens))
     numbers, prompt, output = np.array(columns, dtype=np.int64).reshape(-1, 3).T
     times_ns = _parse_timestamps(path, stamps, numbers)
     arrival_s = (times_ns - times_ns[:1]) * NS
-    names = ("ContextTokens", "GeneratedTokens")
-    return _trace_workload(path, "azure", numbers, arrival_s, prompt, output, None, names)
+    return _trace_workload(path, "azure", numbers, arrival_s, prompt, output, None, AZURE_NAMES)
 
 
 def read_mooncake_jsonl(path: str | Path) -> Workload:
@@ -214,7 +219,8 @@ def _json_object(path: str | Path, number: int, line: str) -> dict[str, Any]:
 
 def _number(path: str | Path, number: int, row: dict[str, Any], key: str) -> float:
     value = _field(path, number, row, key)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    finite = isinstance(value, int | float) and abs(value) < 1e300  # int: no float overflow
+    if isinstance(value, bool) or not finite:
         raise TraceError(path, number, f"{key} must be a finite number, got {_shown(value)}")
     return float(value)
 
@@ -223,6 +229,13 @@ def _integer(path: str | Path, number: int, row: dict[str, Any], key: str) -> in
     value = _field(path, number, row, key)
     if isinstance(value, bool) or not isinstance(value, int):
         raise TraceError(path, number, f"{key} must be an integer, got {_shown(value)}")
+    return _length(path, number, key, value)
+
+
+def _length(path: str | Path, number: int, key: str, value: int) -> int:
+    """A row's token count, at most `MAX_TOKENS` (so that it fits an int64 column)."""
+    if not -MAX_TOKENS <= value <= MAX_TOKENS:  # small negatives: the >= 1 check, on arrays
+        raise TraceError(path, number, f"{key} must be 1 to {MAX_TOKENS:,} tokens, got {value}")
     return value
 
 

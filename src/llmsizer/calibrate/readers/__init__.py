@@ -6,7 +6,7 @@ the schema it follows, where it was taken from, and what it has to reconstruct.
 
 from __future__ import annotations
 
-import json
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
@@ -16,6 +16,7 @@ from llmsizer.calibrate.readers.guidellm import read_guidellm
 from llmsizer.calibrate.readers.llmsizer import read_llmsizer
 from llmsizer.calibrate.readers.run import ImportedRun
 from llmsizer.calibrate.readers.vllm import read_vllm
+from llmsizer.errors import read_json_values
 
 ResultFormat = Literal["auto", "vllm", "aiperf", "guidellm", "llmsizer"]
 
@@ -30,8 +31,19 @@ __all__ = ["READERS", "ImportedRun", "ResultFormat", "detect_format", "import_re
 
 
 def import_results(path: Path, fmt: ResultFormat = "auto") -> list[ImportedRun]:
-    """The runs in a result file of the given (or detected) format."""
-    return READERS[detect_format(path) if fmt == "auto" else fmt](path)
+    """The runs in a result file of the given (or detected) format; a file that is not one
+    is a ValueError naming it and the format tried."""
+    name = detect_format(path) if fmt == "auto" else fmt
+    try:
+        return [_checked(run) for run in READERS[name](path)]
+    except (KeyError, TypeError, AttributeError, IndexError, OverflowError) as e:
+        # each reader follows its tool's schema field by field; a field missing or of the
+        # wrong type anywhere in it ends here, named, rather than as a traceback
+        raise ValueError(f"{path}: not a valid {name} result file ({type(e).__name__}: {e})") from e
+    except ValueError as e:  # a value out of range, found deep in a reader: name the file
+        if str(path) in str(e):
+            raise
+        raise ValueError(f"{path}: not a valid {name} result file ({e})") from e
 
 
 def detect_format(path: Path) -> str:
@@ -52,14 +64,22 @@ def detect_format(path: Path) -> str:
 
 
 def _first_object(path: Path) -> dict[str, Any]:
-    text = path.read_text()
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError:
-        line = next((line for line in text.splitlines() if line.strip()), "{}")
-        data = json.loads(line)
+    values = read_json_values(path, "result file")
+    data = values[0] if values else {}
     if isinstance(data, list):
         data = data[0] if data else {}
     if not isinstance(data, dict):
         raise ValueError(f"{path}: expected JSON objects")
     return data
+
+
+def _checked(run: ImportedRun) -> ImportedRun:
+    """`run`, unless a record has a negative length or a time that is not a finite number
+    (then a ValueError naming the file and the request)."""
+    for r in run.records:
+        times = (r.arrival_s, *r.token_times_s.tolist(), r.finish_s or 0.0, r.scheduled_s or 0.0)
+        if min(r.num_prompt_tokens, r.num_output_tokens_requested, r.num_cached_tokens) < 0:
+            raise ValueError(f"{run.path}: request {r.request_id} has a negative token count")
+        if not all(isinstance(t, int | float) and math.isfinite(t) for t in times):
+            raise ValueError(f"{run.path}: request {r.request_id} has a time that is no number")
+    return run

@@ -24,7 +24,6 @@ server's usage, which can differ by a token or so.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -32,7 +31,14 @@ from typing import Any
 import numpy as np
 
 from llmsizer.bench.stream import assign_token_times
-from llmsizer.calibrate.readers.run import ImportedRun, float_or_none, in_unit_s, int_or_none
+from llmsizer.calibrate.readers.run import (
+    ImportedRun,
+    float_or_none,
+    in_unit_s,
+    int_or_none,
+    token_count,
+)
+from llmsizer.errors import parse_json, read_text
 from llmsizer.records import RequestRecord
 
 AGGREGATE_FILE = "profile_export_aiperf.json"
@@ -40,7 +46,9 @@ AGGREGATE_FILE = "profile_export_aiperf.json"
 
 def read_aiperf(path: Path) -> list[ImportedRun]:
     """The run in an AIPerf `profile_export.jsonl` (one run per file)."""
-    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    text = read_text(path, "AIPerf records file")
+    numbered = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
+    lines = [parse_json(line, path, "AIPerf records file", line=n) for n, line in numbered]
     measured = [
         d for d in lines if d["metadata"].get("benchmark_phase", "profiling") == "profiling"
     ]
@@ -66,7 +74,7 @@ def _record(d: Mapping[str, Any], i: int, t0_ns: int) -> RequestRecord:
     arrival_s = (int(meta["request_start_ns"]) - t0_ns) * 1e-9
     end_s = (int(meta["request_end_ns"]) - t0_ns) * 1e-9
     n_in = _metric(metrics, "input_sequence_length") or _metric(metrics, "error_isl") or 0
-    n_out = int(_metric(metrics, "output_sequence_length") or 0)
+    n_out = token_count(_metric(metrics, "output_sequence_length") or 0)
     request_id = int(meta.get("session_num", i))
     if error is not None:
         message = f"{error.get('type', 'error')}: {error.get('message', '')} ({error.get('code')})"
@@ -96,7 +104,9 @@ def _with_settings(records: tuple[RequestRecord, ...], path: Path) -> ImportedRu
     if not aggregate_path.exists():
         approximations.append(f"no {AGGREGATE_FILE} beside the records: settings unknown")
         return ImportedRun("aiperf", path, records, approximations=tuple(approximations))
-    aggregate = json.loads(aggregate_path.read_text())
+    aggregate = parse_json(
+        read_text(aggregate_path, "AIPerf summary"), aggregate_path, "AIPerf summary"
+    )
     config = aggregate.get("input_config", {})
     loadgen, endpoint = config.get("loadgen", {}), config.get("endpoint", {})
     models = endpoint.get("model_names") or [None]

@@ -22,14 +22,19 @@ request of each benchmark is sent at 0. guidellm samples requests when asked
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from llmsizer.calibrate.readers.run import ImportedRun, float_or_none, int_or_none
+from llmsizer.calibrate.readers.run import (
+    ImportedRun,
+    float_or_none,
+    int_or_none,
+    token_count,
+)
+from llmsizer.errors import parse_json, read_text
 from llmsizer.records import RequestRecord
 
 SPREAD = "token times spread evenly between guidellm's first and last token times"
@@ -37,8 +42,8 @@ SPREAD = "token times spread evenly between guidellm's first and last token time
 
 def read_guidellm(path: Path) -> list[ImportedRun]:
     """Every benchmark (load point) of a guidellm report."""
-    report = json.loads(path.read_text())
-    if "benchmarks" not in report:
+    report = parse_json(read_text(path, "guidellm report"), path, "guidellm report")
+    if not isinstance(report, dict) or "benchmarks" not in report:
         raise ValueError(f"{path}: not a guidellm report (no 'benchmarks' list)")
     return [_run(b, path) for b in report["benchmarks"]]
 
@@ -102,8 +107,8 @@ def _flatten(r: Mapping[str, Any], status: str) -> dict[str, Any]:
         "first": first,
         "last": last,
         "end": end,
-        "prompt": int(prompt or 0),
-        "output": int(output or 0),
+        "prompt": token_count(prompt or 0),
+        "output": token_count(output or 0),
         "error": f"guidellm {status}: {error}" if error else None,
     }
 

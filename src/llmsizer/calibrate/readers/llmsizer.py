@@ -24,10 +24,15 @@ def read_llmsizer(path: Path) -> list[ImportedRun]:
 
 def _point(d: dict[str, Any], path: Path) -> ImportedRun:
     if not d.get("records_path"):
-        raise ValueError(f"{path}: a point has no records_path (run with records_path set)")
+        raise ValueError(
+            f"{path}: a point has no records (run llmsizer bench with --records FILE.jsonl, "
+            "or records_path in its spec, to keep one record per request)"
+        )
     records_path = Path(d["records_path"])
     if not records_path.is_absolute() and not records_path.exists():
         records_path = path.parent / records_path
+    if not records_path.is_file():
+        raise ValueError(f"{path}: a point's records_path {str(records_path)!r} is no file")
     return ImportedRun(
         source="llmsizer",
         path=path,

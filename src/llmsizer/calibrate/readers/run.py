@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from llmsizer.records import RequestRecord
+from llmsizer.workload.lengths import MAX_TOKENS
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,3 +55,12 @@ def float_or_none(value: Any) -> float | None:
 
 def int_or_none(value: Any) -> int | None:
     return None if value is None else int(value)
+
+
+def token_count(value: Any) -> int:
+    """A request's prompt or output length from a result file: an integer from 0 to
+    `MAX_TOKENS` (a count past it is a corrupt file, and would allocate its token times)."""
+    count = int(value)
+    if not 0 <= count <= MAX_TOKENS:
+        raise ValueError(f"a token count of {count}, not 0 to {MAX_TOKENS:,}")
+    return count

@@ -28,14 +28,19 @@ request latencies are exact either way; throughput should use the file's `durati
 from __future__ import annotations
 
 import heapq
-import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from llmsizer.bench.stream import assign_token_times
-from llmsizer.calibrate.readers.run import ImportedRun, float_or_none, int_or_none
+from llmsizer.calibrate.readers.run import (
+    ImportedRun,
+    float_or_none,
+    int_or_none,
+    token_count,
+)
+from llmsizer.errors import read_json_values
 from llmsizer.records import RequestRecord
 
 PER_REQUEST_KEYS = ("input_lens", "output_lens", "ttfts", "itls", "errors")
@@ -43,11 +48,7 @@ PER_REQUEST_KEYS = ("input_lens", "output_lens", "ttfts", "itls", "errors")
 
 def read_vllm(path: Path) -> list[ImportedRun]:
     """Every run in a vLLM result file (one object, or one per line with --append-result)."""
-    text = path.read_text()
-    try:
-        objects = [json.loads(text)]
-    except json.JSONDecodeError:
-        objects = [json.loads(line) for line in text.splitlines() if line.strip()]
+    objects = read_json_values(path, "vLLM result file")
     return [vllm_run(obj, path) for obj in objects]
 
 
@@ -113,7 +114,7 @@ def replay_arrivals(
 
 
 def _record(d: dict[str, Any], i: int, arrival_s: float, latency_s: float) -> RequestRecord:
-    n_out = int(d["output_lens"][i])
+    n_out = token_count(d["output_lens"][i])
     error = d["errors"][i] or None
     failed = error is not None or n_out == 0
     times = np.zeros(0)
@@ -123,7 +124,7 @@ def _record(d: dict[str, Any], i: int, arrival_s: float, latency_s: float) -> Re
     return RequestRecord(
         request_id=i,
         arrival_s=arrival_s,
-        num_prompt_tokens=int(d["input_lens"][i]),
+        num_prompt_tokens=token_count(d["input_lens"][i]),
         num_output_tokens_requested=n_out,
         token_times_s=times,
         finish_s=arrival_s + latency_s if not failed else arrival_s,
