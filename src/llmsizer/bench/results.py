@@ -11,8 +11,6 @@ objects, one per sweep point.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -24,6 +22,7 @@ import numpy as np
 from llmsizer.bench.loop_lag import LoopLag
 from llmsizer.bench.spec import LoadPoint
 from llmsizer.errors import read_json_values
+from llmsizer.output import write_atomic
 from llmsizer.records import RequestRecord
 
 LAG_WARN_FRACTION = 0.95  # warn when the achieved send rate is below this share of the asked
@@ -129,18 +128,7 @@ def write_results(results: Iterable[BenchResult], path: Path) -> None:
     """Write the points' JSON objects as one JSON list, atomically: into a temporary file in
     the same folder, then renamed over `path`, so a kill mid-write leaves the last whole file
     (or none), never half of one."""
-    text = json.dumps([result_to_json(r) for r in results], indent=2) + "\n"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, json.dumps([result_to_json(r) for r in results], indent=2) + "\n")
 
 
 def read_results(path: Path) -> list[dict[str, Any]]:

@@ -21,6 +21,7 @@ from llmsizer.calibrate.step_fit import MeasuredPoint, fit_step_cost, point_from
 from llmsizer.cli.common import err, field_help, out
 from llmsizer.config import format_validation_error
 from llmsizer.errors import parse_json, read_text
+from llmsizer.output import write_atomic
 from llmsizer.sim import EngineConfig
 
 E = EngineConfig
@@ -203,7 +204,7 @@ def compare(
         if repeated:
             text += "\nMean over the runs of each point:\n\n"
             text += cmp.markdown_table(pooled, tolerance)
-        markdown.write_text(text)
+        write_atomic(markdown, text)
         err.print(f"wrote {markdown}", highlight=False)
     if tolerance is not None and not cmp.within(pooled, tolerance, cmp.BAR_METRICS):
         err.print(f"some of {', '.join(cmp.BAR_METRICS)} are off by more than {tolerance_pct:g} %")

@@ -14,6 +14,8 @@ from pydantic import BaseModel
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+from llmsizer.output import write_atomic
+
 out = Console()
 err = Console(stderr=True)
 
@@ -61,5 +63,5 @@ def put(d: dict[str, Any], section: str, key: str, value: Any) -> None:
 
 
 def write_json(path: Path, payload: Any) -> None:
-    path.write_text(json.dumps(payload, indent=2, default=str) + "\n")
+    write_atomic(path, json.dumps(payload, indent=2, default=str) + "\n")
     err.print(f"wrote {path}", highlight=False)

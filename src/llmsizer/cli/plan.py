@@ -10,6 +10,7 @@ import typer
 
 from llmsizer.cli.common import err, out, progress_bar
 from llmsizer.config import load_efficiency, load_usecase
+from llmsizer.output import write_atomic
 from llmsizer.report.plan_text import print_plan
 from llmsizer.sizing.inputs import usecase_dict
 from llmsizer.sizing.plan import plan as run_plan
@@ -62,10 +63,10 @@ def plan(
     data = plan_data(result)
     print_plan(data, out)
     if json_out:
-        json_out.write_text(json.dumps(data, indent=1) + "\n")
+        write_atomic(json_out, json.dumps(data, indent=1) + "\n")
         err.print(f"wrote {json_out}", highlight=False)
     if html:
         from llmsizer.report.plan_html import plan_html  # plotly: only for --html
 
-        html.write_text(plan_html(data))
+        write_atomic(html, plan_html(data))
         err.print(f"wrote {html}", highlight=False)

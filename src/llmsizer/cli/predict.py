@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -25,6 +26,7 @@ from llmsizer.config import format_validation_error, load_efficiency
 from llmsizer.errors import read_csv_rows
 from llmsizer.instance import Prediction, PredictSpec
 from llmsizer.instance import predict as run_predict
+from llmsizer.output import write_atomic
 from llmsizer.perf import EfficiencyFactors
 from llmsizer.report import print_summary
 
@@ -122,10 +124,11 @@ def run_cases(cases: Path, out_path: Path, efficiency: EfficiencyFactors | None)
     columns: list[str] = []
     for r in results:
         columns += [k for k in r if k not in columns]
-    with out_path.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=columns)
-        w.writeheader()
-        w.writerows(results)
+    table = io.StringIO()
+    w = csv.DictWriter(table, fieldnames=columns)
+    w.writeheader()
+    w.writerows(results)
+    write_atomic(out_path, table.getvalue())
     return len(rows), failed
 
 
