@@ -545,6 +545,8 @@ def command_argv(command: str, rng: random.Random, folder: Path) -> list[str]:
         else:
             value = rng.choice(values)
             argv += [flag, files.get(value, value)]
+    if command == "calibrate" and "--out" not in argv:  # its default is ./calibration.yaml
+        argv += ["--out", files["@out"]]
     if command == "simulate" and "--num-requests" not in argv:
         argv += ["--num-requests", "16"]  # a default run is 1000 requests: keep each short
     return argv
