@@ -157,3 +157,30 @@ def test_plan_bad_use_case_names_the_field(
     )
     err = capsys.readouterr().err
     assert code == 2 and "input.user" in err and "Traceback" not in err
+
+
+def test_an_error_quoting_markup_is_printed_as_it_is(monkeypatch, capsys) -> None:
+    """A message that quotes a file or a server's reply may hold `[/]`: printed, not parsed."""
+    import llmsizer.cli as cli
+
+    def boom() -> None:
+        raise ValueError("bad value '[/]' in [bold]x.yaml")
+
+    monkeypatch.setattr(cli, "app", boom)
+    with pytest.raises(SystemExit) as e:
+        cli.main()
+    assert e.value.code == 2
+    assert "bad value '[/]' in [bold]x.yaml" in capsys.readouterr().err
+
+
+def test_a_second_ctrl_c_ends_with_a_word_not_a_traceback(monkeypatch, capsys) -> None:
+    import llmsizer.cli as cli
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "app", interrupted)
+    with pytest.raises(SystemExit) as e:
+        cli.main()
+    assert e.value.code == 130
+    assert "interrupted" in capsys.readouterr().err

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 
 import typer
+from rich.markup import escape
 
 from llmsizer.bench import BenchError
 from llmsizer.cli import bench, calibrate, catalog, plan, predict, simulate
@@ -34,8 +35,12 @@ def main() -> None:
     try:
         app()
     except (ValueError, OSError, BenchError) as e:  # ConfigError, TraceError, UnknownName...
-        err.print(f"[bold red]error:[/] {e}", highlight=False)
+        # the message may quote a user's file or a server's reply: never read it as markup
+        err.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False)
         sys.exit(2)
+    except KeyboardInterrupt:  # a second Ctrl-C while a command was already stopping
+        err.print("interrupted", highlight=False)
+        sys.exit(130)
 
 
 __all__ = ["app", "main"]
