@@ -549,7 +549,7 @@ def command_argv(command: str, rng: random.Random, folder: Path) -> list[str]:
         argv += ["--out", files["@out"]]
     if command == "simulate" and "--num-requests" not in argv:
         argv += ["--num-requests", "16"]  # a default run is 1000 requests: keep each short
-    return argv
+    return [*argv, "--overwrite"]  # outputs share a scratch folder: each run may replace them
 
 
 def _command_files(folder: Path) -> dict[str, str]:

@@ -184,3 +184,26 @@ def test_a_second_ctrl_c_ends_with_a_word_not_a_traceback(monkeypatch, capsys) -
         cli.main()
     assert e.value.code == 130
     assert "interrupted" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("args", "name"),
+    [
+        (["simulate", "--num-requests", "5", "--json"], "out.json"),
+        (["predict", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--isl", "64",
+          "--osl", "4", "--concurrency", "1", "--num-requests", "4", "--json"], "p.json"),
+    ],
+)  # fmt: skip
+def test_an_earlier_result_is_never_replaced_unasked(tmp_path, args: list[str], name: str) -> None:
+    from typer.testing import CliRunner
+
+    from llmsizer.cli import app
+
+    target = tmp_path / name
+    target.write_text("earlier result\n")
+    refused = CliRunner().invoke(app, [*args, str(target)])
+    assert refused.exit_code != 0 and "--overwrite" in str(refused.exception)
+    assert target.read_text() == "earlier result\n"
+    replaced = CliRunner().invoke(app, [*args, str(target), "--overwrite"])
+    assert replaced.exit_code == 0, replaced.output
+    assert target.read_text().startswith("{")

@@ -99,7 +99,7 @@ def test_compare_pairs_points_in_order_and_writes_markdown(tmp_path: Path) -> No
     table = md.read_text()
     assert "| Poisson 2 req/s | mean TTFT (ms) | 400.0 | 500.0 | +25.0 % |" in table
     assert "output throughput" not in table  # the predictions lack it: only shared metrics
-    r = runner.invoke(app, [*args, "--tolerance", "15"])
+    r = runner.invoke(app, [*args, "--tolerance", "15", "--overwrite"])
     assert r.exit_code == 1
     assert "| **no** |" in md.read_text()
 

@@ -14,7 +14,7 @@ rounds=(round*/)
 # 2 KV heads x 64 x 2 bytes, bf16) = 1,048,576 tokens = 8192 blocks of 128 (the log agrees).
 # --no-context-term: every request has the same lengths, so a cost per context token read
 # cannot be told apart from the cost per decoding sequence; the fit keeps the latter.
-llmsizer calibrate round*/sweep.json --out calibration.yaml \
+llmsizer calibrate round*/sweep.json --out calibration.yaml --overwrite \
   --max-num-seqs 128 --max-num-batched-tokens 2048 --block-size 128 --num-gpu-blocks 8192 \
   --no-context-term \
   --description "reference vLLM 0.32 (CPU, tiny Llama, 2 shared cores); ${#rounds[@]} sweeps ISL 512 OSL 128"
@@ -37,7 +37,7 @@ done
   echo
   for run in light heavy; do
     llmsizer compare "poisson-$run.json" "predicted-$run.json" --markdown "comparison-$run.md" \
-      --tolerance 15 >/dev/null || true
+      --tolerance 15 --overwrite >/dev/null || true
     cat "comparison-$run.md"; echo
   done
 } > comparison.md

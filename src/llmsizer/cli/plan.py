@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from llmsizer.cli.common import err, out, progress_bar
+from llmsizer.cli.common import OVERWRITE_HELP, err, out, progress_bar, refuse_existing
 from llmsizer.config import load_efficiency, load_usecase
 from llmsizer.output import write_atomic
 from llmsizer.report.plan_text import print_plan
@@ -46,6 +46,7 @@ def plan(
     calibration: Annotated[Path | None, Opt(help="Calibration file (efficiency factors).")] = None,
     json_out: Annotated[Path | None, Opt("--json", help="Write the plan as JSON.")] = None,
     html: Annotated[Path | None, Opt(help="Write a self-contained HTML report.")] = None,
+    overwrite: Annotated[bool, Opt(help=OVERWRITE_HELP)] = False,
 ) -> None:
     """Size a deployment: the best configuration per GPU, instances, GPUs, servers and cost.
 
@@ -57,6 +58,7 @@ def plan(
         e2el_ms=e2el_ms, percentile=percentile, gpu=gpu, precision=precision, tp=tp, pp=pp,
         engine=engine, headroom=headroom, offline=offline, sequential=sequential, trace=trace,
     )  # fmt: skip
+    refuse_existing(json_out, html, overwrite=overwrite)
     usecase = load_usecase(usecase_file, flags)
     with progress_bar("sizing") as progress:
         result = run_plan(usecase, efficiency=load_efficiency(calibration), progress=progress)

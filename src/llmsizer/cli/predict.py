@@ -21,7 +21,15 @@ from llmsizer.calibrate.step_calibration import (
     load_step_calibration,
     predict_calibrated,
 )
-from llmsizer.cli.common import err, field_help, out, progress_bar, write_json
+from llmsizer.cli.common import (
+    OVERWRITE_HELP,
+    err,
+    field_help,
+    out,
+    progress_bar,
+    refuse_existing,
+    write_json,
+)
 from llmsizer.config import format_validation_error, load_efficiency
 from llmsizer.errors import read_csv_rows
 from llmsizer.instance import Prediction, PredictSpec
@@ -202,6 +210,7 @@ def predict(
         Path | None, typer.Option(help="CSV of cases, one per row (columns as the flags).")
     ] = None,
     out_csv: Annotated[Path | None, typer.Option("--out", help="With --cases: output CSV.")] = None,
+    overwrite: Annotated[bool, typer.Option(help=OVERWRITE_HELP)] = False,
     json_out: Annotated[
         Path | None, typer.Option("--json", help="Write the prediction as JSON.")
     ] = None,
@@ -211,6 +220,7 @@ def predict(
     The engine is simulated with the GPU performance model: a closed loop at --concurrency,
     Poisson arrivals at --request-rate, or --offline (all requests at once).
     """
+    refuse_existing(out_csv, json_out, overwrite=overwrite)
     if calibration is not None and calibration_kind(calibration) == FITTED_STEP_COST:
         _predict_fitted(
             calibration, isl, osl, concurrency, request_rate, json_out, num_requests, seed

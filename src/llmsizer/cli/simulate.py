@@ -9,7 +9,16 @@ import typer
 
 from llmsizer.calibrate.step_calibration import KIND as FITTED_STEP_COST
 from llmsizer.calibrate.step_calibration import calibration_kind
-from llmsizer.cli.common import err, field_help, out, progress_bar, put, write_json
+from llmsizer.cli.common import (
+    OVERWRITE_HELP,
+    err,
+    field_help,
+    out,
+    progress_bar,
+    put,
+    refuse_existing,
+    write_json,
+)
 from llmsizer.config import FixedStepCostSpec, GpuStepCostSpec, Scenario, load_scenario
 from llmsizer.metrics import summarize
 from llmsizer.records import write_records
@@ -39,6 +48,7 @@ def simulate(
     ] = None,
     plot: Annotated[Path | None, typer.Option(help="Write the timeline picture (PNG).")] = None,
     html: Annotated[Path | None, typer.Option(help="Write an interactive HTML report.")] = None,
+    overwrite: Annotated[bool, typer.Option(help=OVERWRITE_HELP)] = False,
     engine: Annotated[str | None, typer.Option(help=field_help(EngineConfig, "engine"))] = None,
     batching: Annotated[str | None, typer.Option(help=field_help(EngineConfig, "batching"))] = None,
     max_num_seqs: Annotated[
@@ -134,6 +144,7 @@ def simulate(
     """
     if plot is not None and plot.suffix.lower() != ".png":
         raise ValueError(f"--plot {plot}: the timeline picture is a PNG; give a .png file")
+    refuse_existing(json_out, records_out, plot, html, overwrite=overwrite)
     o: dict[str, Any] = {}
     engine_flags: tuple[tuple[str, Any], ...] = (
         ("engine", engine),
