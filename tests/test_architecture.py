@@ -57,7 +57,7 @@ BUDGET = {
     "instance": 600,
     "sizing": 3000,  # the plan pipeline only
     "calibrate": 2800,
-    "cli": 1100,
+    "cli": 1200,  # + --overwrite on every command that writes, input checks at the edges
 }
 MAX_MODULE_LINES = 400
 
