@@ -44,6 +44,7 @@ from llmsizer.bench.progress import SweepProgress
 from llmsizer.bench.prompts import PromptMaker, PromptTokenSource, measure_word_costs
 from llmsizer.bench.results import BenchResult, format_result, write_results
 from llmsizer.bench.spec import BenchSpec, LoadPoint
+from llmsizer.output import refuse_existing
 from llmsizer.records import jsonl_with_label
 from llmsizer.workload import Workload, make_workload
 
@@ -172,14 +173,8 @@ async def _run_sweep(
 
 def _check_outputs(spec: BenchSpec, points: tuple[LoadPoint, ...]) -> None:
     """Refuse to replace an earlier run's files unless `overwrite` (before sending anything)."""
-    if spec.overwrite:
-        return
     paths = [spec.result_path, *(_records_path(spec.records_path, p, len(points)) for p in points)]
-    for path in paths:
-        if path is not None and path.exists():
-            raise BenchError(
-                f"'{path}' exists: pass --overwrite to replace it, or choose another file"
-            )
+    refuse_existing(paths, overwrite=spec.overwrite, error=BenchError)
 
 
 def _uncancel() -> None:

@@ -18,10 +18,10 @@ from llmsizer.calibrate.step_calibration import (
     save_step_calibration,
 )
 from llmsizer.calibrate.step_fit import MeasuredPoint, fit_step_cost, point_from_records
-from llmsizer.cli.common import OVERWRITE_HELP, err, field_help, out, refuse_existing
+from llmsizer.cli.common import OVERWRITE_HELP, err, field_help, out
 from llmsizer.config import format_validation_error
 from llmsizer.errors import parse_json, read_text
-from llmsizer.output import write_atomic
+from llmsizer.output import refuse_existing, write_atomic
 from llmsizer.sim import EngineConfig
 
 E = EngineConfig
@@ -112,7 +112,7 @@ def calibrate(
     the recipe) by simulating each run with the server's batching settings, and write a
     calibration file that `simulate` and `predict` accept. Prints the fit's residuals.
     """
-    refuse_existing(out_path, overwrite=overwrite)
+    refuse_existing((out_path,), overwrite=overwrite)
     settings: dict[str, Any] = {
         "engine": engine, "max_num_seqs": max_num_seqs,
         "max_num_batched_tokens": max_num_batched_tokens,
@@ -188,7 +188,7 @@ def compare(
     """
     if tolerance_pct is not None and not (math.isfinite(tolerance_pct) and tolerance_pct >= 0):
         raise ValueError(f"--tolerance must be a percentage >= 0, got {tolerance_pct}")
-    refuse_existing(markdown, overwrite=overwrite)
+    refuse_existing((markdown,), overwrite=overwrite)
     meas = _summaries(measured)
     pred = [p for path in predicted for p in _summaries(path)]
     if len(meas) != len(pred):

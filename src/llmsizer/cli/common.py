@@ -65,16 +65,6 @@ def put(d: dict[str, Any], section: str, key: str, value: Any) -> None:
 OVERWRITE_HELP = "Replace output files that already exist (otherwise the run refuses)."
 
 
-def refuse_existing(*paths: Path | None, overwrite: bool) -> None:
-    """Stop before any work when an output file exists and the user did not say --overwrite:
-    a run never replaces an earlier result unasked."""
-    if overwrite:
-        return
-    for path in paths:
-        if path is not None and path.exists():
-            raise ValueError(f"{path} already exists: pass --overwrite to replace it")
-
-
 def write_json(path: Path, payload: Any) -> None:
     write_atomic(path, json.dumps(payload, indent=2, default=str) + "\n")
     err.print(f"wrote {path}", highlight=False)

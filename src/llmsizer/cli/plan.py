@@ -8,9 +8,9 @@ from typing import Annotated
 
 import typer
 
-from llmsizer.cli.common import OVERWRITE_HELP, err, out, progress_bar, refuse_existing
+from llmsizer.cli.common import OVERWRITE_HELP, err, out, progress_bar
 from llmsizer.config import load_efficiency, load_usecase
-from llmsizer.output import write_atomic
+from llmsizer.output import refuse_existing, write_atomic
 from llmsizer.report.plan_text import print_plan
 from llmsizer.sizing.inputs import usecase_dict
 from llmsizer.sizing.plan import plan as run_plan
@@ -58,7 +58,7 @@ def plan(
         e2el_ms=e2el_ms, percentile=percentile, gpu=gpu, precision=precision, tp=tp, pp=pp,
         engine=engine, headroom=headroom, offline=offline, sequential=sequential, trace=trace,
     )  # fmt: skip
-    refuse_existing(json_out, html, overwrite=overwrite)
+    refuse_existing((json_out, html), overwrite=overwrite)
     usecase = load_usecase(usecase_file, flags)
     with progress_bar("sizing") as progress:
         result = run_plan(usecase, efficiency=load_efficiency(calibration), progress=progress)

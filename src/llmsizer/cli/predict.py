@@ -27,14 +27,13 @@ from llmsizer.cli.common import (
     field_help,
     out,
     progress_bar,
-    refuse_existing,
     write_json,
 )
 from llmsizer.config import format_validation_error, load_efficiency
 from llmsizer.errors import read_csv_rows
 from llmsizer.instance import Prediction, PredictSpec
 from llmsizer.instance import predict as run_predict
-from llmsizer.output import write_atomic
+from llmsizer.output import refuse_existing, write_atomic
 from llmsizer.perf import EfficiencyFactors
 from llmsizer.report import print_summary
 
@@ -220,7 +219,7 @@ def predict(
     The engine is simulated with the GPU performance model: a closed loop at --concurrency,
     Poisson arrivals at --request-rate, or --offline (all requests at once).
     """
-    refuse_existing(out_csv, json_out, overwrite=overwrite)
+    refuse_existing((out_csv, json_out), overwrite=overwrite)
     if calibration is not None and calibration_kind(calibration) == FITTED_STEP_COST:
         _predict_fitted(
             calibration, isl, osl, concurrency, request_rate, json_out, num_requests, seed

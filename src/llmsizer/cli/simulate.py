@@ -16,11 +16,11 @@ from llmsizer.cli.common import (
     out,
     progress_bar,
     put,
-    refuse_existing,
     write_json,
 )
 from llmsizer.config import FixedStepCostSpec, GpuStepCostSpec, Scenario, load_scenario
 from llmsizer.metrics import summarize
+from llmsizer.output import refuse_existing
 from llmsizer.records import write_records
 from llmsizer.sim import EngineConfig, SimResult
 from llmsizer.workload import WorkloadSpec, make_workload
@@ -144,7 +144,7 @@ def simulate(
     """
     if plot is not None and plot.suffix.lower() != ".png":
         raise ValueError(f"--plot {plot}: the timeline picture is a PNG; give a .png file")
-    refuse_existing(json_out, records_out, plot, html, overwrite=overwrite)
+    refuse_existing((json_out, records_out, plot, html), overwrite=overwrite)
     o: dict[str, Any] = {}
     engine_flags: tuple[tuple[str, Any], ...] = (
         ("engine", engine),
