@@ -108,10 +108,6 @@ class DeploymentSpec(HardwareSpec):
         """The engine preset's name (`vllm` when the engine config names none)."""
         return self.engine.engine or "vllm"
 
-    def replace(self, **changes: Any) -> DeploymentSpec:
-        """A copy with `changes` validated like the original fields."""
-        return type(self).model_validate({**dict(self), **changes})
-
     def label(self) -> str:
         """`h100-sxm bf16 TP8 trtllm` (plus PP and scheduler settings the preset leaves)."""
         parts = [self.gpu, self.precision, f"TP{self.tensor_parallel_size}"]

@@ -19,6 +19,7 @@ from llmsizer.perf import Deployment, EfficiencyFactors, MemoryPlan, StepModel, 
 from llmsizer.perf.calibrated import calibrated_efficiency
 from llmsizer.perf.sparsity import StructuredSparsity
 from llmsizer.sim import EngineConfig
+from llmsizer.specs import ModelSpec
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,15 +42,8 @@ class Instance:
         return self.deployment.num_gpus
 
     def check_request_tokens(self, num_tokens: int, what: str) -> None:
-        """A ValueError unless `num_tokens` (`what`: "isl + osl = 1000 + 100") fit the
-        model's context window, as `plan` requires too."""
-        model = self.deployment.model
-        window = model.max_position_embeddings
-        if window is not None and num_tokens > window:
-            raise ValueError(
-                f"{what} = {num_tokens} tokens exceed {model.name}'s context window of "
-                f"{window} tokens (max_position_embeddings)"
-            )
+        """`check_context` for this instance's model."""
+        check_context(self.deployment.model, num_tokens, what)
 
     def virtual_engine(self) -> EngineConfig:
         """One of the `pp` virtual engines (module docstring); the engine itself at pp 1."""
@@ -93,6 +87,17 @@ def make_instance(
         engine = engine.model_copy(update={"num_gpu_blocks": memory.num_kv_blocks})
     step = StepModel(deployment, efficiency or calibrated_efficiency(spec.preset))
     return Instance(spec=spec, step=step, memory=memory, engine=engine)
+
+
+def check_context(model: ModelSpec, num_tokens: int, what: str) -> None:
+    """A ValueError unless a request of `num_tokens` (`what`: "isl + osl = 1000 + 100") fits
+    `model`'s context window (max_position_embeddings), as vLLM refuses it otherwise."""
+    window = model.max_position_embeddings
+    if window is not None and num_tokens > window:
+        raise ValueError(
+            f"{what} = {num_tokens} tokens exceed {model.name}'s context window of "
+            f"{window} tokens (max_position_embeddings)"
+        )
 
 
 def virtual_engine(cfg: EngineConfig, pp: int) -> EngineConfig:

@@ -71,13 +71,6 @@ class PredictSpec(DeploymentSpec):
         return self
 
     @property
-    def deployment(self) -> DeploymentSpec:
-        """The deployment alone, without lengths and load."""
-        return DeploymentSpec.model_validate(
-            {name: getattr(self, name) for name in DeploymentSpec.model_fields}
-        )
-
-    @property
     def num_instances(self) -> int:
         return (self.num_gpus or self.gpus_per_instance) // self.gpus_per_instance
 

@@ -20,7 +20,7 @@ from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from llmsizer.instance import DeploymentSpec
+from llmsizer.instance import DeploymentSpec, check_context
 from llmsizer.sizing.cost import Price
 from llmsizer.sizing.limits import Limits
 from llmsizer.sizing.peak import dau_average_rps, poisson_peak_rps
@@ -345,19 +345,14 @@ class UseCase(_Strict):
             raise ValueError("input: give at least one part (system_prompt, documents, ...)")
         if self.output is None:
             raise ValueError("output: give the output length per request")
-        window = get_model(self.model).max_position_embeddings
+        words = (
+            f" ({self.input.total:g} + {self.output:g} words at {self.words_per_token} "
+            "words per token)"
+            if self.unit == "words"
+            else ""
+        )
         total = self.input_tokens + self.output_tokens
-        if window is not None and total > window:
-            words = (
-                f" ({self.input.total:g} + {self.output:g} words at {self.words_per_token} "
-                "words per token)"
-                if self.unit == "words"
-                else ""
-            )
-            raise ValueError(
-                f"input + output = {total} tokens{words} exceed {self.model}'s context window "
-                f"of {window} tokens (max_position_embeddings)"
-            )
+        check_context(get_model(self.model), total, f"input + output{words}")
 
     def _check_limits(self) -> None:
         if self.mode == "offline" and self.limits.any:
