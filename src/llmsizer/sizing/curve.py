@@ -49,8 +49,7 @@ def curve_points(
     out: list[CurvePoint] = []
     if result.batch1 is not None:
         b = result.batch1
-        alone = {Metric.TTFT: b.ttft_s, Metric.TPOT: b.tpot_s, Metric.E2EL: b.e2el_s}
-        meets = all(alone[lim.metric] <= lim.limit_s for lim in limits.limits())
+        meets = all(b.latency_s(lim.metric) <= lim.limit_s for lim in limits.limits())
         out.append(CurvePoint(label, 0.0, 0.0, b.ttft_s, b.tpot_s, b.e2el_s, meets))
     for p in sorted(result.points if all_points else result.curve, key=lambda p: p.offered_rate):
         values = {m: limits.value_s(p.latencies, m) for m in METRICS}

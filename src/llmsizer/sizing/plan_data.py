@@ -11,7 +11,7 @@ from dataclasses import asdict
 from typing import Any
 
 from llmsizer.sizing.curve import CurvePoint
-from llmsizer.sizing.limits import METRICS, Limit, Limits, Metric
+from llmsizer.sizing.limits import METRICS, Limit, Limits
 from llmsizer.sizing.result import CandidatePlan, PlanResult
 from llmsizer.sizing.search import ConfigResult
 from llmsizer.units import MS
@@ -122,11 +122,7 @@ def _config(r: ConfigResult, limits: Limits) -> dict[str, Any]:
     }
     if r.batch1 is not None:
         b = r.batch1
-        out["batch1"] = {
-            limits.key(Metric.TTFT): b.ttft_s / MS,
-            limits.key(Metric.TPOT): b.tpot_s / MS,
-            limits.key(Metric.E2EL): b.e2el_s / MS,
-        }
+        out["batch1"] = {limits.key(m): b.latency_s(m) / MS for m in METRICS}
     if r.at_rate is not None:
         out["at_rate"] = {limits.key(m): r.at_rate.summary.get(limits.key(m)) for m in METRICS}
     return out

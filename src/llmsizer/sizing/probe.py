@@ -35,7 +35,7 @@ import numpy as np
 from llmsizer.instance import Instance
 from llmsizer.metrics import summarize
 from llmsizer.sim import Batch, Engine, PrefillChunk, SimResult, StepCost
-from llmsizer.sizing.limits import Latencies, Limits
+from llmsizer.sizing.limits import Latencies, Limits, Metric
 from llmsizer.workload import Workload, poisson_arrivals
 
 HIGH_LOAD_REQUESTS = 3000
@@ -91,6 +91,11 @@ class Batch1:
     ttft_s: float
     tpot_s: float
     e2el_s: float
+
+    def latency_s(self, metric: Metric) -> float:
+        """The latency of `metric`, seconds."""
+        value: float = getattr(self, f"{metric.value}_s")
+        return value
 
 
 class Probe:

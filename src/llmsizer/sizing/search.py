@@ -248,8 +248,7 @@ def make_probe(
 
 
 def _ratios_batch1(limits: Limits, b1: Batch1) -> dict[Metric, float]:
-    values = {Metric.TTFT: b1.ttft_s, Metric.TPOT: b1.tpot_s, Metric.E2EL: b1.e2el_s}
-    return {lim.metric: values[lim.metric] / lim.limit_s for lim in limits.limits()}
+    return {lim.metric: b1.latency_s(lim.metric) / lim.limit_s for lim in limits.limits()}
 
 
 def _bounded(
