@@ -118,10 +118,18 @@ def read_json_values(path: Path, what: str, *, error: type[ValueError] = ValueEr
     try:
         return [parse_json(text, path, what, error=error)]
     except ValueError:
-        lines = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
-        if len(lines) <= 1:
+        if sum(1 for line in text.splitlines() if line.strip()) <= 1:
             raise
-        return [parse_json(line, path, what, line=n, error=error) for n, line in lines]
+        return parse_json_lines(text, path, what, error=error)
+
+
+def parse_json_lines(
+    text: str, path: Path, what: str, *, error: type[ValueError] = ValueError
+) -> list[Any]:
+    """The value of each non-blank line of `text` (JSON Lines, the file `path`); a bad line
+    raises `error` naming the file and the line."""
+    numbered = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
+    return [parse_json(line, path, what, line=n, error=error) for n, line in numbered]
 
 
 def read_csv_rows(path: Path, what: str) -> list[dict[str, str]]:

@@ -38,7 +38,7 @@ from llmsizer.calibrate.readers.run import (
     int_or_none,
     token_count,
 )
-from llmsizer.errors import parse_json, read_text
+from llmsizer.errors import parse_json, parse_json_lines, read_text
 from llmsizer.records import RequestRecord
 
 AGGREGATE_FILE = "profile_export_aiperf.json"
@@ -46,9 +46,8 @@ AGGREGATE_FILE = "profile_export_aiperf.json"
 
 def read_aiperf(path: Path) -> list[ImportedRun]:
     """The run in an AIPerf `profile_export.jsonl` (one run per file)."""
-    text = read_text(path, "AIPerf records file")
-    numbered = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
-    lines = [parse_json(line, path, "AIPerf records file", line=n) for n, line in numbered]
+    what = "AIPerf records file"
+    lines = parse_json_lines(read_text(path, what), path, what)
     measured = [
         d for d in lines if d["metadata"].get("benchmark_phase", "profiling") == "profiling"
     ]
