@@ -6,7 +6,9 @@ report their cross-validated accuracy (leave one GPU out, leave one model out).
     options: --csv PATH, --workers N (default 2), --sample K (every K-th row),
              --report PATH (default examples/validation/aic_accuracy.md),
              --plot PATH (default examples/validation/aic_accuracy.png),
-             --rows PATH (per-row CSV, default examples/validation/aic_accuracy_rows.csv)
+             --rows PATH (per-row CSV, default examples/validation/aic_accuracy_rows.csv),
+             --cache PATH (the recorded schedules: read when present, else written; the
+             recording is most of the time, the fits and folds take a few minutes)
 
 Every mapped row is simulated once and its schedule re-priced for each fit
 (`llmsizer.calibrate.aic_fit`). `--write` stores each (engine, architecture) group's fit as
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import csv
 import hashlib
+import pickle
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -180,13 +183,13 @@ def main() -> None:
     parser.add_argument("--report", type=Path, default=OUT / "aic_accuracy.md")
     parser.add_argument("--plot", type=Path, default=OUT / "aic_accuracy.png")
     parser.add_argument("--rows", type=Path, default=OUT / "aic_accuracy_rows.csv")
+    parser.add_argument("--cache", type=Path, default=None, help="recorded schedules (pickle)")
     args = parser.parse_args()
     mapped = load_aic(args.csv)
     cases = [m for m in mapped if isinstance(m, AicCase)][:: args.sample]
     skipped = [m for m in mapped if isinstance(m, AicSkipped)]
     t0 = time.perf_counter()
-    say(f"recording {len(cases)} rows")
-    recorded = Recorded.record(cases, args.workers)
+    recorded = _recorded(cases, args.workers, args.cache)
     say(f"recorded in {time.perf_counter() - t0:.0f} s; fitting")
     fits = recorded.fit_groups()
     runs = {
@@ -203,16 +206,50 @@ def main() -> None:
         digest = hashlib.sha256(args.csv.read_bytes()).hexdigest()
         for (engine, arch), fit in fits.items():
             rows = sum(1 for c in cases if group_of(c) == (engine, arch))
+            held = [
+                Result(c, runs["leave one GPU out"][i])
+                for i, c in enumerate(cases)
+                if group_of(c) == (engine, arch)
+            ]
             fitted_on = {
                 "data": "shared/calibration/aic_silicon_calibration.csv",
                 "sha256": digest,
                 "num_rows": rows,
                 "by": "bench/fit_aic.py --write",
+                "leave_one_gpu_out": cross_validated(held),
             }
             path = DATA / f"calibrated_{engine}_{arch}.yaml"
             save_calibration(path, calibration_file(fit, engine, fitted_on))
             say(f"wrote {path}")
     say(f"wrote {args.report}")
+
+
+def cross_validated(results: Sequence[Result]) -> dict[str, dict[str, float]]:
+    """Per metric: median and p90 absolute % error of the held-out predictions (what
+    `plan`'s uncertainty band reads: `llmsizer.instance.measured_uncertainty`)."""
+    out = {}
+    for metric in METRICS:
+        ape = np.abs([r.error_pct(metric) for r in results])
+        out[metric] = {
+            "median_ape_pct": round(float(np.median(ape)), 1),
+            "p90_ape_pct": round(float(np.percentile(ape, 90)), 1),
+        }
+    return out
+
+
+def _recorded(cases: Sequence[AicCase], workers: int, cache: Path | None) -> Recorded:
+    """The cases' recorded schedules, from `cache` when it holds these very cases."""
+    if cache is not None and cache.exists():
+        recorded = pickle.loads(cache.read_bytes())
+        if isinstance(recorded, Recorded) and recorded.cases == tuple(cases):
+            say(f"read {len(cases)} recorded rows from {cache}")
+            return recorded
+        say(f"{cache} holds other rows: recording again")
+    say(f"recording {len(cases)} rows")
+    recorded = Recorded.record(cases, workers)
+    if cache is not None:
+        cache.write_bytes(pickle.dumps(recorded))
+    return recorded
 
 
 def _factors_text(factors: dict[str, float]) -> str:

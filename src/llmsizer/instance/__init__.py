@@ -12,6 +12,7 @@ from llmsizer.instance.instance import (
     calibrated_for,
     check_context,
     make_instance,
+    measured_uncertainty,
     virtual_engine,
 )
 from llmsizer.instance.predict import Prediction, predict
@@ -27,6 +28,7 @@ __all__ = [
     "calibrated_for",
     "check_context",
     "make_instance",
+    "measured_uncertainty",
     "predict",
     "simulation_setup",
     "virtual_engine",

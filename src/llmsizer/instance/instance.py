@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from llmsizer.instance.deployment import DeploymentSpec
 from llmsizer.perf import Deployment, EfficiencyFactors, MemoryPlan, StepModel, plan_memory
-from llmsizer.perf.calibrated import calibrated_efficiency
+from llmsizer.perf.calibrated import calibrated_efficiency, packaged_calibration
 from llmsizer.perf.sparsity import StructuredSparsity
 from llmsizer.sim import Engine, EngineConfig
 from llmsizer.specs import ModelSpec, get_gpu
@@ -106,6 +106,26 @@ def calibrated_for(spec: DeploymentSpec) -> EfficiencyFactors:
     """The shipped factors for `spec`'s engine preset on its GPU's architecture: what
     `make_instance` uses when given none."""
     return calibrated_efficiency(spec.preset, get_gpu(spec.gpu).architecture)
+
+
+DEFAULT_UNCERTAINTY = 0.15  # where no cross-validated error is shipped
+
+
+def measured_uncertainty(spec: DeploymentSpec) -> tuple[float, str]:
+    """How far the shipped fit for `spec` is typically off, as a fraction, and where that
+    figure comes from: the mean of the leave-one-GPU-out median absolute errors of TTFT and
+    TPOT for its engine and GPU architecture (`bench/fit_aic.py`), else 0.15 (a prior)."""
+    architecture = get_gpu(spec.gpu).architecture
+    calibration = packaged_calibration(spec.preset, architecture)
+    held = calibration.fitted_on.get("leave_one_gpu_out")
+    if not isinstance(held, dict) or not held:
+        return DEFAULT_UNCERTAINTY, "a prior: no cross-validated error for this engine and GPU"
+    errors = [float(m["median_ape_pct"]) / 100 for m in held.values()]
+    value = min(0.9, sum(errors) / len(errors))
+    return value, (
+        f"the median error of the shipped fit for {spec.preset} on {architecture} GPUs, "
+        "cross-validated leaving each GPU out"
+    )
 
 
 def check_context(model: ModelSpec, num_tokens: int, what: str) -> None:

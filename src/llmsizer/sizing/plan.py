@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from llmsizer.instance import calibrated_for
+from llmsizer.instance import calibrated_for, measured_uncertainty
 from llmsizer.perf import EfficiencyFactors
 from llmsizer.sizing.configuration import Sizing
 from llmsizer.sizing.cost import BusinessView, Cost, Price, business_view, cost_of
@@ -94,8 +94,12 @@ def _with_band_and_timeline(
     if winner is None or best is None or not best.rate or not best.capacity:
         return result
     variants = length_variants(result.usecase, space.lengths)
-    uncertainty = result.usecase.search.uncertainty
+    uncertainty, source = result.usecase.search.uncertainty, "the use case"
+    if uncertainty is None:
+        uncertainty, source = measured_uncertainty(best.config)
     b = band(space, best.config, (best.rate, best.capacity), efficiency, uncertainty, variants)
+    why = f"efficiency varied by +-{uncertainty:.0%}: {source}"
+    b = dataclasses.replace(b, notes=(why, *b.notes))
     return dataclasses.replace(result, band=b, timeline=_timeline(space, winner, efficiency))
 
 

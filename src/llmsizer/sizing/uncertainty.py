@@ -34,7 +34,13 @@ _FRACTIONS = (
     "attention_bandwidth_efficiency",
     "interconnect_efficiency",
 )
-_TIMES = ("collective_hop_latency_s", "layer_overhead_s", "step_overhead_s")
+_TIMES = (
+    "collective_hop_latency_s",
+    "layer_overhead_s",
+    "prefill_layer_overhead_s",
+    "step_overhead_s",
+    "first_token_delay_s",
+)
 
 
 @dataclass(frozen=True, slots=True)
