@@ -14,7 +14,7 @@ all rows takes ~15 min on two busy cores, a third ~5) and writes
 `src/llmsizer/perf/data/calibrated_trtllm.yaml`; vLLM and SGLang have no rows in the set,
 so their files carry the fitted kernel factors over and keep their own step-overhead
 prior (said in each file's `fitted_on`). The validation predicts every mapped row with the
-priors (`default_efficiency`) and with the shipped fit (`calibrated_efficiency`), reports
+priors (`default_efficiency`) and with the shipped fit (`calibrated_for`), reports
 the rows the fit used apart from the ones it did not, and writes the markdown report.
 """
 
@@ -128,8 +128,9 @@ catalog, ambiguous labels; listed at the end with the reason). Each row is simul
 `llmsizer predict` would (same simulator, same summary), with:
 
 - **default**: the unfitted priors (`default_efficiency(engine)`);
-- **fitted**: the shipped fit (`calibrated_efficiency(engine)`,
-  `src/llmsizer/perf/data/calibrated_trtllm.yaml`).
+- **fitted**: the shipped fit, as `predict` uses it (`calibrated_for(spec)`:
+  `src/llmsizer/perf/data/calibrated_trtllm.yaml`, or `calibrated_trtllm_blackwell.yaml`
+  (fitted on the AIC silicon rows, `bench/fit_aic.py`) for Blackwell GPUs).
 
 How rows become predictions: offline max-throughput rows are an offline burst of the
 dataset size trtllm-bench used, with its engine limits (`trtllm_bench_settings`); the

@@ -35,7 +35,7 @@ def report():
         measurement(2, "TRTLLM_ONLINE_v0.14", online, mean_ttft_ms=20.0, mean_tpot_ms=7.0),
     ]
     skipped = [Skipped(3, "COURSE", "not one configuration's measurement (ratio)")]
-    factor_sets = {"default": default_efficiency, "slow": lambda engine: SLOW}
+    factor_sets = {"default": lambda spec: default_efficiency(spec.preset), "slow": lambda _: SLOW}
     return validate(rows, factor_sets, skipped, fitted_rows=frozenset({1}))
 
 

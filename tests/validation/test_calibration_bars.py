@@ -24,7 +24,7 @@ from llmsizer.calibrate.validation import (
     is_online,
     validate,
 )
-from llmsizer.perf.calibrated import calibrated_efficiency
+from llmsizer.instance import calibrated_for
 from tests.conftest import shared_path
 
 CSV = shared_path("calibration", "measurements.csv")
@@ -41,7 +41,7 @@ def measurements() -> tuple[Measurement, ...]:
 def report(select: Callable[[Measurement], bool], subset: str) -> ValidationReport:
     keep = SUBSETS[subset]
     chosen = [m for m in measurements() if select(m) and keep(m)]
-    return validate(chosen, {"fitted": calibrated_efficiency})
+    return validate(chosen, {"fitted": calibrated_for})
 
 
 def median_ape(bar: Bar, subset: str) -> float:

@@ -14,12 +14,13 @@ every fold then re-prices the recorded steps (`llmsizer.calibrate.replay`), whic
 - **Cross-validation.** For each group and each GPU (model) in it, the factors are fitted on
   the group's other GPUs (models) and the held-out rows predicted with them. A group with
   nothing left to fit on predicts with the engine's general fit: what a user of an unseen
-  GPU generation gets.
+  GPU generation gets. Architectures whose group fits do not ship (Hopper, which the
+  general fit on `measurements.csv` covers) are scored with that general fit throughout.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from llmsizer.calibrate.aic import AicCase
@@ -104,18 +105,27 @@ class Recorded:
         """One fit per (engine, architecture) on all its rows: what ships."""
         return {group: self.fit(idx, group[0]) for group, idx in self.groups().items()}
 
-    def in_sample(self, fits: dict[Group, FitResult]) -> Predicted:
-        """Every case priced with its own group's fit."""
+    def shipped(self, fits: dict[Group, FitResult]) -> Predicted:
+        """Every case priced with its group's fit in `fits`, else its engine's general fit."""
         out: Predicted = {}
         for group, idx in self.groups().items():
-            out |= self.predict(idx, fits[group].factors)
+            fit = fits.get(group)
+            factors = fit.factors if fit else calibrated_efficiency(group[0])
+            out |= self.predict(idx, factors)
         return out
 
-    def leave_one_out(self, held: Callable[[AicCase], str]) -> Predicted:
+    def leave_one_out(
+        self, held: Callable[[AicCase], str], architectures: Collection[str]
+    ) -> Predicted:
         """Every case predicted by factors fitted without any case sharing its `held` value
-        (its GPU, its model) in its group (module docstring)."""
+        (its GPU, its model) in its group (module docstring); groups of other architectures
+        than `architectures` (whose fits do not ship) by the engine's general fit, which saw
+        none of these rows."""
         out: Predicted = {}
-        for (engine, _), idx in self.groups().items():
+        for (engine, architecture), idx in self.groups().items():
+            if architecture not in architectures:
+                out |= self.predict(idx, calibrated_efficiency(engine))
+                continue
             for value in sorted({held(self.cases[i]) for i in idx}):
                 test = [i for i in idx if held(self.cases[i]) == value]
                 train = [i for i in idx if held(self.cases[i]) != value]

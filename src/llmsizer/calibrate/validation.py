@@ -24,12 +24,12 @@ from llmsizer.calibrate.gpu_fit import LATENCY_METRICS
 from llmsizer.calibrate.measurements import Measurement, Skipped, load_measurements
 from llmsizer.calibrate.record import record_traces
 from llmsizer.calibrate.replay import ScheduleTrace
-from llmsizer.instance import PredictSpec
+from llmsizer.instance import PredictSpec, calibrated_for
 from llmsizer.perf import EfficiencyFactors
-from llmsizer.perf.calibrated import calibrated_efficiency, packaged_calibration
+from llmsizer.perf.calibrated import packaged_calibration
 from llmsizer.perf.efficiency import EnginePreset, default_efficiency
 
-FactorSet = Callable[[str], EfficiencyFactors]  # engine name -> factors
+FactorSet = Callable[[PredictSpec], EfficiencyFactors]  # a case's deployment -> its factors
 GROUPS = {
     "output_throughput": "throughput",
     "output_throughput_per_gpu": "throughput",
@@ -172,13 +172,12 @@ def validate(
     predicted: dict[str, list[float]] = {}
     traces: dict[int, ScheduleTrace] = {}
     for name, factor_set in factor_sets.items():
-        engines = {s.preset for s in specs}
-        eff: dict[str, EfficiencyFactors] = {e: factor_set(e) for e in engines}
+        eff = [factor_set(s) for s in specs]
         redo = [i for i, s in enumerate(specs) if i not in traces or s.request_rate is not None]
         say(f"{name}: simulating {len(redo)} cases")
         traces.update(_record(specs, redo, latencies, eff, workers))
         predicted[name] = [
-            predictions([traces[i]], [(0, metric, value)], eff[specs[i].preset])[0]
+            predictions([traces[i]], [(0, metric, value)], eff[i])[0]
             for i, metric, value in targets
         ]
     comparisons = tuple(
@@ -186,6 +185,10 @@ def validate(
         for j, (i, metric, value) in enumerate(targets)
     )
     return ValidationReport(comparisons, tuple(factor_sets), tuple(skipped), fitted_rows)
+
+
+def _priors(spec: PredictSpec) -> EfficiencyFactors:
+    return default_efficiency(spec.preset)
 
 
 def validate_calibration_set(
@@ -198,7 +201,7 @@ def validate_calibration_set(
     ids = str(packaged_calibration(EnginePreset.TRTLLM).fitted_on.get("row_ids", ""))
     return validate(
         data.measurements,
-        {"default": default_efficiency, "fitted": calibrated_efficiency},
+        {"default": _priors, "fitted": calibrated_for},
         data.skipped,
         fitted_rows=frozenset(int(i) for i in ids.split()),
         workers=workers,
@@ -210,13 +213,13 @@ def _record(
     specs: Sequence[PredictSpec],
     which: Sequence[int],
     latencies: Sequence[bool],
-    eff: Mapping[str, EfficiencyFactors],
+    eff: Sequence[EfficiencyFactors],
     workers: int,
 ) -> dict[int, ScheduleTrace]:
-    """Traces of the specs at `which`, recorded under their engine's factors."""
+    """Traces of the specs at `which`, each recorded under its own factors."""
     out: dict[int, ScheduleTrace] = {}
-    for engine, factors in eff.items():
-        idx = [i for i in which if specs[i].preset == engine]
+    for factors in dict.fromkeys(eff[i] for i in which):
+        idx = [i for i in which if eff[i] == factors]
         got = record_traces([specs[i] for i in idx], factors, [latencies[i] for i in idx], workers)
         out.update(zip(idx, got, strict=True))
     return out
