@@ -7,7 +7,12 @@ import pytest
 
 from llmsizer.calibrate.aic import AicCase, load_aic
 from llmsizer.calibrate.aic_fit import METRICS, Recorded, group_of
-from llmsizer.perf.calibrated import calibrated_efficiency
+from llmsizer.instance import DeploymentSpec, make_instance, measured_uncertainty
+from llmsizer.perf.calibrated import (
+    calibrated_efficiency,
+    packaged_architectures,
+    packaged_calibration,
+)
 from tests.conftest import shared_path
 
 
@@ -55,3 +60,24 @@ def test_leave_one_gpu_out_predicts_each_gpu_without_its_own_rows(recorded: Reco
     expected = recorded.predict(b300, recorded.fit(b200, "vllm").factors)
     for i in b300:
         assert held[i] == pytest.approx(expected[i], rel=1e-12)
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
+def test_blackwell_ships_its_own_fit_and_hopper_keeps_the_general_one(engine: str) -> None:
+    blackwell = packaged_calibration(engine, "blackwell")
+    assert blackwell.fitted_on["data"].endswith("aic_silicon_calibration.csv")
+    assert packaged_calibration(engine, "hopper") == packaged_calibration(engine)
+    assert packaged_architectures(engine) == ("blackwell",)
+    b200 = make_instance(DeploymentSpec(model="llama-3.1-70b", gpu="b200", tp=4, engine=engine))
+    h100 = make_instance(DeploymentSpec(model="llama-3.1-70b", gpu="h100", tp=4, engine=engine))
+    assert b200.step.efficiency == blackwell.efficiency()
+    assert h100.step.efficiency == calibrated_efficiency(engine)
+
+
+def test_the_band_uses_the_cross_validated_error_where_there_is_one() -> None:
+    b200, source = measured_uncertainty(DeploymentSpec(model="llama-3.1-8b", gpu="b200"))
+    held = packaged_calibration("vllm", "blackwell").fitted_on["leave_one_gpu_out"]
+    expected = held["mean_ttft_ms"]["median_ape_pct"] + held["mean_tpot_ms"]["median_ape_pct"]
+    assert b200 == pytest.approx(expected / 200) and "cross-validated" in source
+    h100, source = measured_uncertainty(DeploymentSpec(model="llama-3.1-8b", gpu="h100"))
+    assert h100 == 0.15 and "prior" in source
