@@ -55,6 +55,14 @@ def collect(
     check: Annotated[
         bool, typer.Option(help="Run the end-to-end decode loop against the prediction.")
     ] = True,
+    threads: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="CPU threads PyTorch uses (default: its own choice). On a busy machine 1 "
+            "gives steadier timings.",
+        ),
+    ] = None,
     overwrite: Annotated[bool, typer.Option(help=OVERWRITE_HELP)] = False,
 ) -> None:
     """Time this device's kernels at a model's shapes (PyTorch, random weights) and write a
@@ -67,9 +75,11 @@ def collect(
     spec = get_model(model)
     preset = EnginePreset.parse(engine)
     try:
-        import torch  # noqa: F401  (the collect extra)
+        import torch  # the collect extra
     except ImportError:
         raise ValueError("collect needs PyTorch: pip install 'llmsizer[collect]'") from None
+    if threads is not None:
+        torch.set_num_threads(threads)
     from llmsizer.collect import FULL, QUICK, find_device, timings_csv
     from llmsizer.collect import collect as run_collect
 

@@ -18,6 +18,7 @@ import dataclasses
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import torch
 import torch.nn.functional as F
@@ -131,9 +132,7 @@ def check_decode(
         for batch, context in points:
             cache = decoder.cache(batch, context)
             x = torch.randn(batch, model.hidden_size, device=timer.device, dtype=torch.bfloat16)
-            measured = timer(
-                lambda x=x, cache=cache, context=context: decoder.step(x, context, cache)
-            )
+            measured = timer(partial(decoder.step, x, context, cache))
             predicted = predict(decode_batch(batch, context + 1))
             results.append(CheckPoint(batch, context, measured, predicted))
             if progress:

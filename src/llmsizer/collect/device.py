@@ -54,14 +54,25 @@ def find_device(requested: str, gpu: str | None) -> Device:
     if not use_cuda:
         if gpu is not None:
             raise ValueError(f"--gpu {gpu}: a CPU run is priced at its measured peaks")
-        name = f"CPU {platform.machine()} ({platform.processor() or 'unknown'}, "
-        name += f"{torch.get_num_threads()} threads)"
+        name = f"CPU {_cpu_model()} ({torch.get_num_threads()} threads)"
         memory = float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
         return Device(torch.device("cpu"), name, memory, None)
     props = torch.cuda.get_device_properties(0)
     return Device(
         torch.device("cuda", 0), props.name, float(props.total_memory), _catalog(props.name, gpu)
     )
+
+
+def _cpu_model() -> str:
+    """The CPU's model name (Linux /proc/cpuinfo), else the machine type."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.machine()
 
 
 def _catalog(device_name: str, gpu: str | None) -> GpuSpec | None:

@@ -55,31 +55,55 @@ class Peaks:
 
 
 def fit_roofline(rows: list[Timing], flops_per_s: float, bytes_per_s: float) -> RooflineFit:
-    """The (e_c, e_b, o) of the module docstring for `rows` at peaks F, B."""
+    """The (e_c, e_b, o) of the module docstring for `rows` at peaks F, B: a coarse grid,
+    then a fine one around its best point."""
     if not rows:
         raise ValueError("no timings to fit")
-    flops = np.array([r.flops for r in rows])
-    bytes_ = np.array([r.bytes for r in rows])
+    flops = np.array([r.flops for r in rows]) / flops_per_s  # seconds at peak
+    bytes_ = np.array([r.bytes for r in rows]) / bytes_per_s
     seconds = np.array([r.seconds for r in rows])
-    compute = flops[None, :] / (flops_per_s * _EFFICIENCIES[:, None])  # (e_c, row)
-    memory = bytes_[None, :] / (bytes_per_s * _EFFICIENCIES[:, None])  # (e_b, row)
-    roof = np.maximum(compute[:, None, :], memory[None, :, :])  # (e_c, e_b, row)
-    best = (math.inf, 0, 0, 0.0)
-    for o in np.linspace(0.0, float(seconds.min()), _NUM_INTERCEPTS, endpoint=False):
-        loss = (np.log((roof + o) / seconds) ** 2).sum(axis=2)
-        i, j = np.unravel_index(int(np.argmin(loss)), loss.shape)
-        if loss[i, j] < best[0] - 1e-12:
-            best = (float(loss[i, j]), int(i), int(j), float(o))
-    _, i, j, o = best
-    ape = np.abs(roof[i, j] + o - seconds) / seconds * 100
+    o_step = float(seconds.min()) / _NUM_INTERCEPTS
+    intercepts = np.arange(_NUM_INTERCEPTS) * o_step
+    e_c, e_b, o = _search(flops, bytes_, seconds, _EFFICIENCIES, _EFFICIENCIES, intercepts)
+    step = _EFFICIENCIES[0] / _EFFICIENCIES[1]  # one coarse step, as a ratio
+
+    def around(e: float) -> np.ndarray:
+        return np.geomspace(min(1.0, e * step), e / step, 21)
+
+    fine = np.linspace(max(0.0, o - o_step), o + o_step, 21)
+    e_c, e_b, o = _search(flops, bytes_, seconds, around(e_c), around(e_b), fine)
+    predicted = np.maximum(flops / e_c, bytes_ / e_b) + o
+    ape = np.abs(predicted - seconds) / seconds * 100
     return RooflineFit(
-        compute_efficiency=float(_EFFICIENCIES[i]),
-        bandwidth_efficiency=float(_EFFICIENCIES[j]),
+        compute_efficiency=e_c,
+        bandwidth_efficiency=e_b,
         intercept_s=o,
         num_rows=len(rows),
         median_ape_pct=float(np.median(ape)),
         mean_ape_pct=float(np.mean(ape)),
     )
+
+
+def _search(
+    compute_s: np.ndarray,
+    memory_s: np.ndarray,
+    seconds: np.ndarray,
+    compute_grid: np.ndarray,
+    memory_grid: np.ndarray,
+    intercepts: np.ndarray,
+) -> tuple[float, float, float]:
+    """The grid point of least squared log error; grids run from high to low efficiency,
+    so among equal losses the highest efficiency wins (a bound the data never reaches)."""
+    compute = compute_s[None, :] / compute_grid[:, None]  # (e_c, row)
+    memory = memory_s[None, :] / memory_grid[:, None]  # (e_b, row)
+    roof = np.maximum(compute[:, None, :], memory[None, :, :])  # (e_c, e_b, row)
+    best = (math.inf, 0.0, 0.0, 0.0)
+    for o in intercepts:
+        loss = (np.log((roof + o) / seconds) ** 2).sum(axis=2)
+        ic, ib = (int(n) for n in np.unravel_index(int(np.argmin(loss)), loss.shape))
+        if loss[ic, ib] < best[0] - 1e-12:
+            best = (float(loss[ic, ib]), float(compute_grid[ic]), float(memory_grid[ib]), float(o))
+    return best[1], best[2], best[3]
 
 
 def measured_peaks(timings: Iterable[Timing]) -> Peaks:

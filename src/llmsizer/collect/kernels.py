@@ -2,8 +2,8 @@
 
 `Timer` runs a closure `warmup` times, then `repeats` times, and returns the median: on a
 GPU each repeat is bracketed by CUDA events (device time, launch gaps included, as an
-engine's eager launches pay them); on a CPU by `perf_counter` after a synchronize (CPU ops
-are synchronous). Each `time_*` function returns `Timing` rows with the work the
+engine's eager launches pay them); on a CPU by `perf_counter` (CPU ops are synchronous),
+or with one thread by the process's CPU time (steady on a shared machine). Each `time_*` function returns `Timing` rows with the work the
 performance model counts for them (`llmsizer.collect.shapes`).
 
 FP8 GEMMs use `torch._scaled_mm` (per-tensor scales, BF16 out) where the GPU has FP8
@@ -17,6 +17,7 @@ import statistics
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import torch
@@ -44,11 +45,14 @@ class Timer:
             fn()
         if self.device.type == "cuda":
             return self._cuda(fn)
+        # one thread: the process's CPU time, which a busy machine's other processes do not
+        # inflate (it is the thread's busy time); more threads: wall time
+        clock = time.process_time if torch.get_num_threads() == 1 else time.perf_counter
         samples = []
         for _ in range(self.repeats):
-            start = time.perf_counter()
+            start = clock()
             fn()
-            samples.append(time.perf_counter() - start)
+            samples.append(clock() - start)
         return statistics.median(samples)
 
     def _cuda(self, fn: Callable[[], Any]) -> float:
@@ -139,6 +143,10 @@ def time_square_gemms(grid: Grid, precision: str, timer: Timer) -> Iterator[Timi
         )
 
 
+def _sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> torch.Tensor:
+    return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
+
+
 def time_prefill_attention(model: ModelSpec, grid: Grid, timer: Timer) -> Iterator[Timing]:
     """Causal SDPA (PyTorch picks flash / memory-efficient / math) over whole prompts."""
     heads, kv_heads, d = model.num_attention_heads, model.num_key_value_heads, model.head_dim
@@ -146,11 +154,7 @@ def time_prefill_attention(model: ModelSpec, grid: Grid, timer: Timer) -> Iterat
         q = torch.randn(1, heads, length, d, device=timer.device, dtype=torch.bfloat16)
         k = torch.randn(1, kv_heads, length, d, device=timer.device, dtype=torch.bfloat16)
         v = torch.randn_like(k)
-        seconds = timer(
-            lambda q=q, k=k, v=v: F.scaled_dot_product_attention(
-                q, k, v, is_causal=True, enable_gqa=True
-            )
-        )
+        seconds = timer(partial(_sdpa, q, k, v, True))
         flops, bytes_ = prefill_work(model, length)
         yield Timing(
             Kind.PREFILL_ATTENTION, "sdpa_causal", "bf16", length, 1, length, flops, bytes_, seconds
@@ -165,9 +169,7 @@ def time_decode_attention(model: ModelSpec, grid: Grid, timer: Timer) -> Iterato
             q = torch.randn(batch, heads, 1, d, device=timer.device, dtype=torch.bfloat16)
             k = torch.randn(batch, kv_heads, length, d, device=timer.device, dtype=torch.bfloat16)
             v = torch.randn_like(k)
-            seconds = timer(
-                lambda q=q, k=k, v=v: F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
-            )
+            seconds = timer(partial(_sdpa, q, k, v, False))
             flops, bytes_ = decode_work(model, batch, length)
             yield Timing(
                 Kind.DECODE_ATTENTION,

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 import torch
@@ -56,11 +57,11 @@ def time_kernels(model: ModelSpec, grid: Grid, device: Device, say: Say) -> list
     timer = Timer(device.torch_device, grid.warmup, grid.repeats)
     gemms = layer_gemms(model)
     stages: list[tuple[str, Callable[[], Iterator[Timing]]]] = [
-        ("copy", lambda: time_copy(grid, timer))
+        ("copy", partial(time_copy, grid, timer))
     ]
     for p in precisions(device.torch_device):
-        stages.append((f"{p} square GEMMs", lambda p=p: time_square_gemms(grid, p, timer)))
-        stages.append((f"{p} model GEMMs", lambda p=p: time_gemms(gemms, grid, p, timer)))
+        stages.append((f"{p} square GEMMs", partial(time_square_gemms, grid, p, timer)))
+        stages.append((f"{p} model GEMMs", partial(time_gemms, gemms, grid, p, timer)))
     stages += [
         ("prefill attention", lambda: time_prefill_attention(model, grid, timer)),
         ("decode attention", lambda: time_decode_attention(model, grid, timer)),
