@@ -3,8 +3,9 @@
 `Timer` runs a closure `warmup` times, then `repeats` times, and returns the median: on a
 GPU each repeat is bracketed by CUDA events (device time, launch gaps included, as an
 engine's eager launches pay them); on a CPU by `perf_counter` (CPU ops are synchronous),
-or with one thread by the process's CPU time (steady on a shared machine). Each `time_*` function returns `Timing` rows with the work the
-performance model counts for them (`llmsizer.collect.shapes`).
+or with one thread by the process's CPU time (steady on a shared machine). Each `time_*`
+function returns `Timing` rows with the work the performance model counts for them
+(`llmsizer.collect.shapes`).
 
 FP8 GEMMs use `torch._scaled_mm` (per-tensor scales, BF16 out) where the GPU has FP8
 tensor cores (compute capability 8.9 and later: Ada, Hopper, Blackwell); its rows must be
