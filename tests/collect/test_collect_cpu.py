@@ -3,6 +3,7 @@ test) is timed, fitted and written; predict, simulate and `gpus --factors` accep
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -101,3 +102,40 @@ def test_the_end_to_end_check_is_reported(collected: Path) -> None:
 def test_an_existing_file_is_not_replaced(collected: Path) -> None:
     r = runner.invoke(app, ["collect", "--model", str(TINY), "--quick", "--out", str(collected)])
     assert r.exit_code != 0 and "exists" in str(r.exception or r.output)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--precision", "fp8"], "precision 'fp8' is not timed on CPU"),
+        (["--precision", "fp3"], "unknown precision"),
+        (["--device", "tpu"], "device 'tpu'; allowed: auto, cuda, cpu"),
+        (["--gpu", "h100-sxm"], "a CPU run is priced at its measured peaks"),
+    ],
+)
+def test_bad_flags_are_refused_naming_the_value(
+    args: list[str], message: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "x.yaml"
+    base = ["collect", "--model", str(TINY), "--quick", "--device", "cpu", "--out", str(out)]
+    if "--device" in args:
+        base = base[:4] + base[6:]
+    r = runner.invoke(app, [*base, *args])
+    assert r.exit_code != 0
+    assert message in str(r.exception)
+    assert not out.exists()
+
+
+def test_moe_models_are_refused_before_any_timing(tmp_path: Path) -> None:
+    r = runner.invoke(
+        app, ["collect", "--model", "mixtral-8x7b", "--out", str(tmp_path / "m.yaml")]
+    )
+    assert "does not time yet" in str(r.exception)
+
+
+def test_without_pytorch_collect_says_how_to_install_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` raises ImportError
+    r = runner.invoke(app, ["collect", "--model", str(TINY), "--out", str(tmp_path / "t.yaml")])
+    assert "pip install 'llmsizer[collect]'" in str(r.exception)
