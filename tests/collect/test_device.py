@@ -66,3 +66,11 @@ def test_an_uncatalogued_device_is_priced_at_its_measured_peaks() -> None:
     assert gpu.hbm_bytes_per_s == pytest.approx(5e10)
     assert gpu.fp8_flops_per_s is None
     assert "measured" in gpu.source_of("compute")
+
+
+def test_model_gemms_are_timed_in_bf16_and_the_factors_precision() -> None:
+    from llmsizer.collect.run import model_gemm_precisions
+
+    device = Device(CPU, "CPU test", 64e9, None)
+    assert model_gemm_precisions(device, "bf16") == ("bf16",)
+    assert model_gemm_precisions(device, "fp16") == ("bf16", "fp16")

@@ -52,7 +52,16 @@ class Collected:
     check: list[CheckPoint]
 
 
-def time_kernels(model: ModelSpec, grid: Grid, device: Device, say: Say) -> list[Timing]:
+def model_gemm_precisions(device: Device, precision: str) -> tuple[str, ...]:
+    """Precisions the model's GEMMs are timed in: BF16, FP8 where the device has it, and
+    the factors' precision; FP16 gets square GEMMs only (its peak for the device entry)."""
+    wanted = {"bf16", precision} | ({"fp8"} & set(precisions(device.torch_device)))
+    return tuple(p for p in precisions(device.torch_device) if p in wanted)
+
+
+def time_kernels(
+    model: ModelSpec, grid: Grid, device: Device, precision: str, say: Say
+) -> list[Timing]:
     """Every timing of the run (module docstring), reporting each kind as it finishes."""
     timer = Timer(device.torch_device, grid.warmup, grid.repeats)
     gemms = layer_gemms(model)
@@ -61,6 +70,7 @@ def time_kernels(model: ModelSpec, grid: Grid, device: Device, say: Say) -> list
     ]
     for p in precisions(device.torch_device):
         stages.append((f"{p} square GEMMs", partial(time_square_gemms, grid, p, timer)))
+    for p in model_gemm_precisions(device, precision):
         stages.append((f"{p} model GEMMs", partial(time_gemms, gemms, grid, p, timer)))
     stages += [
         ("prefill attention", lambda: time_prefill_attention(model, grid, timer)),
@@ -111,7 +121,7 @@ def collect(
             f"precision {precision!r} is not timed on {device.name}; allowed: {allowed}"
         )
     started = datetime.now(UTC)
-    timings = time_kernels(model, grid, device, say)
+    timings = time_kernels(model, grid, device, precision, say)
     measured = measured_peaks(timings)
     entry = device_entry(device, measured, grid.copy_bytes)
     gpu = gpu_from_entry(device.name, entry)
