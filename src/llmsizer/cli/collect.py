@@ -85,6 +85,8 @@ def collect(
 
     found = find_device(device, gpu)
     err.print(f"collecting on {found.name} for {spec.name}", highlight=False)
+    if found.is_cpu and not quick:
+        err.print("the full grid (up to 16k tokens) takes long on a CPU; --quick takes seconds")
     result = run_collect(
         spec,
         found,

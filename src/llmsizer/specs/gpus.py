@@ -123,8 +123,8 @@ def gpu_from_entry(key: str, entry: dict[str, Any]) -> GpuSpec:
     """One device in the catalog's format (`data/gpus.yaml`), validated strictly."""
     try:
         return _gpu_from_yaml(key, entry)
-    except (KeyError, TypeError, ValueError) as e:
-        raise ValueError(f"device {key}: {e}") from e
+    except (AttributeError, KeyError, TypeError, ValueError) as e:
+        raise ValueError(f"not a valid device entry ({e})") from e
 
 
 _GPU_FIELDS = frozenset(
