@@ -74,3 +74,15 @@ def test_model_gemms_are_timed_in_bf16_and_the_factors_precision() -> None:
     device = Device(CPU, "CPU test", 64e9, None)
     assert model_gemm_precisions(device, "bf16") == ("bf16",)
     assert model_gemm_precisions(device, "fp16") == ("bf16", "fp16")
+
+
+def test_the_timer_flushes_caches_larger_than_a_gpus_l2() -> None:
+    """H100's L2 is 50 MB and B200's 126 MB: the flush must exceed both."""
+    from llmsizer.collect.kernels import GPU_FLUSH_BYTES, make_timer
+
+    assert GPU_FLUSH_BYTES > 126e6
+    timer = make_timer(CPU, warmup=1, repeats=3)
+    assert timer.flush_bytes > 0
+    calls: list[int] = []
+    timer(lambda: calls.append(1))
+    assert len(calls) == 4

@@ -79,15 +79,25 @@ class DecodeModel:
             for _ in self.layers
         ]
 
-    def step(
-        self, x: torch.Tensor, pos: int, cache: list[tuple[torch.Tensor, torch.Tensor]]
-    ) -> torch.Tensor:
-        """One decode step of `x` (batch, hidden) at position `pos`; returns the logits."""
-        m = self.m
-        b, h, d = x.shape[0], m.hidden_size, m.head_dim
+    def rotary(self, pos: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos and sin at `pos`: a table engines compute once (vLLM's cos_sin_cache)."""
         angles = pos * self.inv_freq
         cos = torch.cat((angles.cos(), angles.cos())).to(torch.bfloat16)
         sin = torch.cat((angles.sin(), angles.sin())).to(torch.bfloat16)
+        return cos, sin
+
+    def step(
+        self,
+        x: torch.Tensor,
+        pos: int,
+        cache: list[tuple[torch.Tensor, torch.Tensor]],
+        rotary: tuple[torch.Tensor, torch.Tensor],
+    ) -> torch.Tensor:
+        """One decode step of `x` (batch, hidden) at position `pos` (`rotary(pos)`);
+        returns the logits."""
+        m = self.m
+        b, h, d = x.shape[0], m.hidden_size, m.head_dim
+        cos, sin = rotary
         for (w_qkv, w_o, w_up, w_down), (k_cache, v_cache) in zip(self.layers, cache, strict=True):
             qkv = F.linear(F.rms_norm(x, (h,), self.norm), w_qkv)
             q, k, v = qkv.split((m.q_dim, m.kv_dim, m.kv_dim), dim=-1)
@@ -132,7 +142,7 @@ def check_decode(
         for batch, context in points:
             cache = decoder.cache(batch, context)
             x = torch.randn(batch, model.hidden_size, device=timer.device, dtype=torch.bfloat16)
-            measured = timer(partial(decoder.step, x, context, cache))
+            measured = timer(partial(decoder.step, x, context, cache, decoder.rotary(context)))
             predicted = predict(decode_batch(batch, context + 1))
             results.append(CheckPoint(batch, context, measured, predicted))
             if progress:

@@ -18,7 +18,7 @@ import statistics
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from functools import partial
+from functools import cached_property, partial
 from typing import Any
 
 import torch
@@ -33,16 +33,35 @@ _FP8_MIN_CAPABILITY = (8, 9)  # CUDA compute capability with FP8 tensor cores (A
 _FP8_ROWS = 16  # torch._scaled_mm needs row counts that are multiples of 16
 
 
-@dataclass(frozen=True, slots=True)
+# Caches are flushed before every repeat by writing a buffer larger than them (Triton's
+# do_bench writes 256 MB; H100's L2 is 50 MB, B200's 126 MB): a model's weights stream from
+# memory each step, so a kernel timed on cache-resident weights would be too fast. On a CPU
+# 64 MiB covers the last-level cache a process sees on most servers.
+GPU_FLUSH_BYTES = 256 << 20
+CPU_FLUSH_BYTES = 64 << 20
+
+
+@dataclass(frozen=True)
 class Timer:
-    """Median seconds of a closure on `device` (module docstring)."""
+    """Median seconds of a closure on `device` (module docstring), caches flushed before
+    each run (outside the timed span)."""
 
     device: torch.device
     warmup: int
     repeats: int
+    flush_bytes: int = 0
+
+    @cached_property
+    def _flush_buffer(self) -> torch.Tensor:
+        return torch.empty(self.flush_bytes // 4, dtype=torch.int32, device=self.device)
+
+    def _flush(self) -> None:
+        if self.flush_bytes:
+            self._flush_buffer.zero_()
 
     def __call__(self, fn: Callable[[], Any]) -> float:
         for _ in range(self.warmup):
+            self._flush()
             fn()
         if self.device.type == "cuda":
             return self._cuda(fn)
@@ -51,6 +70,7 @@ class Timer:
         clock = time.process_time if torch.get_num_threads() == 1 else time.perf_counter
         samples = []
         for _ in range(self.repeats):
+            self._flush()
             start = clock()
             fn()
             samples.append(clock() - start)
@@ -59,6 +79,7 @@ class Timer:
     def _cuda(self, fn: Callable[[], Any]) -> float:
         pairs = []
         for _ in range(self.repeats):
+            self._flush()  # queued before the start event: not timed
             start = torch.cuda.Event(enable_timing=True)
             end = torch.cuda.Event(enable_timing=True)
             start.record()
@@ -67,6 +88,12 @@ class Timer:
             pairs.append((start, end))
         torch.cuda.synchronize(self.device)
         return statistics.median(s.elapsed_time(e) for s, e in pairs) / 1000.0  # ms -> s
+
+
+def make_timer(device: torch.device, warmup: int, repeats: int) -> Timer:
+    """A `Timer` flushing the device's caches (`GPU_FLUSH_BYTES`, `CPU_FLUSH_BYTES`)."""
+    flush = GPU_FLUSH_BYTES if device.type == "cuda" else CPU_FLUSH_BYTES
+    return Timer(device, warmup, repeats, flush)
 
 
 def fp8_supported(device: torch.device) -> bool:

@@ -24,7 +24,7 @@ from llmsizer.collect.check import CheckPoint, check_decode, median_abs_error_pc
 from llmsizer.collect.device import Device, device_entry
 from llmsizer.collect.fit import CollectedFit, Peaks, fit_factors, measured_peaks
 from llmsizer.collect.kernels import (
-    Timer,
+    make_timer,
     precisions,
     time_copy,
     time_decode_attention,
@@ -63,7 +63,7 @@ def time_kernels(
     model: ModelSpec, grid: Grid, device: Device, precision: str, say: Say
 ) -> list[Timing]:
     """Every timing of the run (module docstring), reporting each kind as it finishes."""
-    timer = Timer(device.torch_device, grid.warmup, grid.repeats)
+    timer = make_timer(device.torch_device, grid.warmup, grid.repeats)
     gemms = layer_gemms(model)
     stages: list[tuple[str, Callable[[], Iterator[Timing]]]] = [
         ("copy", partial(time_copy, grid, timer))
@@ -140,7 +140,7 @@ def collect(
             factors,
             num_layers=check_layers,
             points=grid.check_points,
-            timer=Timer(device.torch_device, grid.warmup, grid.repeats),
+            timer=make_timer(device.torch_device, grid.warmup, grid.repeats),
             progress=say,
         )
         if check and precision == "bf16"
