@@ -18,7 +18,7 @@ from llmsizer.specs import get_gpu
 
 torch = pytest.importorskip("torch")
 
-TINY = Path(__file__).parent / "data" / "tiny-llama.json"
+TINY = Path(__file__).parent / "data" / "tiny-llama" / "config.json"
 runner = CliRunner()
 
 

@@ -99,9 +99,7 @@ def collect(
     data = result.calibration.model_dump(mode="json")
     data["fitted_on"]["timings_file"] = timings_path(out_path).name
     write_atomic(timings_path(out_path), timings_csv(result.timings))
-    write_atomic(
-        out_path, yaml.safe_dump(data, sort_keys=False, width=100, default_flow_style=None)
-    )
+    write_atomic(out_path, yaml.safe_dump(data, sort_keys=False, width=100))
     t = Table(title=f"efficiency factors collected on {found.name}")
     t.add_column("factor")
     t.add_column("value", justify="right")
