@@ -67,13 +67,13 @@ def run(cases: Sequence[AicCase], workers: int) -> list[Result]:
     return results
 
 
-def _stats(results: Sequence[Result], metric: str) -> str:
+def stats(results: Sequence[Result], metric: str) -> str:
     err = np.array([r.error_pct(metric) for r in results])
     ape = np.abs(err)
     return f"{np.median(ape):.0f} | {np.percentile(ape, 90):.0f} | {np.median(err):+.0f}"
 
 
-def _table(
+def table(
     title: str, column: str, results: Sequence[Result], key: Callable[[Result], str]
 ) -> list[str]:
     groups: dict[str, list[Result]] = {}
@@ -87,10 +87,10 @@ def _table(
     ]
     for name in sorted(groups, key=_natural):
         rs = groups[name]
-        row = f"| {name} | {len(rs)} | {_stats(rs, METRICS[0])} | {_stats(rs, METRICS[1])} |"
+        row = f"| {name} | {len(rs)} | {stats(rs, METRICS[0])} | {stats(rs, METRICS[1])} |"
         lines.append(row)
     rs = list(results)
-    lines += [f"| all | {len(rs)} | {_stats(rs, METRICS[0])} | {_stats(rs, METRICS[1])} |", ""]
+    lines += [f"| all | {len(rs)} | {stats(rs, METRICS[0])} | {stats(rs, METRICS[1])} |", ""]
     return lines
 
 
@@ -101,7 +101,7 @@ def _natural(name: str) -> tuple[str, int, str]:
     return (words, int(digits.group(1)) if digits else 0, last)
 
 
-def _concurrency_band(r: Result) -> str:
+def concurrency_band(r: Result) -> str:
     c = r.case.spec.concurrency or 0
     low = 1
     for edge in (8, 32, 128, 512):
@@ -134,22 +134,22 @@ def report(
         "predicted too high). TTFT and TPOT are the run means.",
         "",
     ]
-    lines += _table("By engine", "engine", results, lambda r: r.case.backend)
-    lines += _table(
+    lines += table("By engine", "engine", results, lambda r: r.case.backend)
+    lines += table(
         "By engine and GPU", "engine, GPU", results, lambda r: f"{r.case.backend} {r.case.system}"
     )
-    lines += _table("By model", "model", results, lambda r: r.case.model)
-    lines += _table(
+    lines += table("By model", "model", results, lambda r: r.case.model)
+    lines += table(
         "By engine and isl/osl",
         "engine, isl/osl",
         results,
         lambda r: f"{r.case.backend} {r.case.spec.isl}/{r.case.spec.osl}",
     )
-    lines += _table(
+    lines += table(
         "By engine and concurrency",
         "engine, clients",
         results,
-        lambda r: f"{r.case.backend} {_concurrency_band(r)}",
+        lambda r: f"{r.case.backend} {concurrency_band(r)}",
     )
     lines += ["### Skipped rows by reason", "", "| reason | rows |", "|---|---:|"]
     for reason, n in Counter(s.reason for s in skipped).most_common():

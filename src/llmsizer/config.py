@@ -150,7 +150,7 @@ class Scenario(_Strict):
             i = int(lengths.argmax())
             what = f"prompt + output of request {i} = {workload.num_prompt_tokens[i]} + "
             inst.check_request_tokens(int(lengths[i]), what + f"{workload.num_output_tokens[i]}")
-        return Engine(inst.engine, inst.step)
+        return inst.simulator()
 
     def _calibrated_engine(self, path: Path) -> Engine:
         from llmsizer.calibrate.step_calibration import load_step_calibration

@@ -110,11 +110,15 @@ def test_empty_dp_and_ep_cells_mean_one() -> None:
     assert mapped(attention_dp_size="", moe_ep_size="").spec.concurrency == 16
 
 
+def test_expert_parallel_rows_split_the_experts_over_ep_ranks() -> None:
+    case = mapped(model_path="deepseek-ai/DeepSeek-R1", tp_size="8", moe_ep_size="4")
+    assert case.spec.expert_parallel_size == 4 and case.spec.tensor_parallel_size == 8
+
+
 @pytest.mark.parametrize(
     ("changes", "reason"),
     [
         ({"mode": "disagg"}, "disagg mode (separate prefill and decode pools) not modelled yet"),
-        ({"moe_ep_size": "8"}, "expert parallelism (moe_ep_size 8) not modelled yet"),
         (
             {"attention_dp_size": "4"},
             "attention data parallelism (attention_dp_size 4) not modelled yet",
@@ -159,3 +163,44 @@ def test_every_row_of_the_csv_is_mapped_or_has_a_reason() -> None:
     assert len(cases) > 1000
     assert all(r.reason.strip() for r in rows if isinstance(r, AicSkipped))
     assert all(c.spec.concurrency and c.measured["mean_ttft_ms"] > 0 for c in cases)
+
+
+# --- the scheduler settings each row was launched with ------------------------------------
+
+
+def engine_of(**changes: str) -> dict[str, int]:
+    e = mapped(**changes).spec.engine
+    keys = ("max_num_batched_tokens", "max_num_seqs", "scheduler_recv_interval")
+    return {k: getattr(e, k) for k in keys}
+
+
+def test_inferencex_scripts_set_the_token_budget_and_batch_cap() -> None:
+    minimax = engine_of(model_path="MiniMaxAI/MiniMax-M2.5", isl="8192")
+    assert minimax["max_num_batched_tokens"] == 16384  # --max-num-batched-tokens $((ISL*2))
+    trt = engine_of(
+        backend="trtllm", model_path="deepseek-ai/DeepSeek-R1", tp_size="8",
+        gemm_quant_mode="nvfp4", moe_quant_mode="nvfp4", isl="8192", batch_size="128",
+    )  # fmt: skip
+    # max(8192, ceil64(CONC + ISL + 64)) = ceil64(8384) and max_batch_size = CONC
+    assert (trt["max_num_batched_tokens"], trt["max_num_seqs"]) == (8384, 128)
+
+
+@pytest.mark.parametrize(("clients", "interval"), [("8", 10), ("16", 30), ("64", 30)])
+def test_sglang_qwen_reads_new_requests_every_10_or_30_steps(clients: str, interval: int):
+    e = engine_of(
+        backend="sglang", model_path="Qwen/Qwen3.5-397B-A17B", batch_size=clients,
+        tp_size="8", system="b300_sxm",
+    )  # fmt: skip
+    assert e == {
+        "max_num_batched_tokens": 32768,
+        "max_num_seqs": 128,
+        "scheduler_recv_interval": interval,
+    }
+
+
+def test_gap_rows_keep_the_engine_defaults_for_the_gpu() -> None:
+    gap = {"silicon_data_source": "source_file=x; gap-analysis"}
+    vllm = engine_of(**gap)
+    assert (vllm["max_num_batched_tokens"], vllm["max_num_seqs"]) == (8192, 1024)
+    sglang = engine_of(backend="sglang", **gap)  # chunked_prefill_size 16384 above 160 GB
+    assert sglang["max_num_batched_tokens"] == 16384 and sglang["scheduler_recv_interval"] == 1

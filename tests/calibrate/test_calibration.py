@@ -190,6 +190,7 @@ def test_every_row_of_the_calibration_set_is_used_or_skipped_with_a_reason():
 # --- recorded schedules equal predict -----------------------------------------------------
 
 OTHER = PRIOR.replace(gemm_compute_efficiency=0.4, attention_bandwidth_efficiency=0.5)
+HELD = OTHER.replace(first_token_delay_s=0.08)  # the front end holds each first chunk 80 ms
 KEYS = ("output_throughput", "output_throughput_per_gpu", "mean_ttft_ms", "mean_tpot_ms")
 
 
@@ -209,11 +210,22 @@ KEYS = ("output_throughput", "output_throughput_per_gpu", "mean_ttft_ms", "mean_
 )  # fmt: skip
 def test_replay_equals_predict_under_any_factors_when_the_clock_does_not_schedule(spec):
     trace = record_trace(spec, PRIOR)
-    for eff in (PRIOR, OTHER):
+    for eff in (PRIOR, OTHER, HELD):
         expected = predict(spec, eff).summary
         got = replay(trace, eff)
         for key in KEYS:
             assert got[key] == pytest.approx(expected[key], rel=1e-9), key
+
+
+def test_a_first_token_delay_adds_to_ttft_and_leaves_the_engine_alone():
+    spec = PredictSpec(model="llama-3.1-8b", gpu="h100", isl=512, osl=64, concurrency=16,
+                       num_requests=64)  # fmt: skip
+    base, held = predict(spec, OTHER).summary, predict(spec, HELD).summary
+    assert held["mean_ttft_ms"] == pytest.approx(base["mean_ttft_ms"] + 80.0, rel=1e-9)
+    assert held["output_throughput"] == pytest.approx(base["output_throughput"], rel=1e-12)
+    # the 80 ms hold is shorter than 63 decode steps: tokens made during it arrive with the
+    # first, so the decode span the client sees shrinks by exactly the hold
+    assert held["mean_tpot_ms"] == pytest.approx(base["mean_tpot_ms"] - 80.0 / 63, rel=1e-9)
 
 
 def test_replay_of_a_poisson_run_equals_predict_at_its_own_factors():

@@ -86,3 +86,16 @@ def test_the_timer_flushes_caches_larger_than_a_gpus_l2() -> None:
     calls: list[int] = []
     timer(lambda: calls.append(1))
     assert len(calls) == 4
+
+
+@pytest.mark.parametrize(
+    ("capability", "architecture"),
+    [((8, 0), "ampere"), ((8, 6), "ampere"), ((8, 9), "ada"), ((9, 0), "hopper"),
+     ((10, 0), "blackwell"), ((12, 0), "blackwell"), ((7, 5), "sm_75")],
+)  # fmt: skip
+def test_cuda_capabilities_name_the_catalogs_architectures(
+    capability: tuple[int, int], architecture: str
+) -> None:
+    from llmsizer.collect.device import architecture_of
+
+    assert architecture_of(capability) == architecture

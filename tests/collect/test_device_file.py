@@ -16,6 +16,7 @@ from llmsizer.specs import get_gpu, get_model
 DEVICE: dict[str, Any] = {
     "display_name": "Test CPU (measured)",
     "vendor": "cpu",
+    "architecture": "cpu",
     "aliases": [],
     "memory_gb": 64.0,
     "memory_kind": "host DRAM",

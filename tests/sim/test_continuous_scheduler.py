@@ -257,3 +257,35 @@ def test_every_step_fits_the_token_budget_and_the_seat_count(policy: str) -> Non
     drive(s, requests, check=check)
     assert max(num_tokens) == 50  # the budget binds, and is never exceeded
     assert all(r.num_generated == r.num_output_tokens for r in requests)
+
+
+# -- reading new requests every N-th step (SGLang --scheduler-recv-interval) ---------------
+
+
+@pytest.mark.parametrize("interval", [1, 3, 10])
+def test_a_busy_engine_reads_new_requests_only_every_nth_step(interval: int) -> None:
+    s = make_scheduler(max_num_seqs=4, max_num_batched_tokens=64, scheduler_recv_interval=interval)
+    a, b = make_request(0, 8, 40), make_request(1, 8, 2)
+    s.add(a)
+    step(s, 0)  # idle engine: a is read at once; steps counted so far: 1
+    s.add(b)  # b arrives while a decodes
+    admitted_at = None
+    for i in range(1, 2 * interval + 2):
+        out, _ = step(s, i)
+        if out.prefills:
+            admitted_at = i
+            break
+    # steps 0, N, 2N ... read the socket: b waits for step N (the next step when N is 1)
+    assert admitted_at == max(1, interval)
+
+
+def test_an_idle_engine_reads_at_once_whatever_the_interval() -> None:
+    s = make_scheduler(max_num_seqs=4, max_num_batched_tokens=64, scheduler_recv_interval=30)
+    a = make_request(0, 8, 1)
+    s.add(a)
+    step(s, 0)  # a prefills, makes its only token and leaves
+    assert not s.has_unfinished()
+    b = make_request(1, 8, 1)
+    s.add(b)
+    out, _ = step(s, 1)  # step 1 is no multiple of 30, but nothing runs: b is read now
+    assert out.prefills == [(b, 8)]

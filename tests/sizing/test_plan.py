@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from llmsizer.instance import DeploymentSpec
-from llmsizer.perf import default_efficiency
+from llmsizer.perf import EfficiencyFactors, default_efficiency
 from llmsizer.report.plan_html import plan_html
 from llmsizer.report.plan_text import plan_text
 from llmsizer.sizing.lengths import build_lengths
@@ -31,6 +31,11 @@ FAST: dict[str, Any] = {
     "candidates": {"gpus": ["h100-sxm"], "tensor_parallel_sizes": [1, 2]},
     "search": {"num_requests": 400, "curves": False, "uncertainty": 0.0},
 }
+
+
+def by_spec(spec: DeploymentSpec) -> EfficiencyFactors:
+    """The unfitted priors of the spec's engine, as the search asks for factors."""
+    return default_efficiency(spec.preset)
 
 
 def usecase(**changes: Any) -> UseCase:
@@ -70,9 +75,9 @@ def test_branch_and_bound_finds_what_an_exhaustive_search_finds() -> None:
         },
     )
     space = search_space(u)
-    results = search(space, default_efficiency)
+    results = search(space, by_spec)
     found = min(objective(space, r.config, r.rate) for r in results if r.rate is not None)
-    every = [evaluate(space, c, default_efficiency) for c in space.configs]
+    every = [evaluate(space, c, by_spec) for c in space.configs]
     best = min(objective(space, r.config, r.rate) for r in every if r.rate is not None)
     assert found == best
     assert any(r.status is Status.BOUNDED for r in results)  # and it did prune
@@ -123,7 +128,7 @@ def test_configurations_that_do_not_fit_or_cannot_be_placed_say_why() -> None:
 def test_a_request_alone_in_the_simulator_takes_the_batch_one_latencies() -> None:
     u = usecase()
     space = search_space(u)
-    probe = make_probe(space, DeploymentSpec(model=u.model, gpu="h100-sxm"), default_efficiency)
+    probe = make_probe(space, DeploymentSpec(model=u.model, gpu="h100-sxm"), by_spec)
     alone = Probe(probe.instance, probe.lengths, space.limits, num_requests=50)
     b1 = alone.batch1()
     summary = alone.at_rate(1e-3).summary  # a request every 1000 s: never two at once

@@ -77,3 +77,17 @@ def test_native_precision_support():
     assert not get_gpu("h100").supports(Precision.FP4)
     assert get_gpu("b200").supports(Precision.FP4)
     assert get_gpu("a100").supports(Precision.INT4)  # weight-only: BF16 math
+
+
+@pytest.mark.parametrize(
+    ("name", "architecture"),
+    [("a100", "ampere"), ("h100", "hopper"), ("h200", "hopper"), ("b200", "blackwell"),
+     ("gb200", "blackwell"), ("l40s", "ada"), ("mi300x", "cdna3")],
+)  # fmt: skip
+def test_each_gpu_names_its_architecture(name: str, architecture: str) -> None:
+    assert get_gpu(name).architecture == architecture
+
+
+def test_architectures_are_the_known_generations() -> None:
+    known = {"ampere", "ada", "hopper", "blackwell", "cdna3"}
+    assert {g.architecture for g in gpu_catalog().values()} <= known

@@ -6,8 +6,8 @@ TPOT) or an `AicSkipped` with a one-line reason. How the rows were measured is i
 `docs/aic_measurement.md`; the rules (`map_aic_row`):
 
 - **Deployment.** `model_path` through `get_model`; `system` through `AIC_GPUS` (GB300 is
-  not in the catalog); `tp_size` / `pp_size`; the engine preset named by `backend` with its
-  defaults (no per-version or per-script settings yet: this is the baseline).
+  not in the catalog); `tp_size` / `pp_size`; the engine preset named by `backend` with the
+  scheduler settings the row was launched with (`llmsizer.calibrate.aic_launch`).
 - **Precision.** One weight precision per model today: `gemm_quant_mode`
   (`quant_mode_precision`). Where `moe_quant_mode` differs (fp8 GEMMs with fp8_block
   experts, DeepSeek) the experts are priced as the GEMM precision and the case's `note` says
@@ -20,9 +20,11 @@ TPOT) or an `AicSkipped` with a one-line reason. How the rows were measured is i
   gap-analysis rows (aiperf): fixed lengths, `20 c` requests. The simulation starts on an
   idle engine with all `c` requests at t = 0, as the timed run does: the client's warm-up
   (`2 c` requests, since 2026-01-21) drains before it, so nothing is dropped.
-- **Skipped.** Disaggregated rows; expert parallelism (`moe_ep_size > 1`); attention data
-  parallelism (`attention_dp_size > 1`); GPUs and models outside the catalog; deployments
-  the model rejects (weights that do not fit, heads not divisible by TP).
+- **Expert parallelism.** `moe_ep_size` is the spec's `expert_parallel_size` (experts split
+  whole over that many of the TP ranks, each over `moe_tp_size` = tp / ep of them).
+- **Skipped.** Disaggregated rows; attention data parallelism (`attention_dp_size > 1`); GPUs
+  and models outside the catalog; deployments the model rejects (weights that do not fit,
+  heads not divisible by TP).
 """
 
 from __future__ import annotations
@@ -33,8 +35,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from llmsizer.calibrate.aic_launch import launch_settings
 from llmsizer.instance import PredictSpec, make_instance
-from llmsizer.specs import get_model
+from llmsizer.specs import get_gpu, get_model
 from llmsizer.specs.dtypes import Precision, quant_mode_precision
 
 AIC_GPUS = {  # AIC `system` -> catalog GPU; GB300 has no catalog entry yet
@@ -98,8 +101,6 @@ def _map(row: Mapping[str, str], check_fit: bool) -> AicCase:
     if row["mode"] != "agg":
         raise _Skip(f"{row['mode']} mode (separate prefill and decode pools) not modelled yet")
     ep, dp = _int(row, "moe_ep_size", 1), _int(row, "attention_dp_size", 1)
-    if ep > 1:
-        raise _Skip(f"expert parallelism (moe_ep_size {ep}) not modelled yet")
     if dp > 1:
         raise _Skip(f"attention data parallelism (attention_dp_size {dp}) not modelled yet")
     gpu = AIC_GPUS.get(row["system"])
@@ -122,6 +123,7 @@ def _map(row: Mapping[str, str], check_fit: bool) -> AicCase:
         "kv_cache_dtype": "fp8" if precision in _FP8_KV else None,
         "tp": _int(row, "tp_size", 1),
         "pp": _int(row, "pp_size", 1),
+        "expert_parallel_size": ep,
         "engine": row["backend"],
         "isl": int(row["isl"]),
         "osl": int(row["osl"]),
@@ -129,6 +131,16 @@ def _map(row: Mapping[str, str], check_fit: bool) -> AicCase:
         "num_requests": per_client * concurrency,
         "length_ratio": None if gap else LENGTH_RATIO,
     }
+    fields |= launch_settings(
+        engine=row["backend"],
+        model=model,
+        precision=precision.value,
+        tp=fields["tp"],
+        gpu_memory_bytes=get_gpu(gpu).memory_bytes,
+        concurrency=concurrency,
+        isl=fields["isl"],
+        inferencex=not gap,
+    )
     try:
         spec = PredictSpec.model_validate(fields)
         if check_fit:

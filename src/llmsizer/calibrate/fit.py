@@ -113,9 +113,14 @@ def fit_factors(
     refresh: Refresh | None = None,
     max_rounds: int = 3,
     prior_sigma: float | None = None,
+    robust_scale: float | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> FitResult:
     """Fit the factors named in `fit` (the others stay as in `start`); module docstring.
+
+    `robust_scale` (a log error, e.g. 0.3): residuals beyond it cost linearly instead of
+    quadratically (scipy's `soft_l1` loss), so a few rows an unmodelled effect puts far off
+    (a cold first wave, a scheduler cliff) do not drag the factors every other row needs.
 
     Residuals are computed on the traces as they stand after the last refresh, i.e. at the
     fitted factors when `refresh` re-records the `clock_dependent` traces.
@@ -155,7 +160,15 @@ def fit_factors(
         x0 = np.clip(np.log(np.maximum([getattr(factors, n) for n in fit], floor)), low, high)
         from scipy.optimize import least_squares  # ~0.5 s to import: only when fitting
 
-        solution = least_squares(residuals, x0, bounds=(low, high), xtol=1e-6, args=(using,))
+        solution = least_squares(
+            residuals,
+            x0,
+            bounds=(low, high),
+            xtol=1e-6,
+            args=(using,),
+            loss="linear" if robust_scale is None else "soft_l1",
+            f_scale=robust_scale or 1.0,
+        )
         evaluations += int(solution.nfev)
         moved = float(np.max(np.abs(solution.x - x0)))
         factors = at(solution.x)

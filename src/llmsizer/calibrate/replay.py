@@ -172,6 +172,9 @@ def replay(trace: ScheduleTrace, eff: EfficiencyFactors) -> dict[str, float]:
         trace.arrival_segment >= 0, end[np.maximum(trace.arrival_segment, 0)], trace.arrival_s
     )
     first, last = end[trace.first_segment], end[trace.last_segment]
+    if eff.first_token_delay_s:  # the client's view (`llmsizer.sim.delivery`)
+        first = first + eff.first_token_delay_s
+        last = np.maximum(last, first)
     n = trace.num_output_tokens
     duration = float(last.max() - arrival.min())
     out = {"duration_s": duration}

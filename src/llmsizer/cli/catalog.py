@@ -9,7 +9,12 @@ import typer
 from rich.table import Table
 
 from llmsizer.cli.common import out
-from llmsizer.perf.calibrated import CalibrationFile, packaged_calibration, read_calibration
+from llmsizer.perf.calibrated import (
+    CalibrationFile,
+    packaged_architectures,
+    packaged_calibration,
+    read_calibration,
+)
 from llmsizer.perf.efficiency import EfficiencyFactors, EnginePreset
 from llmsizer.specs import Precision, gpu_catalog, model_catalog, system_catalog
 
@@ -106,6 +111,9 @@ def factor_source(cal: CalibrationFile, name: str) -> str:
 def _factors(calibration: Path | None) -> None:
     """The shipped fit per engine, and a calibration file beside it, factor by factor."""
     files = {f"shipped {e.value}": packaged_calibration(e) for e in EnginePreset}
+    for e in EnginePreset:
+        for arch in packaged_architectures(e):
+            files[f"shipped {e.value} {arch}"] = packaged_calibration(e, arch)
     if calibration is not None:
         files[str(calibration)] = read_calibration(calibration)
     t = Table(title="Efficiency factors and where each came from")

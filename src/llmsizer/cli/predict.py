@@ -172,6 +172,15 @@ def predict(
             help=field_help(PredictSpec, "pipeline_parallel_size"),
         ),
     ] = 1,
+    ep: Annotated[
+        int,
+        typer.Option(
+            "--ep", "--expert-parallel-size", help=field_help(PredictSpec, "expert_parallel_size")
+        ),
+    ] = 1,
+    enable_expert_parallel: Annotated[
+        bool, typer.Option(help="vLLM's flag: expert parallelism over all TP ranks (EP = TP).")
+    ] = False,
     precision: Annotated[str, typer.Option(help=field_help(PredictSpec, "precision"))] = "bf16",
     kv_precision: Annotated[
         str | None,
@@ -246,6 +255,7 @@ def predict(
         "gpu": gpu,
         "tp": tp,
         "pp": pp,
+        "ep": tp if enable_expert_parallel else ep,
         "precision": precision,
         "kv_precision": kv_precision,
         "isl": isl,

@@ -32,6 +32,7 @@ class Device:
     name: str
     memory_bytes: float
     catalog: GpuSpec | None
+    architecture: str = "cpu"
 
     @property
     def is_cpu(self) -> bool:
@@ -59,8 +60,23 @@ def find_device(requested: str, gpu: str | None) -> Device:
         return Device(torch.device("cpu"), name, memory, None)
     props = torch.cuda.get_device_properties(0)
     return Device(
-        torch.device("cuda", 0), props.name, float(props.total_memory), _catalog(props.name, gpu)
+        torch.device("cuda", 0),
+        props.name,
+        float(props.total_memory),
+        _catalog(props.name, gpu),
+        architecture_of((props.major, props.minor)),
     )
+
+
+def architecture_of(capability: tuple[int, int]) -> str:
+    """The catalog's architecture name for an NVIDIA compute capability (CUDA C++ Programming
+    Guide, compute capabilities table): 8.0/8.6/8.7 Ampere, 8.9 Ada, 9.0 Hopper, 10.x and
+    12.x Blackwell; anything else by its number."""
+    major, minor = capability
+    if major == 8:
+        return "ada" if minor == 9 else "ampere"
+    named = {9: "hopper", 10: "blackwell", 12: "blackwell"}
+    return named.get(major, f"sm_{major}{minor}")
 
 
 def _cpu_model() -> str:
@@ -97,6 +113,7 @@ def device_entry(device: Device, peaks: Peaks, copy_bytes: int) -> dict[str, Any
     return {
         "display_name": f"{device.name} (measured)",
         "vendor": "cpu" if device.is_cpu else "measured",
+        "architecture": device.architecture,
         "aliases": [],
         "memory_gb": round(device.memory_bytes / GB, 3),
         "memory_kind": "host DRAM" if device.is_cpu else "device memory",
@@ -128,6 +145,7 @@ def catalog_entry(gpu: GpuSpec) -> dict[str, Any]:
     return {
         "display_name": gpu.display_name,
         "vendor": gpu.vendor,
+        "architecture": gpu.architecture,
         "aliases": [],
         "memory_gb": gpu.memory_bytes / GB,
         "memory_kind": gpu.memory_kind,

@@ -7,7 +7,14 @@ load); `simulation_setup` is what it simulates, shared with calibration.
 """
 
 from llmsizer.instance.deployment import DeploymentSpec, HardwareSpec
-from llmsizer.instance.instance import Instance, check_context, make_instance, virtual_engine
+from llmsizer.instance.instance import (
+    Instance,
+    calibrated_for,
+    check_context,
+    make_instance,
+    measured_uncertainty,
+    virtual_engine,
+)
 from llmsizer.instance.predict import Prediction, predict
 from llmsizer.instance.setup import PredictSpec, SimulationSetup, simulation_setup
 
@@ -18,8 +25,10 @@ __all__ = [
     "PredictSpec",
     "Prediction",
     "SimulationSetup",
+    "calibrated_for",
     "check_context",
     "make_instance",
+    "measured_uncertainty",
     "predict",
     "simulation_setup",
     "virtual_engine",

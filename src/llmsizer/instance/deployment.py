@@ -59,6 +59,29 @@ class HardwareSpec(BaseModel):
         0.9, gt=0, le=1, description="Fraction of GPU memory the engine may use."
     )
     sparsity: bool = Field(False, description="2:4 structured sparsity of the weights.")
+    expert_parallel_size: int = Field(
+        1,
+        ge=1,
+        validation_alias=AliasChoices("expert_parallel_size", "ep"),
+        description="MoE experts split whole over this many of the tensor-parallel ranks, "
+        "each expert over the rest (SGLang --ep-size, TensorRT-LLM moe_expert_parallel_size;"
+        " vLLM's --enable-expert-parallel is expert_parallel_size = tensor_parallel_size).",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _vllm_expert_parallel(cls, data: Any) -> Any:
+        """vLLM's `enable_expert_parallel: true` (with data parallelism 1): EP size = TP."""
+        if not isinstance(data, dict) or "enable_expert_parallel" not in data:
+            return data
+        data = dict(data)
+        enabled = data.pop("enable_expert_parallel")
+        if enabled not in (True, False, None):
+            raise ValueError(f"enable_expert_parallel must be true or false, not {enabled!r}")
+        if enabled and data.get("expert_parallel_size", data.get("ep")) is None:
+            tp = data.get("tensor_parallel_size", data.get("tp", 1))
+            data["expert_parallel_size"] = tp
+        return data
 
     @property
     def gpus_per_instance(self) -> int:
@@ -97,7 +120,7 @@ class DeploymentSpec(HardwareSpec):
     def input_keys(cls) -> frozenset[str]:
         """Every key a flat row may use: the fields, their short spellings, and the engine's
         scheduler settings (module docstring)."""
-        keys = set(cls.model_fields) | _ENGINE_KEYS
+        keys = set(cls.model_fields) | _ENGINE_KEYS | {"enable_expert_parallel"}
         for field in cls.model_fields.values():
             if isinstance(field.validation_alias, AliasChoices):
                 keys |= {a for a in field.validation_alias.choices if isinstance(a, str)}
@@ -111,6 +134,8 @@ class DeploymentSpec(HardwareSpec):
     def label(self) -> str:
         """`h100-sxm bf16 TP8 trtllm` (plus PP and scheduler settings the preset leaves)."""
         parts = [self.gpu, self.precision, f"TP{self.tensor_parallel_size}"]
+        if self.expert_parallel_size > 1:
+            parts.append(f"EP{self.expert_parallel_size}")
         if self.pipeline_parallel_size > 1:
             parts.append(f"PP{self.pipeline_parallel_size}")
         parts.append(self.preset)

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 
 from llmsizer.instance.deployment import DeploymentSpec
 from llmsizer.perf import Deployment, EfficiencyFactors, MemoryPlan, StepModel, plan_memory
-from llmsizer.perf.calibrated import calibrated_efficiency
+from llmsizer.perf.calibrated import calibrated_efficiency, packaged_calibration
 from llmsizer.perf.sparsity import StructuredSparsity
-from llmsizer.sim import EngineConfig
-from llmsizer.specs import ModelSpec
+from llmsizer.sim import Engine, EngineConfig
+from llmsizer.specs import ModelSpec, get_gpu
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +40,16 @@ class Instance:
     @property
     def num_gpus(self) -> int:
         return self.deployment.num_gpus
+
+    @property
+    def first_token_delay_s(self) -> float:
+        """The front end's hold on each stream's first chunk (`EfficiencyFactors`)."""
+        return self.step.efficiency.first_token_delay_s
+
+    def simulator(self, config: EngineConfig | None = None) -> Engine:
+        """A simulated engine of this instance: `config` (default: its own engine config),
+        its step model and its front end's first-token delay."""
+        return Engine(config or self.engine, self.step, self.first_token_delay_s)
 
     def check_request_tokens(self, num_tokens: int, what: str) -> None:
         """`check_context` for this instance's model."""
@@ -62,7 +72,7 @@ def make_instance(
     pipeline parallelism each stage holds its share of layers, so the blocks counted are
     per stage: every stage holds the KV of every running sequence for its layers.
     `efficiency` defaults to the factors fitted on the published measurements for the
-    spec's engine preset (`calibrated_efficiency`).
+    spec's engine preset on its GPU's architecture (`calibrated_efficiency`).
     Raises `UnknownNameError` or `DoesNotFitError` with a message for the user.
     """
     engine = spec.engine
@@ -74,6 +84,7 @@ def make_instance(
         tensor_parallel_size=spec.tensor_parallel_size,
         pipeline_parallel_size=spec.pipeline_parallel_size,
         sparsity=StructuredSparsity() if spec.sparsity else None,
+        expert_parallel_size=spec.expert_parallel_size,
     )
     memory = plan_memory(
         deployment,
@@ -85,8 +96,36 @@ def make_instance(
     )
     if engine.num_gpu_blocks is None:
         engine = engine.model_copy(update={"num_gpu_blocks": memory.num_kv_blocks})
-    step = StepModel(deployment, efficiency or calibrated_efficiency(spec.preset))
+    if efficiency is None:
+        efficiency = calibrated_efficiency(spec.preset, deployment.gpu.architecture)
+    step = StepModel(deployment, efficiency)
     return Instance(spec=spec, step=step, memory=memory, engine=engine)
+
+
+def calibrated_for(spec: DeploymentSpec) -> EfficiencyFactors:
+    """The shipped factors for `spec`'s engine preset on its GPU's architecture: what
+    `make_instance` uses when given none."""
+    return calibrated_efficiency(spec.preset, get_gpu(spec.gpu).architecture)
+
+
+DEFAULT_UNCERTAINTY = 0.15  # where no cross-validated error is shipped
+
+
+def measured_uncertainty(spec: DeploymentSpec) -> tuple[float, str]:
+    """How far the shipped fit for `spec` is typically off, as a fraction, and where that
+    figure comes from: the mean of the leave-one-GPU-out median absolute errors of TTFT and
+    TPOT for its engine and GPU architecture (`bench/fit_aic.py`), else 0.15 (a prior)."""
+    architecture = get_gpu(spec.gpu).architecture
+    calibration = packaged_calibration(spec.preset, architecture)
+    held = calibration.fitted_on.get("leave_one_gpu_out")
+    if not isinstance(held, dict) or not held:
+        return DEFAULT_UNCERTAINTY, "a prior: no cross-validated error for this engine and GPU"
+    errors = [float(m["median_ape_pct"]) / 100 for m in held.values()]
+    value = min(0.9, sum(errors) / len(errors))
+    return value, (
+        f"the median error of the shipped fit for {spec.preset} on {architecture} GPUs, "
+        "cross-validated leaving each GPU out"
+    )
 
 
 def check_context(model: ModelSpec, num_tokens: int, what: str) -> None:

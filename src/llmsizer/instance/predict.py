@@ -73,7 +73,7 @@ def predict(spec: PredictSpec, efficiency: EfficiencyFactors | None = None) -> P
     inst, pp, num_engines = setup.instance, spec.pipeline_parallel_size, setup.num_engines
     inst.check_request_tokens(spec.isl + spec.osl, f"isl + osl = {spec.isl} + {spec.osl}")
     metered = _Metered(inst.step)
-    result = Engine(setup.engine, metered).run(setup.workload)
+    result = Engine(setup.engine, metered, inst.first_token_delay_s).run(setup.workload)
     # one engine's records; per-GPU normalisation uses that engine's share of GPUs
     summary = summarize(result.records, num_gpus=spec.gpus_per_instance, num_instances=1)
     for key in THROUGHPUT_KEYS:

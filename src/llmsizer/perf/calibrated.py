@@ -18,8 +18,11 @@ A file written by `llmsizer collect` carries `device`, in the GPU catalog's form
 the peaks its factors are fractions of, so `--gpu FILE` (or `predict` with no `--gpu`)
 prices the device it was measured on, catalogued or not.
 
-`calibrated_efficiency(engine)` reads the fit shipped in `perf/data/calibrated_<engine>.yaml`
-(written by `bench/validate_perf.py --fit`), so normal use never re-fits.
+`calibrated_efficiency(engine, architecture)` reads the fit shipped in
+`perf/data/calibrated_<engine>_<architecture>.yaml` (written by `bench/validate_aic.py --fit`
+from the AIC silicon rows of that GPU generation) where there is one, else
+`perf/data/calibrated_<engine>.yaml` (written by `bench/validate_perf.py --fit`), so normal use
+never re-fits.
 """
 
 from __future__ import annotations
@@ -124,14 +127,31 @@ def load_calibration(path: Path) -> EfficiencyFactors:
 
 
 @cache
-def packaged_calibration(engine: EnginePreset | str) -> CalibrationFile:
-    """The fit shipped with llmsizer for `engine` (module docstring)."""
-    name = f"calibrated_{EnginePreset.parse(engine).value}.yaml"
-    text = resources.files("llmsizer.perf").joinpath("data", name).read_text()
-    return parse_calibration(yaml.safe_load(text), name)
+def packaged_calibration(
+    engine: EnginePreset | str, architecture: str | None = None
+) -> CalibrationFile:
+    """The fit shipped with llmsizer for `engine` (module docstring): the one for GPUs of
+    `architecture` (`calibrated_<engine>_<architecture>.yaml`) where there is one, else the
+    engine's general fit."""
+    name = f"calibrated_{EnginePreset.parse(engine).value}"
+    data = resources.files("llmsizer.perf").joinpath("data")
+    specific = data.joinpath(f"{name}_{architecture}.yaml")
+    chosen = specific if architecture and specific.is_file() else data.joinpath(f"{name}.yaml")
+    return parse_calibration(yaml.safe_load(chosen.read_text()), chosen.name)
 
 
-def calibrated_efficiency(engine: EnginePreset | str = EnginePreset.VLLM) -> EfficiencyFactors:
-    """Efficiency factors fitted on the calibration set, for `engine` (see its file's
-    `fitted_on` for what was fitted and what was carried over from priors)."""
-    return packaged_calibration(engine).efficiency()
+def packaged_architectures(engine: EnginePreset | str) -> tuple[str, ...]:
+    """The GPU architectures with a fit of their own for `engine`."""
+    prefix = f"calibrated_{EnginePreset.parse(engine).value}_"
+    data = resources.files("llmsizer.perf").joinpath("data")
+    names = (f.name for f in data.iterdir() if f.name.startswith(prefix))
+    return tuple(sorted(n.removeprefix(prefix).removesuffix(".yaml") for n in names))
+
+
+def calibrated_efficiency(
+    engine: EnginePreset | str = EnginePreset.VLLM, architecture: str | None = None
+) -> EfficiencyFactors:
+    """Efficiency factors fitted on the calibration set, for `engine` on GPUs of
+    `architecture` (see the file's `fitted_on` for what was fitted and what was carried
+    over from priors)."""
+    return packaged_calibration(engine, architecture).efficiency()

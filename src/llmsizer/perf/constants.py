@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from llmsizer.perf.deployment import Deployment
 from llmsizer.perf.efficiency import EfficiencyFactors
+from llmsizer.perf.roofline import expected_max_normal
 from llmsizer.specs.dtypes import Precision
 
 _LOGIT_BYTES = 4.0  # logits are FP32; the sampler reads what the output projection writes
@@ -43,6 +44,8 @@ class StepConstants:
     num_moe_layers: int
     num_experts: int
     expert_miss_per_token: float
+    experts_per_rank: float
+    expert_max_z: float
     expert_weight_bytes: float
     expert_flops_per_token: float
     expert_act_bytes_per_token: float
@@ -79,6 +82,8 @@ def build_constants(d: Deployment, eff: EfficiencyFactors) -> StepConstants:
     router_params = m.num_moe_layers * m.router_params  # replicated on every rank, 16-bit
     expert_width = 0 if moe is None else moe.expert_intermediate_size
     top_k = 0 if moe is None else moe.num_experts_per_tok
+    ep = d.expert_parallel_size
+    moe_tp = tp // ep  # each expert's shards (TensorRT-LLM moe_tp_size)
     link = d.link_bytes_per_s(tp) * eff.interconnect_efficiency
     send_link = d.link_bytes_per_s(tp * pp) * eff.interconnect_efficiency
     return StepConstants(
@@ -96,10 +101,13 @@ def build_constants(d: Deployment, eff: EfficiencyFactors) -> StepConstants:
         num_moe_layers=m.num_moe_layers,
         num_experts=0 if moe is None else moe.num_experts,
         expert_miss_per_token=1.0 if moe is None else 1.0 - top_k / moe.num_experts,
-        expert_weight_bytes=m.expert_params * w / tp,
+        experts_per_rank=0.0 if ep == 1 or moe is None else moe.num_experts / ep,
+        expert_max_z=expected_max_normal(ep),
+        expert_weight_bytes=m.expert_params * w / moe_tp,
         expert_flops_per_token=2.0 * top_k * m.expert_params / tp,
-        # per routed copy: read h, write 2I/tp (gate, up), read I/tp, write h
-        expert_act_bytes_per_token=act * top_k * (2 * h + 3 * expert_width / tp),
+        # per routed copy: read h, write 2I/moe_tp (gate, up), read I/moe_tp, write h; under
+        # expert parallelism a rank serves 1/ep of the copies
+        expert_act_bytes_per_token=act * top_k * (2 * h + 3 * expert_width / moe_tp) / ep,
         lm_head_weight_bytes=m.vocab_size * h * _UNQUANTIZED_BYTES / tp,
         lm_head_flops_per_seq=2.0 * m.vocab_size * h / tp,
         lm_head_bytes_per_seq=act * h + 2 * _LOGIT_BYTES * m.vocab_size / tp,

@@ -40,6 +40,7 @@ class Deployment:
     tensor_parallel_size: int = 1
     pipeline_parallel_size: int = 1
     sparsity: StructuredSparsity | None = None
+    expert_parallel_size: int = 1
 
     def __post_init__(self) -> None:
         tp, pp = self.tensor_parallel_size, self.pipeline_parallel_size
@@ -53,6 +54,20 @@ class Deployment:
             )
         if pp > self.model.num_layers:
             raise ValueError(f"pipeline_parallel_size {pp} > {self.model.num_layers} layers")
+        self._check_expert_parallel()
+
+    def _check_expert_parallel(self) -> None:
+        """Experts split whole over `ep` of the `tp` ranks, each expert over `tp / ep`."""
+        ep, tp, moe = self.expert_parallel_size, self.tensor_parallel_size, self.model.moe
+        if ep == 1:
+            return
+        if moe is None:
+            raise ValueError(f"expert_parallel_size {ep}: {self.model.name} has no experts")
+        if ep < 1 or tp % ep or moe.num_experts % ep:
+            raise ValueError(
+                f"expert_parallel_size {ep} must divide tensor_parallel_size {tp} and the "
+                f"{moe.num_experts} experts of {self.model.name}"
+            )
 
     @classmethod
     def from_names(
@@ -64,6 +79,7 @@ class Deployment:
         tensor_parallel_size: int = 1,
         pipeline_parallel_size: int = 1,
         sparsity: StructuredSparsity | None = None,
+        expert_parallel_size: int = 1,
     ) -> Deployment:
         """Look names up leniently (`"llama-3.1-70b"`, `"H100 SXM"`, `"FP8"`, `"auto"`)."""
         kv = None
@@ -77,6 +93,7 @@ class Deployment:
             tensor_parallel_size=tensor_parallel_size,
             pipeline_parallel_size=pipeline_parallel_size,
             sparsity=sparsity,
+            expert_parallel_size=expert_parallel_size,
         )
 
     @property

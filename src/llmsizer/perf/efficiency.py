@@ -31,6 +31,10 @@ calibration set by `bench/validate_perf.py --fit`. The priors:
   prior leaves it out; the calibration fits it (it shows in TTFT at low load).
 - `step_overhead_s`: vLLM 0.5 ms, TensorRT-LLM 0.3 ms, SGLang 0.4 ms: scheduling, input
   preparation and sampling on the host per step; TensorRT-LLM's C++ runtime is leanest.
+- `first_token_delay_s` 0: time the serving front end adds to each stream's first chunk and
+  the engine never spends: HTTP and tokenisation before the request reaches the scheduler,
+  detokenisation and a stream interval after (`llmsizer.sim.delivery`). Not a step cost;
+  the prior leaves it out and the fit on measured TTFT under load sets it per engine.
 
 With these, Llama 2 70B FP16 on 4 H100 SXM at batch 8 (the course's example) predicts 2.2 s
 for the 3500-token prefill and 21 ms per output token against the course's 2.6 s and
@@ -97,6 +101,7 @@ class EfficiencyFactors:
     layer_overhead_s: float = 50 * US
     prefill_layer_overhead_s: float = 0.0
     step_overhead_s: float = 500 * US
+    first_token_delay_s: float = 0.0
 
     def __post_init__(self) -> None:
         for name, (low, high) in _BOUNDS.items():
@@ -136,8 +141,9 @@ _BOUNDS: Mapping[str, tuple[float, float]] = MappingProxyType(
         "interconnect_efficiency": (0.0, 1.0),
         "collective_hop_latency_s": (0.0, 100 * US),
         "layer_overhead_s": (0.0, 500 * US),
-        "prefill_layer_overhead_s": (0.0, 500 * US),
+        "prefill_layer_overhead_s": (0.0, 2_000 * US),
         "step_overhead_s": (0.0, 50_000 * US),
+        "first_token_delay_s": (0.0, 2.0),
     }
 )
 

@@ -8,6 +8,10 @@
 - `expected_experts_touched`: with T tokens each routed to k of E experts uniformly, an
   expert is missed by one token with probability 1 - k/E, so E(1 - (1 - k/E)^T) experts are
   read per layer (balls into bins; real routers are skewed, which touches fewer).
+- `expected_max_normal`: the mean of the largest of n independent standard normals
+  (E[max] = integral of x n phi(x) Phi(x)^(n-1)): under expert parallelism the busiest of
+  n ranks sets the step, and its count of distinct experts read is the mean plus this many
+  standard deviations (normal approximation of the per-rank binomial count).
 - `mbu` / `mfu`: achieved bytes/s over peak bandwidth (Databricks, "LLM Inference
   Performance Engineering: Best Practices": MBU = (model size + KV cache size) / TPOT /
   peak bandwidth) and achieved FLOP/s over peak FLOP/s, both per GPU.
@@ -15,8 +19,12 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import cache
+
+import numpy as np
 
 from llmsizer.specs.gpus import GpuSpec
 
@@ -51,6 +59,17 @@ def expected_experts_touched(num_tokens: float, num_experts: int, top_k: int) ->
         return 0.0
     miss_per_token = 1.0 - top_k / num_experts
     return num_experts * (1.0 - miss_per_token**num_tokens)
+
+
+@cache
+def expected_max_normal(n: int) -> float:
+    """E[max of `n` iid N(0, 1)] (module docstring): 0 for one, 0.5642 for two, 1.4236 for 8."""
+    if n <= 1:
+        return 0.0
+    x = np.linspace(-9.0, 9.0, 3_601)
+    pdf = np.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)
+    cdf = 0.5 * (1.0 + np.array([math.erf(v / math.sqrt(2.0)) for v in x]))
+    return float(np.trapezoid(x * n * pdf * cdf ** (n - 1), x))
 
 
 @dataclass(frozen=True, slots=True)

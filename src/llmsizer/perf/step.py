@@ -4,7 +4,9 @@ For a batch of T tokens (prompt chunks plus one per decoding sequence) and S seq
 sample a token, one GPU of a tensor-parallel group spends, over all layers:
 
     linear         max(2 P_dense T / tp / F,  (P_dense w / tp + a_lin T) / B)   weights read once
-    experts        per MoE layer: max(2 k P_e T / tp / F,  (E_hit(T) P_e w / tp + a_e T) / B)
+    experts        per MoE layer: max(2 k P_e T / tp / F,  (E_hit(T) P_e w / tp + a_e T) / B);
+                   with expert parallelism over ep ranks, E_hit P_e w / tp becomes the
+                   busiest rank's distinct experts times P_e w / (tp / ep)
     lm_head        max(2 V h S / tp / F16,  (V h 2 / tp + logits S) / B)
     prefill attn   max(pairs * f_pair / F_att,  (KV read + Q/O) / B_att)          causal pairs
     decode attn    max(context * f_pair / F_att,  context * kv_bytes / B_att)     reads each KV
@@ -41,6 +43,7 @@ breakdown): steady-state throughput is pipeline-size times higher than latency i
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -118,6 +121,9 @@ def step_terms(c: StepConstants, a: Aggregates) -> Terms:
     if c.num_moe_layers:
         # expected distinct experts a layer reads (roofline.expected_experts_touched)
         touched = c.num_experts * (1.0 - c.expert_miss_per_token**t)
+        if c.experts_per_rank:  # expert parallel: the busiest rank's (expected_max_normal)
+            n, hit = c.experts_per_rank, touched / c.num_experts
+            touched = min(n, n * hit + c.expert_max_z * math.sqrt(n * hit * (1.0 - hit)))
         experts_compute_s = c.num_moe_layers * (t * c.expert_flops_per_token / c.linear_flops_per_s)
         experts_memory_s = c.num_moe_layers * (
             (touched * c.expert_weight_bytes + t * c.expert_act_bytes_per_token)

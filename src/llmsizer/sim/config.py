@@ -103,6 +103,12 @@ class EngineConfig(BaseModel):
     enable_prefix_caching: bool = Field(
         True, description="Reuse KV blocks of shared prompt prefixes (hash_ids, system prompt)."
     )
+    scheduler_recv_interval: int = Field(
+        1,
+        ge=1,
+        description="Continuous batching: new requests are read only every N-th step while "
+        "the engine is busy (SGLang --scheduler-recv-interval); 1: every step.",
+    )
     batch_timeout_ms: float = Field(
         50.0, gt=0, description="Dynamic batching: longest wait before a partial batch launches."
     )

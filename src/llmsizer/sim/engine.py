@@ -65,6 +65,7 @@ def make_scheduler(cfg: EngineConfig, kv: KVCacheManager) -> Scheduler:
             enable_chunked_prefill=cfg.enable_chunked_prefill,
             policy=cfg.schedule_policy,
             kv_reservation=cfg.kv_reservation,
+            scheduler_recv_interval=cfg.scheduler_recv_interval,
         )
     timeout = cfg.batch_timeout_ms * MS if cfg.batching == "dynamic" else None
     return StaticScheduler(kv, max_num_seqs=cfg.max_num_seqs, batch_timeout_s=timeout)

@@ -12,8 +12,8 @@ has a price, else by servers, then GPUs; the winner gets an uncertainty band and
 timeline at its planned load; `explain` says why in plain words.
 
 `efficiency` is `EfficiencyFactors`, or a function from engine name to them (default:
-`llmsizer.perf.calibrated.calibrated_efficiency`, the factors fitted on the published
-measurements), so other factors can be passed in.
+`llmsizer.instance.calibrated_for`, the factors fitted on the published measurements for
+each configuration's engine and GPU architecture), so other factors can be passed in.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from llmsizer.instance import calibrated_for, measured_uncertainty
 from llmsizer.perf import EfficiencyFactors
-from llmsizer.perf.calibrated import calibrated_efficiency
 from llmsizer.sizing.configuration import Sizing
 from llmsizer.sizing.cost import BusinessView, Cost, Price, business_view, cost_of
 from llmsizer.sizing.curve import curve_points, gpu_pareto
@@ -37,6 +37,7 @@ from llmsizer.sizing.search import (
     ConfigResult,
     Progress,
     SearchSpace,
+    SpecEfficiency,
     closest,
     make_probe,
     objective,
@@ -61,12 +62,13 @@ def plan(
     """Size `usecase` (module docstring). Deterministic for a use case and efficiency.
 
     `efficiency`: factors for every engine, a function from engine name to factors (such as
-    `calibrated_efficiency`, the default, or the unfitted `default_efficiency`), or `None`.
+    the unfitted `default_efficiency`), or `None`: the shipped fit per engine and GPU
+    architecture (`calibrated_for`).
     `progress(done, total)` is called as configurations are settled.
     """
-    efficiency = _efficiency_function(efficiency)
+    priced = _efficiency_function(efficiency)
     space = search_space(usecase)
-    results = search(space, efficiency, progress)
+    results = search(space, priced, progress)
     candidates = _rank(usecase, space, results)
     result = PlanResult(
         usecase=usecase,
@@ -79,12 +81,12 @@ def plan(
         candidates=candidates,
         results=results,
     )
-    result = _with_band_and_timeline(result, space, efficiency)
+    result = _with_band_and_timeline(result, space, priced)
     return dataclasses.replace(result, explanation=explain(result))
 
 
 def _with_band_and_timeline(
-    result: PlanResult, space: SearchSpace, efficiency: Efficiency
+    result: PlanResult, space: SearchSpace, efficiency: SpecEfficiency
 ) -> PlanResult:
     """The winner re-searched under other assumptions, and its engine at the planned load."""
     winner = result.winner
@@ -92,18 +94,25 @@ def _with_band_and_timeline(
     if winner is None or best is None or not best.rate or not best.capacity:
         return result
     variants = length_variants(result.usecase, space.lengths)
-    uncertainty = result.usecase.search.uncertainty
+    uncertainty, source = result.usecase.search.uncertainty, "the use case"
+    if uncertainty is None:
+        uncertainty, source = measured_uncertainty(best.config)
     b = band(space, best.config, (best.rate, best.capacity), efficiency, uncertainty, variants)
+    why = f"efficiency varied by +-{uncertainty:.0%}: {source}"
+    b = dataclasses.replace(b, notes=(why, *b.notes))
     return dataclasses.replace(result, band=b, timeline=_timeline(space, winner, efficiency))
 
 
-def _efficiency_function(efficiency: Efficiency | EfficiencyFactors | None) -> Efficiency:
+def _efficiency_function(efficiency: Efficiency | EfficiencyFactors | None) -> SpecEfficiency:
+    """What the search prices each configuration with: the shipped fit for its engine and
+    GPU architecture (`calibrated_for`) unless told otherwise."""
     if efficiency is None:
-        return calibrated_efficiency
+        return calibrated_for
     if isinstance(efficiency, EfficiencyFactors):
         factors = efficiency
-        return lambda engine: factors
-    return efficiency
+        return lambda spec: factors
+    by_engine = efficiency
+    return lambda spec: by_engine(spec.preset)
 
 
 def search_space(usecase: UseCase) -> SearchSpace:
@@ -212,7 +221,7 @@ def _ranking(candidates: list[CandidatePlan] | tuple[CandidatePlan, ...]) -> str
     return "servers, then GPUs"
 
 
-def _timeline(space: SearchSpace, winner: CandidatePlan, efficiency: Efficiency) -> Timeline:
+def _timeline(space: SearchSpace, winner: CandidatePlan, efficiency: SpecEfficiency) -> Timeline:
     """The winner at its planned load per instance (load / instances), sampled steps."""
     assert winner.best is not None and winner.sizing is not None
     rate = space.load_rps / winner.sizing.num_instances

@@ -34,7 +34,7 @@ import numpy as np
 
 from llmsizer.instance import Instance
 from llmsizer.metrics import summarize
-from llmsizer.sim import Batch, Engine, PrefillChunk, SimResult, StepCost
+from llmsizer.sim import Batch, PrefillChunk, SimResult, StepCost
 from llmsizer.sizing.limits import Latencies, Limits, Metric
 from llmsizer.workload import Workload, poisson_arrivals
 
@@ -114,7 +114,7 @@ class Probe:
         self.lengths = lengths
         self.limits = limits
         self.pp = instance.deployment.pipeline_parallel_size
-        self.engine = Engine(instance.virtual_engine(), instance.step)
+        self.engine = instance.simulator(instance.virtual_engine())
         self.num_requests = num_requests or HIGH_LOAD_REQUESTS
         rng = np.random.default_rng(seed)
         self._unit_arrivals = poisson_arrivals(self.num_requests, 1.0, rng)

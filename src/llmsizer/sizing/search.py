@@ -37,6 +37,10 @@ from llmsizer.sizing.rate_search import GRID, RateSearch
 from llmsizer.sizing.servers import server_for
 from llmsizer.specs import UnknownNameError
 
+SpecEfficiency = Callable[[DeploymentSpec], EfficiencyFactors]
+"""The efficiency factors to price a configuration with (`plan`'s `efficiency` argument as
+the search uses it)."""
+
 CURVE = (0.95, 0.9, 0.8, 0.6, 0.4)  # fractions of capacity on the latency curve
 
 Progress = Callable[[int, int], None]  # (configurations done, configurations in total)
@@ -116,7 +120,7 @@ def objective(space: SearchSpace, config: DeploymentSpec, rate: float) -> tuple[
 
 def search(
     space: SearchSpace,
-    efficiency: Callable[[str], EfficiencyFactors],
+    efficiency: SpecEfficiency,
     progress: Progress | None = None,
 ) -> tuple[ConfigResult, ...]:
     """Every configuration's result, in `space.configs` order; the best per GPU has a curve
@@ -137,7 +141,7 @@ class _BranchAndBound:
     """The search's state: verdicts so far, a heap of (bound, tie-break, order, config),
     each configuration's rate search, and per GPU the best (objective, config) achieved."""
 
-    def __init__(self, space: SearchSpace, efficiency: Callable[[str], EfficiencyFactors]):
+    def __init__(self, space: SearchSpace, efficiency: SpecEfficiency):
         self.space = space
         self.results: dict[DeploymentSpec, ConfigResult] = {}
         self.probes: dict[DeploymentSpec, Probe] = {}
@@ -191,7 +195,7 @@ def _with_curve(space: SearchSpace, result: ConfigResult, probe: Probe) -> Confi
 def evaluate(
     space: SearchSpace,
     config: DeploymentSpec,
-    efficiency: Callable[[str], EfficiencyFactors],
+    efficiency: SpecEfficiency,
     start: float | None = None,
 ) -> ConfigResult:
     """One configuration searched on its own (no bound), optionally from a warm start (a
@@ -204,7 +208,7 @@ def evaluate(
 
 
 def _screen(
-    space: SearchSpace, config: DeploymentSpec, efficiency: Callable[[str], EfficiencyFactors]
+    space: SearchSpace, config: DeploymentSpec, efficiency: SpecEfficiency
 ) -> tuple[ConfigResult, Probe | None]:
     """Steps 1-3 of the module docstring: a final result, or a probe with its capacity."""
     server = server_for(config.gpu)
@@ -233,14 +237,12 @@ def _screen(
     return base, probe
 
 
-def make_probe(
-    space: SearchSpace, config: DeploymentSpec, efficiency: Callable[[str], EfficiencyFactors]
-) -> Probe:
+def make_probe(space: SearchSpace, config: DeploymentSpec, efficiency: SpecEfficiency) -> Probe:
     """A probe of `config` on the space's lengths (raises `DoesNotFitError`, `ValueError`)."""
     instance = make_instance(
         config,
         max_model_len=space.lengths.max_context,
-        efficiency=efficiency(config.preset),
+        efficiency=efficiency(config),
     )
     return Probe(
         instance, space.lengths, space.limits, seed=space.seed, num_requests=space.num_requests

@@ -16,7 +16,7 @@ A variant under which no rate meets the limits makes the band open-ended (`None`
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from llmsizer.instance import DeploymentSpec
@@ -24,7 +24,7 @@ from llmsizer.perf import EfficiencyFactors
 from llmsizer.sizing.configuration import Sizing
 from llmsizer.sizing.lengths import cut_prompts
 from llmsizer.sizing.probe import Lengths
-from llmsizer.sizing.search import SearchSpace, evaluate
+from llmsizer.sizing.search import SearchSpace, SpecEfficiency, evaluate
 from llmsizer.sizing.servers import server_for
 
 _FRACTIONS = (
@@ -34,7 +34,13 @@ _FRACTIONS = (
     "attention_bandwidth_efficiency",
     "interconnect_efficiency",
 )
-_TIMES = ("collective_hop_latency_s", "layer_overhead_s", "step_overhead_s")
+_TIMES = (
+    "collective_hop_latency_s",
+    "layer_overhead_s",
+    "prefill_layer_overhead_s",
+    "step_overhead_s",
+    "first_token_delay_s",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +86,7 @@ def band(
     space: SearchSpace,
     config: DeploymentSpec,
     base: tuple[float, float],
-    efficiency: Callable[[str], EfficiencyFactors],
+    efficiency: SpecEfficiency,
     uncertainty: float,
     length_variants: Sequence[tuple[str, Lengths]],
 ) -> Band:
@@ -88,13 +94,13 @@ def band(
     (rate, capacity) per instance; each re-search starts at the same fraction of capacity."""
     base_rate, capacity = base
     start = base_rate / capacity
-    runs: list[tuple[str, SearchSpace, Callable[[str], EfficiencyFactors]]] = []
+    runs: list[tuple[str, SearchSpace, SpecEfficiency]] = []
     if uncertainty > 0:
         for sign, word in ((-1, "slower"), (1, "faster")):
             scale = 1 + sign * uncertainty
 
-            def scaled(engine: str, scale: float = scale) -> EfficiencyFactors:
-                return scaled_efficiency(efficiency(engine), scale)
+            def scaled(spec: DeploymentSpec, scale: float = scale) -> EfficiencyFactors:
+                return scaled_efficiency(efficiency(spec), scale)
 
             runs.append((f"efficiency {sign * uncertainty:+.0%} (engine {word})", space, scaled))
     fitting, notes = _within_budget(length_variants, config)
@@ -133,7 +139,7 @@ def _variant(
     label: str,
     space: SearchSpace,
     config: DeploymentSpec,
-    efficiency: Callable[[str], EfficiencyFactors],
+    efficiency: SpecEfficiency,
     start: float,
 ) -> Variant:
     result = evaluate(space, config, efficiency, start)

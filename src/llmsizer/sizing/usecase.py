@@ -259,12 +259,13 @@ class SearchSettings(_Strict):
         None, ge=100, description="Poisson requests per probe at high load (default 3000)."
     )
     seed: int = Field(0, ge=0, description="Seed of arrivals and sampled lengths.")
-    uncertainty: float = Field(
-        0.15,
+    uncertainty: float | None = Field(
+        None,
         ge=0,
         lt=1,
-        description="Efficiency factors are varied by +- this fraction for "
-        "the uncertainty band (0: no band).",
+        description="Efficiency factors are varied by +- this fraction for the uncertainty "
+        "band (0: no band; unset: the shipped fit's cross-validated error for the winner's "
+        "engine and GPU architecture).",
     )
     curves: bool = Field(True, description="Simulate each GPU's latency-throughput curve.")
 

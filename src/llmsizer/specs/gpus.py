@@ -44,6 +44,7 @@ class GpuSpec:
     key: str
     display_name: str
     vendor: str
+    architecture: str
     memory_bytes: float
     memory_kind: str
     hbm_bytes_per_s: float
@@ -131,6 +132,7 @@ _GPU_FIELDS = frozenset(
     {
         "display_name",
         "vendor",
+        "architecture",
         "aliases",
         "memory_gb",
         "memory_kind",
@@ -163,6 +165,7 @@ def _gpu_from_yaml(key: str, entry: dict[str, Any]) -> GpuSpec:
         key=key,
         display_name=entry["display_name"],
         vendor=entry["vendor"],
+        architecture=entry["architecture"],
         memory_bytes=float(entry["memory_gb"]) * GB,
         memory_kind=entry["memory_kind"],
         hbm_bytes_per_s=float(entry["memory_bandwidth_tb_s"]) * TB_S,

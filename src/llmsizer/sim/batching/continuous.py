@@ -13,6 +13,10 @@ KV blocks are either allocated as tokens are scheduled (`incremental`, vLLM and 
 request that cannot grow preempts the lowest-priority running request, which recomputes
 later) or reserved for prompt plus maximum output at admission (`full`, TensorRT-LLM's
 GUARANTEED_NO_EVICT: no preemption, fewer requests at once).
+
+`scheduler_recv_interval` N (SGLang's `--scheduler-recv-interval`): the scheduler reads new
+requests from its input socket only every N-th step, so a request that arrives while the
+engine is busy waits for the next such step (an idle engine reads at once). 1 is every step.
 """
 
 from __future__ import annotations
@@ -38,8 +42,11 @@ class ContinuousScheduler(Scheduler):
         enable_chunked_prefill: bool = True,
         policy: SchedulePolicy = "decode_first",
         kv_reservation: KvReservation = "incremental",
+        scheduler_recv_interval: int = 1,
     ) -> None:
         super().__init__(kv, max_num_seqs)
+        self.recv_interval = scheduler_recv_interval
+        self.num_steps = 0
         self.max_num_batched_tokens = max_num_batched_tokens
         self.enable_chunked_prefill = enable_chunked_prefill
         self.policy = policy
@@ -64,6 +71,7 @@ class ContinuousScheduler(Scheduler):
         run_decodes = bool(decoding) and (decode_first or not prefills)
         if not prefills and not run_decodes:
             return None
+        self.num_steps += 1
         chunks = tuple([PrefillChunk(n, r.num_computed_tokens) for r, n in prefills])
         num_prefill = sum([n for _, n in prefills])
         if not run_decodes:
@@ -97,7 +105,7 @@ class ContinuousScheduler(Scheduler):
                 continue  # r itself was preempted
             out.append((r, n))
             budget -= n
-        if self.num_preemptions != preemptions_before:
+        if self.num_preemptions != preemptions_before or not self._receives():
             return out
         while self.waiting and budget > 0 and len(self.running) < self.max_num_seqs:
             r = self.waiting[0]
@@ -113,6 +121,10 @@ class ContinuousScheduler(Scheduler):
             out.append((r, n))
             budget -= n
         return out
+
+    def _receives(self) -> bool:
+        """Whether this step reads new requests (module docstring)."""
+        return self.num_steps % self.recv_interval == 0 or not self.running
 
     def _chunk(self, remaining: int, budget: int) -> int:
         if self.enable_chunked_prefill:

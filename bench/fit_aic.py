@@ -1,0 +1,265 @@
+"""Fit the efficiency factors per engine and GPU architecture on the AIC silicon rows, and
+report their cross-validated accuracy (leave one GPU out, leave one model out).
+
+    .venv/bin/python bench/fit_aic.py                     # report only
+    .venv/bin/python bench/fit_aic.py --write             # also the shipped factor files
+    options: --csv PATH, --workers N (default 2), --sample K (every K-th row),
+             --report PATH (default examples/validation/aic_accuracy.md),
+             --plot PATH (default examples/validation/aic_accuracy.png),
+             --rows PATH (per-row CSV, default examples/validation/aic_accuracy_rows.csv),
+             --cache PATH (the recorded schedules: read when present, else written; the
+             recording is most of the time, the fits and folds take a few minutes)
+
+Every mapped row is simulated once and its schedule re-priced for each fit
+(`llmsizer.calibrate.aic_fit`). `--write` stores each (engine, architecture) group's fit as
+`src/llmsizer/perf/data/calibrated_<engine>_<architecture>.yaml`, which `make_instance`
+then uses for that engine on GPUs of that architecture.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import pickle
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from validate_aic import CSV, METRICS, Result, concurrency_band, say, table
+
+from llmsizer.calibrate.aic import AicCase, AicSkipped, load_aic
+from llmsizer.calibrate.aic_fit import Predicted, Recorded, group_of
+from llmsizer.calibrate.gpu_fit import calibration_file
+from llmsizer.perf.calibrated import save_calibration
+
+REPO = Path(__file__).resolve().parents[1]
+OUT = REPO / "examples" / "validation"
+DATA = REPO / "src" / "llmsizer" / "perf" / "data"
+
+
+def region(r: Result) -> str:
+    """Load region: small or large batch (c <= 16), short or long prompt (isl <= 2048)."""
+    c, isl = r.case.spec.concurrency or 0, r.case.spec.isl
+    return f"{r.case.backend} {'small' if c <= 16 else 'large'} batch, " + (
+        "short prompt" if isl <= 2048 else "long prompt"
+    )
+
+
+def family(r: Result) -> str:
+    return r.case.model.split("-")[0]
+
+
+def tables(title: str, results: Sequence[Result]) -> list[str]:
+    lines = [f"## {title}", ""]
+    lines += table("By engine", "engine", results, lambda r: r.case.backend)
+    lines += table(
+        "By engine and GPU", "engine, GPU", results, lambda r: f"{r.case.backend} {r.case.system}"
+    )
+    lines += table(
+        "By engine and model family", "engine, family", results,
+        lambda r: f"{r.case.backend} {family(r)}",
+    )  # fmt: skip
+    lines += table("By load region", "engine, region", results, region)
+    lines += table(
+        "By engine and concurrency", "engine, clients", results,
+        lambda r: f"{r.case.backend} {concurrency_band(r)}",
+    )  # fmt: skip
+    return lines
+
+
+def as_results(cases: Sequence[AicCase], predicted: Predicted) -> list[Result]:
+    return [Result(cases[i], p) for i, p in sorted(predicted.items())]
+
+
+def summary_line(name: str, results: Sequence[Result]) -> str:
+    cells = []
+    for metric in METRICS:
+        err = np.array([r.error_pct(metric) for r in results])
+        cells.append(
+            f"{np.median(np.abs(err)):.0f} % / {np.percentile(np.abs(err), 90):.0f} % "
+            f"({np.median(err):+.0f} %)"
+        )
+    return f"| {name} | {len(results)} | {cells[0]} | {cells[1]} |"
+
+
+def report(
+    recorded: Recorded,
+    runs: dict[str, Predicted],
+    skipped: Sequence[AicSkipped],
+    num_rows: int,
+    fits: dict[tuple[str, str], object],
+) -> str:
+    cases = recorded.cases
+    lines = [
+        "# Accuracy on the AIC silicon rows: fitted per engine and GPU architecture, "
+        "cross-validated",
+        "",
+        "Produced by `bench/fit_aic.py` from `shared/calibration/aic_silicon_calibration.csv` "
+        "(mapping: `llmsizer.calibrate.aic`, launch settings: `llmsizer.calibrate.aic_launch`, "
+        "fits: `llmsizer.calibrate.aic_fit`). Errors are prediction / measurement - 1: "
+        "median and p90 of the absolute error, and the median signed error (bias; + is "
+        "predicted too high), of the run means of TTFT and TPOT. The rows report no "
+        "throughput, so none is scored here (`measurements.csv` scores it: "
+        "`bench/validate_perf.py`).",
+        "",
+        f"{num_rows} rows: {len(cases)} predicted, {len(skipped)} skipped with a reason "
+        "(`aic_baseline.md` lists them).",
+        "",
+        "- **in-sample**: every row priced by its group's shipped fit;",
+        "- **leave one GPU out**: each GPU's rows priced by factors fitted on the other GPUs "
+        "of its engine and architecture (or, when none is left, the engine's general fit);",
+        "- **leave one model out**: the same, holding out each model.",
+        "",
+        "| run | rows | TTFT median / p90 (bias) | TPOT median / p90 (bias) |",
+        "|---|---:|---:|---:|",
+    ]
+    for name, predicted in runs.items():
+        lines.append(summary_line(name, as_results(cases, predicted)))
+    lines.append("")
+    for name in ("leave one GPU out", "leave one model out", "in-sample"):
+        lines += tables(name, as_results(cases, runs[name]))
+    lines += ["## The fitted factors", ""]
+    for (engine, arch), fit in sorted(fits.items()):
+        lines.append(f"- `{engine}` on {arch}: {fit}")
+    return "\n".join(lines) + "\n"
+
+
+def plot(path: Path, results: Sequence[Result], title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 5))
+    for ax, metric in zip(axes, METRICS, strict=True):
+        for engine in sorted({r.case.backend for r in results}):
+            rs = [r for r in results if r.case.backend == engine]
+            ax.scatter(
+                [r.case.measured[metric] for r in rs],
+                [r.predicted[metric] for r in rs],
+                s=8,
+                alpha=0.6,
+                label=engine,
+            )
+        values = [v for r in results for v in (r.case.measured[metric], r.predicted[metric])]
+        lo, hi = min(values), max(values)
+        ax.plot([lo, hi], [lo, hi], "k-", lw=0.8)
+        for f in (0.8, 1.25):
+            ax.plot([lo, hi], [lo * f, hi * f], "k:", lw=0.6)
+        ax.set(xscale="log", yscale="log", xlabel=f"measured {metric}",
+               ylabel=f"predicted {metric}")  # fmt: skip
+        ax.legend()
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def write_rows(path: Path, cases: Sequence[AicCase], runs: dict[str, Predicted]) -> None:
+    with path.open("w", newline="") as f:
+        out = csv.writer(f)
+        out.writerow(
+            ["id", "backend", "system", "model", "isl", "osl", "concurrency", "tp"]
+            + [f"measured_{m}" for m in METRICS]
+            + [f"{run.replace(' ', '_')}_{m}" for run in runs for m in METRICS]
+        )
+        for i, c in enumerate(cases):
+            s = c.spec
+            out.writerow(
+                [c.row_id, c.backend, c.system, c.model, s.isl, s.osl, s.concurrency]
+                + [s.tensor_parallel_size]
+                + [f"{c.measured[m]:.4g}" for m in METRICS]
+                + [f"{runs[run][i][m]:.4g}" for run in runs for m in METRICS]
+            )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--csv", type=Path, default=CSV)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--sample", type=int, default=1)
+    parser.add_argument("--write", action="store_true", help="write the shipped factor files")
+    parser.add_argument("--report", type=Path, default=OUT / "aic_accuracy.md")
+    parser.add_argument("--plot", type=Path, default=OUT / "aic_accuracy.png")
+    parser.add_argument("--rows", type=Path, default=OUT / "aic_accuracy_rows.csv")
+    parser.add_argument("--cache", type=Path, default=None, help="recorded schedules (pickle)")
+    args = parser.parse_args()
+    mapped = load_aic(args.csv)
+    cases = [m for m in mapped if isinstance(m, AicCase)][:: args.sample]
+    skipped = [m for m in mapped if isinstance(m, AicSkipped)]
+    t0 = time.perf_counter()
+    recorded = _recorded(cases, args.workers, args.cache)
+    say(f"recorded in {time.perf_counter() - t0:.0f} s; fitting")
+    fits = recorded.fit_groups()
+    runs = {
+        "in-sample": recorded.in_sample(fits),
+        "leave one GPU out": recorded.leave_one_out(lambda c: c.system),
+        "leave one model out": recorded.leave_one_out(lambda c: c.model),
+    }
+    say(f"fitted and cross-validated in {time.perf_counter() - t0:.0f} s")
+    shown = {g: _factors_text(f.factors.as_dict()) for g, f in fits.items()}
+    args.report.write_text(report(recorded, runs, skipped, len(mapped), shown))
+    plot(args.plot, as_results(cases, runs["leave one GPU out"]), "leave one GPU out")
+    write_rows(args.rows, cases, runs)
+    if args.write:
+        digest = hashlib.sha256(args.csv.read_bytes()).hexdigest()
+        for (engine, arch), fit in fits.items():
+            rows = sum(1 for c in cases if group_of(c) == (engine, arch))
+            held = [
+                Result(c, runs["leave one GPU out"][i])
+                for i, c in enumerate(cases)
+                if group_of(c) == (engine, arch)
+            ]
+            fitted_on = {
+                "data": "shared/calibration/aic_silicon_calibration.csv",
+                "sha256": digest,
+                "num_rows": rows,
+                "by": "bench/fit_aic.py --write",
+                "leave_one_gpu_out": cross_validated(held),
+            }
+            path = DATA / f"calibrated_{engine}_{arch}.yaml"
+            save_calibration(path, calibration_file(fit, engine, fitted_on))
+            say(f"wrote {path}")
+    say(f"wrote {args.report}")
+
+
+def cross_validated(results: Sequence[Result]) -> dict[str, dict[str, float]]:
+    """Per metric: median and p90 absolute % error of the held-out predictions (what
+    `plan`'s uncertainty band reads: `llmsizer.instance.measured_uncertainty`)."""
+    out = {}
+    for metric in METRICS:
+        ape = np.abs([r.error_pct(metric) for r in results])
+        out[metric] = {
+            "median_ape_pct": round(float(np.median(ape)), 1),
+            "p90_ape_pct": round(float(np.percentile(ape, 90)), 1),
+        }
+    return out
+
+
+def _recorded(cases: Sequence[AicCase], workers: int, cache: Path | None) -> Recorded:
+    """The cases' recorded schedules, from `cache` when it holds these very cases."""
+    if cache is not None and cache.exists():
+        recorded = pickle.loads(cache.read_bytes())
+        if isinstance(recorded, Recorded) and recorded.cases == tuple(cases):
+            say(f"read {len(cases)} recorded rows from {cache}")
+            return recorded
+        say(f"{cache} holds other rows: recording again")
+    say(f"recording {len(cases)} rows")
+    recorded = Recorded.record(cases, workers)
+    if cache is not None:
+        cache.write_bytes(pickle.dumps(recorded))
+    return recorded
+
+
+def _factors_text(factors: dict[str, float]) -> str:
+    return ", ".join(
+        f"{k.removesuffix('_efficiency')} {v:.3g}"
+        if k.endswith("efficiency")
+        else f"{k.removesuffix('_s')} {v * 1e6:.0f} us"
+        for k, v in factors.items()
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,126 @@
+"""Efficiency factors per engine and GPU architecture, fitted on the AIC silicon rows, and
+their honest accuracy: leave one GPU out, leave one model out.
+
+Each mapped row (`llmsizer.calibrate.aic`) is a closed loop, whose schedule never reads the
+clock, so it is simulated once and its schedule recorded (`record_traces`); every fit and
+every fold then re-prices the recorded steps (`llmsizer.calibrate.replay`), which is exact.
+
+- **Groups.** Rows are fitted per (engine, GPU architecture): one set of physically
+  meaningful factors (achieved fractions of peak FLOPS and bandwidth by kind of work, fixed
+  overheads in seconds) per group, never per row. The fit starts from, and is held near
+  (a log-normal prior, `PRIOR_SIGMA`), the engine's general fit (`calibrated_efficiency`),
+  with a robust loss (`ROBUST_SCALE`) so that rows an unmodelled effect puts far off do not
+  drag the rest.
+- **Cross-validation.** For each group and each GPU (model) in it, the factors are fitted on
+  the group's other GPUs (models) and the held-out rows predicted with them. A group with
+  nothing left to fit on predicts with the engine's general fit: what a user of an unseen
+  GPU generation gets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from llmsizer.calibrate.aic import AicCase
+from llmsizer.calibrate.fit import FitResult, Target, fit_factors, predictions
+from llmsizer.calibrate.gpu_fit import DEFAULT_FIT_FACTORS
+from llmsizer.calibrate.record import record_traces
+from llmsizer.calibrate.replay import ScheduleTrace
+from llmsizer.perf import EfficiencyFactors
+from llmsizer.perf.calibrated import calibrated_efficiency
+from llmsizer.specs import get_gpu
+
+METRICS = ("mean_ttft_ms", "mean_tpot_ms")
+PRIOR_SIGMA = 0.5  # a factor 1.65 from the engine's general fit is one sigma
+ROBUST_SCALE = 0.3  # log errors beyond ~35 % cost linearly (soft L1)
+FIT = (*DEFAULT_FIT_FACTORS, "interconnect_efficiency", "first_token_delay_s")
+
+Group = tuple[str, str]  # (engine, GPU architecture)
+Predicted = dict[int, dict[str, float]]  # case index -> metric -> predicted value
+
+
+def group_of(case: AicCase) -> Group:
+    """The (engine, GPU architecture) whose factors price `case`."""
+    return case.backend, get_gpu(case.spec.gpu).architecture
+
+
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """The mapped rows and their recorded schedules, index for index."""
+
+    cases: tuple[AicCase, ...]
+    traces: tuple[ScheduleTrace, ...]
+
+    @classmethod
+    def record(cls, cases: Sequence[AicCase], workers: int = 1) -> Recorded:
+        """Simulate each case once (at the engine's general fit; any factors give the same
+        closed-loop schedule)."""
+        traces: list[ScheduleTrace | None] = [None] * len(cases)
+        for engine in sorted({c.backend for c in cases}):
+            indices = [i for i, c in enumerate(cases) if c.backend == engine]
+            specs = [cases[i].spec for i in indices]
+            recorded = record_traces(
+                specs, calibrated_efficiency(engine), [True] * len(specs), workers
+            )
+            for i, trace in zip(indices, recorded, strict=True):
+                traces[i] = trace
+        return cls(tuple(cases), tuple(t for t in traces if t is not None))
+
+    def groups(self) -> dict[Group, list[int]]:
+        """Case indices by (engine, architecture)."""
+        out: dict[Group, list[int]] = {}
+        for i, case in enumerate(self.cases):
+            out.setdefault(group_of(case), []).append(i)
+        return out
+
+    def fit(self, indices: Sequence[int], engine: str) -> FitResult:
+        """Factors for `engine` fitted on the cases at `indices` (module docstring)."""
+        traces = [self.traces[i] for i in indices]
+        targets: list[Target] = [
+            (k, metric, self.cases[i].measured[metric])
+            for k, i in enumerate(indices)
+            for metric in METRICS
+        ]
+        return fit_factors(
+            traces,
+            targets,
+            calibrated_efficiency(engine),
+            FIT,
+            prior_sigma=PRIOR_SIGMA,
+            robust_scale=ROBUST_SCALE,
+        )
+
+    def predict(self, indices: Sequence[int], factors: EfficiencyFactors) -> Predicted:
+        """The cases at `indices` re-priced under `factors`."""
+        out: Predicted = {}
+        for i in indices:
+            targets: list[Target] = [(0, m, self.cases[i].measured[m]) for m in METRICS]
+            values = predictions([self.traces[i]], targets, factors)
+            out[i] = dict(zip(METRICS, values, strict=True))
+        return out
+
+    def fit_groups(self) -> dict[Group, FitResult]:
+        """One fit per (engine, architecture) on all its rows: what ships."""
+        return {group: self.fit(idx, group[0]) for group, idx in self.groups().items()}
+
+    def in_sample(self, fits: dict[Group, FitResult]) -> Predicted:
+        """Every case priced with its own group's fit."""
+        out: Predicted = {}
+        for group, idx in self.groups().items():
+            out |= self.predict(idx, fits[group].factors)
+        return out
+
+    def leave_one_out(self, held: Callable[[AicCase], str]) -> Predicted:
+        """Every case predicted by factors fitted without any case sharing its `held` value
+        (its GPU, its model) in its group (module docstring)."""
+        out: Predicted = {}
+        for (engine, _), idx in self.groups().items():
+            for value in sorted({held(self.cases[i]) for i in idx}):
+                test = [i for i in idx if held(self.cases[i]) == value]
+                train = [i for i in idx if held(self.cases[i]) != value]
+                factors = (
+                    self.fit(train, engine).factors if train else calibrated_efficiency(engine)
+                )
+                out |= self.predict(test, factors)
+        return out

@@ -1,0 +1,98 @@
+"""The scheduler settings each AIC row's engine was launched with: defaults per engine and GPU,
+and the overrides of the InferenceX benchmark scripts.
+
+A measurement only says what the engine did with the settings it ran with, so a prediction
+must use the same ones. `launch_settings(...)` gives the `EngineConfig` keys (vLLM names) that
+differ from the preset for one row; `docs/aic_measurement.md` section 2 has the sources, read
+in the engines' wheels and the scripts at the commits named there:
+
+- **vLLM** (`EngineArgs.get_batch_defaults`, 0.17 / 0.19): 8192 tokens, 1024 sequences on
+  GPUs with >= 70 GiB: the preset. InferenceX: MiniMax-M2.5 `--max-num-batched-tokens
+  2 x ISL` (`minimaxm2.5_fp8_b200.sh` @ 20073baf); Kimi-K2.5 `--max-num-seqs CONC`
+  (`kimik2.5_{fp4,int4}_b200.sh`); Llama-3.3-70B FP8 `--max-num-seqs` 512 on B200, CONC on
+  H100 (`70b_fp8_{b200,h100}_docker.sh` @ c198b20e).
+- **SGLang** 0.5.9 (`server_args.py`): `chunked_prefill_size` 8192 below 160 GB of GPU
+  memory, 16384 above (B200, B300). InferenceX: DeepSeek-R1/V3 FP8 at TP8 chunk 32768 and
+  `--max-running-requests` 128, at TP4 8192 and 32; NVFP4 16384 and 256
+  (`dsr1_fp{8,4}_b200.sh` @ 20073baf); Qwen3.5 32768 and 128; GLM-5 32768 and CONC. The
+  DeepSeek FP8 and Qwen3.5 scripts also set `--scheduler-recv-interval` 30 when CONC >= 16,
+  else 10 (`qwen3.5_fp8_b200.sh`: `SCHEDULER_RECV_INTERVAL`).
+- **TensorRT-LLM** (`llm_args.py`): `max_num_tokens` 8192, chunked context off: the preset.
+  InferenceX: Llama-70B `--max_num_tokens 16384`, `max_batch_size` 1024
+  (`70b_fp8_b200_trt_slurm.sh` @ c198b20e); DeepSeek-R1/V3 `max(8192, ceil64(CONC + ISL +
+  64))` tokens and `max_batch_size` CONC (`dsr1_fp{4,8}_b200_trt.sh` @ 626932a1).
+
+AIC's own gap-analysis rows (aiperf against AIC-generated launches) keep the engine defaults.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llmsizer.units import GB
+
+SGLANG_LARGE_GPU_BYTES = 160 * GB  # server_args.py: >= 160 GB gets chunked_prefill_size 16384
+
+
+def launch_settings(
+    *,
+    engine: str,
+    model: str,
+    precision: str,
+    tp: int,
+    gpu_memory_bytes: float,
+    concurrency: int,
+    isl: int,
+    inferencex: bool,
+) -> dict[str, Any]:
+    """`EngineConfig` overrides for one row (module docstring); empty when the preset holds."""
+    settings: dict[str, Any] = {}
+    if engine == "sglang" and gpu_memory_bytes >= SGLANG_LARGE_GPU_BYTES:
+        settings["max_num_batched_tokens"] = 16384
+    if not inferencex:
+        return settings
+    family = _family(model)
+    if engine == "vllm":
+        if family == "minimax":
+            settings["max_num_batched_tokens"] = 2 * isl
+        elif family == "kimi":
+            settings["max_num_seqs"] = concurrency
+        elif family == "llama-70b":
+            settings["max_num_seqs"] = concurrency if gpu_memory_bytes < 100 * GB else 512
+    elif engine == "sglang":
+        fp8 = precision.startswith("fp8")
+        if family == "qwen3.5" or (family == "deepseek" and fp8):
+            settings["scheduler_recv_interval"] = 30 if concurrency >= 16 else 10
+        if family == "deepseek":
+            tokens, running = (32768, 128) if tp >= 8 else (8192, 32)
+            settings.update(
+                max_num_batched_tokens=tokens if fp8 else 16384,
+                max_num_seqs=running if fp8 else 256,
+            )
+        elif family == "qwen3.5":
+            settings.update(max_num_batched_tokens=32768, max_num_seqs=128)
+        elif family == "glm":
+            settings.update(max_num_batched_tokens=32768, max_num_seqs=concurrency)
+    elif engine == "trtllm":
+        if family == "llama-70b":
+            settings.update(max_num_batched_tokens=16384, max_num_seqs=1024)
+        elif family == "deepseek":
+            tokens = max(8192, -(-(concurrency + isl + 64) // 64) * 64)
+            settings.update(max_num_batched_tokens=tokens, max_num_seqs=concurrency)
+    return settings
+
+
+def _family(model: str) -> str:
+    """The script family of a catalog model name (`deepseek-r1` -> `deepseek`)."""
+    for prefix, family in (
+        ("deepseek", "deepseek"),
+        ("kimi", "kimi"),
+        ("minimax", "minimax"),
+        ("qwen3.5", "qwen3.5"),
+        ("glm", "glm"),
+        ("llama-3.1-70b", "llama-70b"),
+        ("llama-3.3-70b", "llama-70b"),
+    ):
+        if model.startswith(prefix):
+            return family
+    return model

@@ -1,0 +1,57 @@
+"""Fitting per engine and GPU architecture on AIC rows, and cross-validating the fit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from llmsizer.calibrate.aic import AicCase, load_aic
+from llmsizer.calibrate.aic_fit import METRICS, Recorded, group_of
+from llmsizer.perf.calibrated import calibrated_efficiency
+from tests.conftest import shared_path
+
+
+@pytest.fixture(scope="module")
+def recorded() -> Recorded:
+    """Six small vLLM MiniMax rows, three on B200 and three on B300 (one group: Blackwell)."""
+    path = shared_path("calibration", "aic_silicon_calibration.csv")
+    cases = [
+        c
+        for c in load_aic(path)
+        if isinstance(c, AicCase) and c.model == "minimax-m2.5" and c.backend == "vllm"
+        and (c.spec.concurrency or 0) <= 8 and c.spec.isl == 1024
+    ]  # fmt: skip
+    chosen = [c for c in cases if c.system == "b200_sxm"][:3]
+    chosen += [c for c in cases if c.system == "b300_sxm"][:3]
+    return Recorded.record(chosen)
+
+
+def log_errors(recorded: Recorded, predicted: dict[int, dict[str, float]]) -> np.ndarray:
+    return np.array(
+        [
+            np.log(predicted[i][m] / recorded.cases[i].measured[m])
+            for i in predicted
+            for m in METRICS
+        ]
+    )
+
+
+@pytest.mark.shared
+def test_the_group_fit_beats_the_engine_wide_fit_on_its_own_rows(recorded: Recorded) -> None:
+    assert {group_of(c) for c in recorded.cases} == {("vllm", "blackwell")}
+    indices = list(range(len(recorded.cases)))
+    start = recorded.predict(indices, calibrated_efficiency("vllm"))
+    fitted = recorded.in_sample(recorded.fit_groups())
+    assert np.sum(log_errors(recorded, fitted) ** 2) < np.sum(log_errors(recorded, start) ** 2)
+
+
+@pytest.mark.shared
+def test_leave_one_gpu_out_predicts_each_gpu_without_its_own_rows(recorded: Recorded) -> None:
+    held = recorded.leave_one_out(lambda c: c.system)
+    assert sorted(held) == list(range(len(recorded.cases)))
+    b300 = [i for i, c in enumerate(recorded.cases) if c.system == "b300_sxm"]
+    b200 = [i for i, c in enumerate(recorded.cases) if c.system == "b200_sxm"]
+    # the B300 rows are priced by factors fitted on the B200 rows alone
+    expected = recorded.predict(b300, recorded.fit(b200, "vllm").factors)
+    for i in b300:
+        assert held[i] == pytest.approx(expected[i], rel=1e-12)
