@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-HEAVY = ("matplotlib", "plotly", "scipy")
+HEAVY = ("matplotlib", "plotly", "scipy", "torch")  # torch: `collect` imports it on use
 
 
 def _loaded_after(code: str) -> set[str]:

@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 
 from llmsizer.bench import BenchError
-from llmsizer.cli import bench, calibrate, catalog, plan, predict, simulate
+from llmsizer.cli import bench, calibrate, catalog, collect, plan, predict, simulate
 from llmsizer.cli.common import err
 
 app = typer.Typer(
@@ -25,6 +25,7 @@ app.command()(plan.plan)
 app.command()(bench.bench)
 app.command()(calibrate.calibrate)
 app.command()(calibrate.compare)
+app.command()(collect.collect)
 app.command()(catalog.models)
 app.command()(catalog.gpus)
 app.command()(catalog.systems)

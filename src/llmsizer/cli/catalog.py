@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.table import Table
 
 from llmsizer.cli.common import out
+from llmsizer.perf.calibrated import (
+    CalibrationFile,
+    packaged_architectures,
+    packaged_calibration,
+    read_calibration,
+)
+from llmsizer.perf.efficiency import EfficiencyFactors, EnginePreset
 from llmsizer.specs import Precision, gpu_catalog, model_catalog, system_catalog
 
 Verbose = Annotated[
@@ -37,8 +45,25 @@ def models(sources: Verbose = False) -> None:
     out.print(t)
 
 
-def gpus(sources: Verbose = False) -> None:
+def gpus(
+    sources: Verbose = False,
+    factors: Annotated[
+        bool,
+        typer.Option(
+            "--factors",
+            help="Show the efficiency factors instead, and where each came from: the shipped "
+            "fit per engine (with its measurement counts), a prior, or --calibration's file.",
+        ),
+    ] = False,
+    calibration: Annotated[
+        Path | None,
+        typer.Option(help="With --factors: a calibration file (e.g. from llmsizer collect)."),
+    ] = None,
+) -> None:
     """The GPU catalog: memory, bandwidth, dense tensor peaks, interconnect."""
+    if factors or calibration is not None:
+        _factors(calibration)
+        return
     t = Table(title="GPUs (dense tensor-core peaks; interconnect per direction)")
     cols = ("name", "memory GB", "HBM TB/s", "BF16 TFLOPS", "FP8 TFLOPS", "FP4 TFLOPS", "link GB/s")
     for col in cols:
@@ -63,6 +88,49 @@ def gpus(sources: Verbose = False) -> None:
         src = "; ".join(f"{what}: {where}" for what, where in g.sources)
         t.add_row(*row, *([src] if sources else []))
     out.print(t)
+
+
+def factor_source(cal: CalibrationFile, name: str) -> str:
+    """Where a factor of `cal` came from: collected on a device, fitted (with the
+    measurements of the fit), carried over from another file, or the engine's prior."""
+    info = cal.fitted_on
+    if name not in cal.factors:
+        return f"{cal.engine.value} prior"
+    if info.get("produced_by") == "llmsizer collect":
+        return f"collected on {info.get('device')} ({info.get('num_timings')} timings)"
+    if name in info.get("carried_factors", ()):
+        return "carried over (see the note)"
+    rows = sum(r.num_rows for r in cal.residuals.values())
+    return (
+        f"fit ({rows} measurements)"
+        if name in info.get("fitted_factors", ())
+        else "in the file, not fitted"
+    )
+
+
+def _factors(calibration: Path | None) -> None:
+    """The shipped fit per engine, and a calibration file beside it, factor by factor."""
+    files = {f"shipped {e.value}": packaged_calibration(e) for e in EnginePreset}
+    for e in EnginePreset:
+        for arch in packaged_architectures(e):
+            files[f"shipped {e.value} {arch}"] = packaged_calibration(e, arch)
+    if calibration is not None:
+        files[str(calibration)] = read_calibration(calibration)
+    t = Table(title="Efficiency factors and where each came from")
+    t.add_column("factor")
+    for label in files:
+        t.add_column(label, justify="right")
+    for name in EfficiencyFactors.bounds():
+        cells = [
+            f"{getattr(cal.efficiency(), name):.4g}\n{factor_source(cal, name)}"
+            for cal in files.values()
+        ]
+        t.add_row(name, *cells)
+    out.print(t)
+    for label, cal in files.items():
+        note = cal.fitted_on.get("carried_over")
+        if note:
+            out.print(f"{label}: {note}", highlight=False)
 
 
 def systems(sources: Verbose = False) -> None:

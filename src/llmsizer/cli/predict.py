@@ -35,6 +35,7 @@ from llmsizer.instance import Prediction, PredictSpec
 from llmsizer.instance import predict as run_predict
 from llmsizer.output import refuse_existing, write_atomic
 from llmsizer.perf import EfficiencyFactors
+from llmsizer.perf.calibrated import read_calibration
 from llmsizer.report import print_summary
 
 SHOWN = (
@@ -235,6 +236,8 @@ def predict(
         )
         return
     efficiency = load_efficiency(calibration)
+    if gpu is None and calibration is not None and read_calibration(calibration).device:
+        gpu = str(calibration)  # a collected file prices the device it was measured on
     if cases is not None:
         if out_csv is None:
             raise ValueError("--cases needs --out PATH for the predictions CSV")

@@ -12,6 +12,11 @@ its range or a wrong kind is an error naming it and what is allowed):
     fitted_on: {data: measurements.csv, sha256: ..., num_rows: 412}   # free provenance
     residuals:                        # per metric: rows, median and mean abs. % error
       output_throughput: {num_rows: 412, median_ape_pct: 8.1, mean_ape_pct: 11.0}
+    device: {...}                     # optional: the device the factors were measured on
+
+A file written by `llmsizer collect` carries `device`, in the GPU catalog's format with
+the peaks its factors are fractions of, so `--gpu FILE` (or `predict` with no `--gpu`)
+prices the device it was measured on, catalogued or not.
 
 `calibrated_efficiency(engine, architecture)` reads the fit shipped in
 `perf/data/calibrated_<engine>_<architecture>.yaml` (written by `bench/validate_aic.py --fit`
@@ -32,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from llmsizer.errors import format_validation_error, read_yaml_mapping
 from llmsizer.perf.efficiency import EfficiencyFactors, EnginePreset, default_efficiency
+from llmsizer.specs.gpus import gpu_from_entry
 
 KIND = "efficiency_factors"
 
@@ -62,6 +68,18 @@ class CalibrationFile(BaseModel):
     residuals: dict[str, ResidualSummary] = Field(
         default_factory=dict, description="Fit quality per metric."
     )
+    device: dict[str, Any] | None = Field(
+        None,
+        description="The device the factors were measured on (`llmsizer collect`), as a "
+        "GPU catalog entry whose peaks the factors are fractions of.",
+    )
+
+    @field_validator("device")
+    @classmethod
+    def _valid_device(cls, device: dict[str, Any] | None) -> dict[str, Any] | None:
+        if device is not None:
+            gpu_from_entry("device", device)  # the catalog's strict checks
+        return device
 
     @field_validator("factors")
     @classmethod

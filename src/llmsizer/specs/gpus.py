@@ -17,10 +17,12 @@ import re
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import yaml
 
+from llmsizer.errors import read_yaml_mapping
 from llmsizer.specs.dtypes import Precision
 from llmsizer.specs.names import build_index, normalize_name, unknown_name_error
 from llmsizer.units import GB, GB_S, TB_S, TFLOPS
@@ -95,7 +97,11 @@ def _gpu_index() -> dict[str, str]:
 
 
 def get_gpu(name: str) -> GpuSpec:
-    """The catalog GPU called `name` (any case or separators); unknown -> `UnknownNameError`."""
+    """The catalog GPU called `name` (any case or separators), or the device a collected
+    calibration file (`llmsizer collect`, a path ending .yaml) was measured on;
+    unknown -> `UnknownNameError`."""
+    if name.endswith((".yaml", ".yml")) and Path(name).is_file():
+        return gpu_from_file(Path(name))
     index = _gpu_index()
     key = index.get(normalize_name(name))
     if key is None:
@@ -103,6 +109,23 @@ def get_gpu(name: str) -> GpuSpec:
     if key is None:
         raise unknown_name_error("GPU", name, index)
     return gpu_catalog()[key]
+
+
+def gpu_from_file(path: Path) -> GpuSpec:
+    """The `device` entry of a collected calibration file (the catalog's format, with the
+    peaks measured on that device); a ValueError if the file has none or it is malformed."""
+    entry = read_yaml_mapping(path, "calibration file").get("device")
+    if not isinstance(entry, dict):
+        raise ValueError(f"{path} has no device entry (made by `llmsizer collect`)")
+    return gpu_from_entry(str(path), entry)
+
+
+def gpu_from_entry(key: str, entry: dict[str, Any]) -> GpuSpec:
+    """One device in the catalog's format (`data/gpus.yaml`), validated strictly."""
+    try:
+        return _gpu_from_yaml(key, entry)
+    except (AttributeError, KeyError, TypeError, ValueError) as e:
+        raise ValueError(f"not a valid device entry ({e})") from e
 
 
 _GPU_FIELDS = frozenset(
