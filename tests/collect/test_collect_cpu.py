@@ -59,7 +59,8 @@ def test_collected_gemm_rate_lies_between_a_tenth_of_the_peak_and_the_peak(
     assert device.bf16_flops_per_s == pytest.approx(peak, rel=1e-3)  # the entry's peak
     assert square <= peak
     rate = device.bf16_flops_per_s * load_calibration(collected).gemm_compute_efficiency
-    assert peak / 10 <= rate <= peak
+    # the file keeps 4 significant digits of the peak: allow that rounding above it
+    assert peak / 10 <= rate <= peak * (1 + 1e-3)
 
 
 def test_predict_accepts_the_file_without_a_gpu_name(collected: Path, tmp_path: Path) -> None:
