@@ -29,7 +29,7 @@ FAST: dict[str, Any] = {
     "load": {"peak_rps": 50},
     "limits": {"ttft_ms": 300},
     "candidates": {"gpus": ["h100-sxm"], "tensor_parallel_sizes": [1, 2]},
-    "search": {"num_requests": 400, "curves": False, "uncertainty": 0.0},
+    "search": {"num_requests": 400, "curves": False, "uncertainty": 0.0, "levers": False},
 }
 
 

@@ -111,6 +111,8 @@ class DeploymentSpec(HardwareSpec):
     def label(self) -> str:
         """`h100-sxm bf16 TP8 trtllm` (plus PP and scheduler settings the preset leaves)."""
         parts = [self.gpu, self.precision, f"TP{self.tensor_parallel_size}"]
+        if self.sparsity:
+            parts.insert(2, "2:4")
         if self.pipeline_parallel_size > 1:
             parts.append(f"PP{self.pipeline_parallel_size}")
         parts.append(self.preset)

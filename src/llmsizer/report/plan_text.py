@@ -30,6 +30,10 @@ def print_plan(data: dict[str, Any], console: Console) -> None:
     winner = next((c for c in data["candidates"] if c["gpu"] == data["winner"]), None)
     if winner is not None:
         console.print(Group(_business(winner), _headroom(winner), _pareto(winner, data)))
+    if data.get("levers"):
+        console.print(_levers(data["levers"]))
+    for note in data.get("notes", []):
+        console.print(Text(f"warning: {note}"))
     if data["band"] is not None:
         console.print(_band(data["band"]))
         for note in data["band"].get("notes", []):
@@ -161,5 +165,30 @@ def _band(band: dict[str, Any]) -> Table:
             str(v.get("num_instances", "-")),
             str(v.get("num_gpus", "-")),
             str(v.get("num_servers", "-")),
+        )
+    return table
+
+
+def _levers(rows: list[dict[str, Any]]) -> Table:
+    """What each lever buys: GPUs and servers per lever group, against the baseline."""
+    base = rows[0]["sizing"]
+    gpu = next((r["configuration"]["gpu"] for r in rows if r["configuration"]), "")
+    table = Table(title=f"What each lever buys on {gpu}", title_justify="left")
+    for name in ("lever", "configuration", "accepted", "GPUs", "vs base", "servers", "quality"):
+        table.add_column(name, justify="right" if name in ("GPUs", "servers") else "left")
+    for row in rows:
+        s, config = row["sizing"], row["configuration"]
+        if s is None:
+            table.add_row(row["lever"], "none meets the limits", "", "-", "-", "-", "")
+            continue
+        change = "-" if base is None else f"{s['num_gpus'] / base['num_gpus'] - 1:+.0%}"
+        table.add_row(
+            row["lever"],
+            config["label"].removeprefix(gpu).strip(),
+            "yes" if row["accepted"] else "no",
+            str(s["num_gpus"]),
+            change,
+            str(s["num_servers"]),
+            row["quality"],
         )
     return table

@@ -31,6 +31,7 @@ from llmsizer.sizing.cost import BusinessView, Cost, Price, business_view, cost_
 from llmsizer.sizing.curve import curve_points, gpu_pareto
 from llmsizer.sizing.explain import explain
 from llmsizer.sizing.lengths import build_lengths, length_variants
+from llmsizer.sizing.levers import LeverRow, lever_table
 from llmsizer.sizing.probe import Lengths
 from llmsizer.sizing.result import CandidatePlan, PlanResult, Timeline
 from llmsizer.sizing.search import (
@@ -80,7 +81,25 @@ def plan(
         results=results,
     )
     result = _with_band_and_timeline(result, space, efficiency)
+    result = dataclasses.replace(
+        result,
+        levers=_levers(usecase, space, results, candidates, efficiency),
+        notes=tuple(usecase.candidates.fallback_notes(usecase.model)),
+    )
     return dataclasses.replace(result, explanation=explain(result))
+
+
+def _levers(
+    usecase: UseCase,
+    space: SearchSpace,
+    results: tuple[ConfigResult, ...],
+    candidates: tuple[CandidatePlan, ...],
+    efficiency: Efficiency,
+) -> tuple[LeverRow, ...]:
+    """What each lever buys on the winner's GPU (the first candidate's when none wins)."""
+    if not usecase.search.levers:
+        return ()
+    return lever_table(usecase, space, results, candidates[0].gpu, efficiency)
 
 
 def _with_band_and_timeline(

@@ -11,6 +11,7 @@ from dataclasses import asdict
 from typing import Any
 
 from llmsizer.sizing.curve import CurvePoint
+from llmsizer.sizing.levers import LeverRow
 from llmsizer.sizing.limits import METRICS, Limit, Limits
 from llmsizer.sizing.result import CandidatePlan, PlanResult
 from llmsizer.sizing.search import ConfigResult
@@ -49,6 +50,8 @@ def plan_data(plan: PlanResult) -> dict[str, Any]:
         "timeline": _timeline(plan),
         "closest": None if winner is not None else _closest(plan.closest()),
         "explanation": list(plan.explanation),
+        "levers": [_lever(row, limits) for row in plan.levers],
+        "notes": list(plan.notes),
     }
 
 
@@ -164,4 +167,15 @@ def _closest(r: ConfigResult | None) -> dict[str, Any] | None:
         "status": r.status.value,
         "reason": r.reason,
         "worst_ratio": r.worst_ratio,
+    }
+
+
+def _lever(row: LeverRow, limits: Limits) -> dict[str, Any]:
+    """One row of what each lever buys (`sizing.levers`)."""
+    return {
+        "lever": row.lever,
+        "accepted": row.accepted,
+        "quality": row.quality,
+        "configuration": None if row.best is None else _config(row.best, limits),
+        "sizing": None if row.sizing is None else asdict(row.sizing),
     }

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from llmsizer.sizing.configuration import Sizing
 from llmsizer.sizing.cost import BusinessView, Cost
 from llmsizer.sizing.curve import CurvePoint
+from llmsizer.sizing.levers import LeverRow
 from llmsizer.sizing.limits import Limits
 from llmsizer.sizing.probe import Lengths
 from llmsizer.sizing.search import ConfigResult, closest
@@ -65,6 +66,8 @@ class PlanResult:
     band: Band | None = None
     timeline: Timeline | None = None
     explanation: tuple[str, ...] = ()
+    levers: tuple[LeverRow, ...] = ()  # what each lever buys (`sizing.levers`)
+    notes: tuple[str, ...] = ()  # warnings: fallbacks the search space runs on
 
     @property
     def winner(self) -> CandidatePlan | None:

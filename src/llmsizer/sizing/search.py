@@ -11,13 +11,14 @@ For each configuration (GPU x precision x TP x PP x engine preset x batch knobs)
    every rate the configuration can sustain;
 4. rate search (`rate_search.RateSearch`): Poisson probes down a grid of fractions of the
    capacity until one meets every limit, then bisection;
-5. branch and bound, best first per GPU: a heap of lower bounds on the objective (servers,
-   then GPUs needed at the load), first from one instance, then from the capacity, then
-   from the lowest rate that failed; each pop runs one probe of the most promising
-   configuration, and a configuration whose bound cannot beat the best rate already found
-   is dropped. The optimum is exact (a test compares it with an exhaustive search), and
-   since each configuration's rate can only fall as limits tighten, and servers only grow
-   with load, so does the optimum.
+5. branch and bound, best first per lever group (`group`: GPU, precision, sparsity), so
+   each group's best is exact and the plan can set them side by side: a heap of lower
+   bounds on the objective (servers, then GPUs needed at the load), first from one
+   instance, then from the capacity, then from the lowest rate that failed; each pop runs
+   one probe of the most promising configuration, and a configuration whose bound cannot
+   beat the best rate already found in its group is dropped. The optimum is exact (a test
+   compares it with an exhaustive search), and since each configuration's rate can only
+   fall as limits tighten, and servers only grow with load, so does the optimum.
 """
 
 from __future__ import annotations
@@ -105,6 +106,15 @@ class ConfigResult:
         return None if self.rate is None else self.rate / self.config.gpus_per_instance
 
 
+Group = tuple[str, str, bool]
+
+
+def group(config: DeploymentSpec) -> Group:
+    """The lever group a configuration belongs to: its GPU, weight precision and sparsity.
+    The search finds the best of every group; the plan compares groups."""
+    return (config.gpu, config.precision, config.sparsity)
+
+
 def objective(space: SearchSpace, config: DeploymentSpec, rate: float) -> tuple[int, int]:
     """What the search minimises for one GPU type: (GPUs, servers) when billed per GPU hour,
     else (servers, GPUs)."""
@@ -128,14 +138,16 @@ def search(
             done += 1
             if progress is not None:
                 progress(done, len(space.configs))
-    for _, config in bnb.best.values():
+    settled = [bnb.results[c] for c in space.configs]
+    for best in best_by_gpu(space, settled).values():
+        config = best.config
         bnb.results[config] = _with_curve(space, bnb.results[config], bnb.probes[config])
     return tuple(bnb.results[c] for c in space.configs)
 
 
 class _BranchAndBound:
     """The search's state: verdicts so far, a heap of (bound, tie-break, order, config),
-    each configuration's rate search, and per GPU the best (objective, config) achieved."""
+    each configuration's rate search, and per group the best (objective, config) achieved."""
 
     def __init__(self, space: SearchSpace, efficiency: Callable[[str], EfficiencyFactors]):
         self.space = space
@@ -143,7 +155,7 @@ class _BranchAndBound:
         self.probes: dict[DeploymentSpec, Probe] = {}
         self.searches: dict[DeploymentSpec, RateSearch] = {}
         self.heap: list[tuple[tuple[int, int], float, int, DeploymentSpec]] = []
-        self.best: dict[str, tuple[tuple[int, int], DeploymentSpec]] = {}
+        self.best: dict[Group, tuple[tuple[int, int], DeploymentSpec]] = {}
         for i, config in enumerate(space.configs):
             self.results[config], probe = _screen(space, config, efficiency)
             if probe is not None:
@@ -154,7 +166,7 @@ class _BranchAndBound:
         """One probe (or capacity run) of the most promising configuration, or drop it;
         True when that configuration is settled."""
         bound, _, i, config = heapq.heappop(self.heap)
-        incumbent = self.best.get(config.gpu)
+        incumbent = self.best.get(group(config))
         if incumbent is not None and incumbent[1] != config and bound >= incumbent[0]:
             self.results[config] = _bounded(self.results[config], incumbent, self.probes[config])
             return True
@@ -169,7 +181,7 @@ class _BranchAndBound:
         if search.rate is not None:
             key = objective(self.space, config, search.rate)
             if incumbent is None or key < incumbent[0]:
-                self.best[config.gpu] = (key, config)
+                self.best[group(config)] = (key, config)
         if search.done:
             self.results[config] = _settled(self.results[config], search)
             return True

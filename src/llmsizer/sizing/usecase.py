@@ -20,11 +20,12 @@ from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from llmsizer.instance import DeploymentSpec, check_context
+from llmsizer.instance import check_context
+from llmsizer.sizing.candidates import CandidatesSpec
 from llmsizer.sizing.cost import Price
 from llmsizer.sizing.limits import Limits
 from llmsizer.sizing.peak import dau_average_rps, poisson_peak_rps
-from llmsizer.specs import Precision, get_gpu, get_model
+from llmsizer.specs import get_gpu, get_model
 from llmsizer.units import MS
 from llmsizer.workload.lengths import MAX_TOKENS
 from llmsizer.workload.spec import TraceFile
@@ -152,83 +153,6 @@ class LimitsSpec(_Strict):
         )
 
 
-class CandidatesSpec(_Strict):
-    """The search space: every combination is a configuration to consider."""
-
-    gpus: list[str] = Field(["h100-sxm"], min_length=1, description="GPU names to compare.")
-    precisions: list[str] = Field(["bf16"], min_length=1, description="Weight precisions.")
-    tensor_parallel_sizes: list[int] = Field(
-        [1, 2, 4, 8], min_length=1, description="TP sizes to try (each >= 1)."
-    )
-    pipeline_parallel_sizes: list[int] = Field(
-        [1], min_length=1, description="PP sizes to try (each >= 1)."
-    )
-    engines: list[Literal["vllm", "trtllm", "sglang"]] = Field(
-        ["vllm"], min_length=1, description="Engine presets to try."
-    )
-    max_num_seqs: list[int | None] = Field(
-        [None], min_length=1, description="Batch caps to try (null: the preset's)."
-    )
-    max_num_batched_tokens: list[int | None] = Field(
-        [None], min_length=1, description="Step token budgets (prefill chunk) to try."
-    )
-    gpu_memory_utilization: float = Field(
-        0.9, gt=0, le=1, description="Fraction of GPU memory the engine may use."
-    )
-
-    @field_validator("gpus")
-    @classmethod
-    def _known_gpus(cls, names: list[str]) -> list[str]:
-        keys = [get_gpu(n).key for n in names]  # UnknownNameError names close matches
-        return list(dict.fromkeys(keys))
-
-    @field_validator("precisions")
-    @classmethod
-    def _known_precisions(cls, names: list[str]) -> list[str]:
-        return list(dict.fromkeys(Precision.parse(n).value for n in names))
-
-    @field_validator("tensor_parallel_sizes", "pipeline_parallel_sizes")
-    @classmethod
-    def _positive(cls, sizes: list[int]) -> list[int]:
-        bad = [s for s in sizes if s < 1]
-        if bad:
-            raise ValueError(f"sizes must be >= 1, got {bad}")
-        return sorted(set(sizes))
-
-    @field_validator("max_num_seqs", "max_num_batched_tokens")
-    @classmethod
-    def _positive_or_preset(cls, values: list[int | None]) -> list[int | None]:
-        bad = [v for v in values if v is not None and v < 1]
-        if bad:
-            raise ValueError(f"values must be >= 1 (or null for the preset's), got {bad}")
-        return list(dict.fromkeys(values))
-
-    def configs(self, model: str) -> tuple[DeploymentSpec, ...]:
-        """Every combination for `model`, GPU by GPU."""
-        return tuple(
-            DeploymentSpec.model_validate(
-                {
-                    "model": model,
-                    "gpu": g,
-                    "precision": p,
-                    "tensor_parallel_size": tp,
-                    "pipeline_parallel_size": pp,
-                    "gpu_memory_utilization": self.gpu_memory_utilization,
-                    "engine": e,
-                    "max_num_seqs": seqs,
-                    "max_num_batched_tokens": tokens,
-                }
-            )
-            for g in self.gpus
-            for p in self.precisions
-            for tp in self.tensor_parallel_sizes
-            for pp in self.pipeline_parallel_sizes
-            for e in self.engines
-            for seqs in self.max_num_seqs
-            for tokens in self.max_num_batched_tokens
-        )
-
-
 class PriceSpec(_Strict):
     """One GPU's price, a user input: cloud per GPU hour, or an on-premises server."""
 
@@ -267,6 +191,9 @@ class SearchSettings(_Strict):
         "the uncertainty band (0: no band).",
     )
     curves: bool = Field(True, description="Simulate each GPU's latency-throughput curve.")
+    levers: bool = Field(
+        True, description="Search what each lever (precision, sparsity) buys on the winner's GPU."
+    )
 
 
 class UseCase(_Strict):

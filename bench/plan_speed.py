@@ -1,0 +1,41 @@
+"""Plan speed: wall time of `plan` on the sizing examples (issue 11: the lever search must
+stay within 2x of the plan before it).
+
+    .venv/bin/python bench/plan_speed.py [NAME ...]   (default: the three sizing examples)
+
+Each example runs in this process once, after the catalogs are loaded; prints one row per
+example: wall seconds, configurations searched, simulated probe points.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+from llmsizer.sizing.inputs import usecase_from_mapping
+from llmsizer.sizing.plan import plan
+from llmsizer.specs import get_gpu, get_model
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "sizing"
+NAMES = ("llama3_8b_h100", "nemo43b_dgx_h100", "azure_chat_llama31_70b")
+
+
+def main(names: list[str]) -> None:
+    os.chdir(EXAMPLES)
+    get_gpu("h100-sxm"), get_model("llama-3-8b")  # catalogs loaded before timing
+    print(f"{'example':<26} {'seconds':>8} {'configs':>8} {'points':>7}")
+    for name in names or NAMES:
+        usecase = usecase_from_mapping(yaml.safe_load(Path(f"{name}.yaml").read_text()))
+        start = time.perf_counter()
+        result = plan(usecase)
+        seconds = time.perf_counter() - start
+        points = sum(len(r.points) + len(r.curve) for r in result.results)
+        print(f"{name:<26} {seconds:>8.1f} {len(result.results):>8} {points:>7}", flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
