@@ -116,6 +116,9 @@ def simulate(
     kv_cache_dtype: Annotated[
         str | None, typer.Option(help=field_help(GpuStepCostSpec, "kv_cache_dtype"))
     ] = None,
+    sparsity: Annotated[
+        bool | None, typer.Option(help=field_help(GpuStepCostSpec, "sparsity"))
+    ] = None,
     tp: Annotated[
         int | None,
         typer.Option(
@@ -183,6 +186,7 @@ def simulate(
         "gpu": gpu,
         "precision": precision,
         "kv_cache_dtype": kv_cache_dtype,
+        "sparsity": sparsity,
         "tensor_parallel_size": tp,
         "pipeline_parallel_size": pp,
         "calibration": calibration,

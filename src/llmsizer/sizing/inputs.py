@@ -46,6 +46,7 @@ FLAG_FIELDS: Mapping[str, str] = MappingProxyType(
         "percentile": "limits.percentile",
         "gpu": "candidates.gpus",
         "precision": "candidates.precisions",
+        "sparsity": "candidates.sparsity",
         "tp": "candidates.tensor_parallel_sizes",
         "pp": "candidates.pipeline_parallel_sizes",
         "engine": "candidates.engines",
@@ -55,7 +56,9 @@ FLAG_FIELDS: Mapping[str, str] = MappingProxyType(
         "seed": "search.seed",
     }
 )
-LIST_FLAGS = frozenset({"gpu", "precision", "tp", "pp", "engine"})  # "a,b,c" -> [a, b, c]
+LIST_FLAGS = frozenset(
+    {"gpu", "precision", "sparsity", "tp", "pp", "engine"}
+)  # "a,b,c" -> [a, b, c]
 SWITCHES: Mapping[str, tuple[str, Any]] = MappingProxyType(
     {"words": ("unit", "words"), "offline": ("mode", "offline"), "sequential": ("streaming", False)}
 )

@@ -5,6 +5,7 @@ On one GPU type (the winner's, else the first candidate's), over the use case's 
 
     baseline          bf16, dense weights
     <precision>       each other precision the GPU runs well (`perf.levers.search_precisions`)
+                      or the use case accepts
     2:4 sparsity      bf16, sparse weights
     best combination  the best group found, the best precision with sparsity included
 
@@ -56,8 +57,10 @@ def lever_table(
 ) -> tuple[LeverRow, ...]:
     """The rows of the module docstring for `gpu`."""
     wanted: dict[str, Group] = {BASELINE: (gpu, "bf16", False)}
-    for p in search_precisions(get_gpu(gpu))[1:]:
-        wanted[p.value] = (gpu, p.value, False)
+    own = [p.value for p in search_precisions(get_gpu(gpu))]
+    for p in dict.fromkeys(own + usecase.candidates.precisions_for(gpu)):
+        if p != "bf16":
+            wanted[p] = (gpu, p, False)
     wanted["2:4 sparsity"] = (gpu, "bf16", True)
     found = _best_by_group(space, results)
     found.update(_search_missing(usecase, space, set(wanted.values()) - set(found), efficiency))
