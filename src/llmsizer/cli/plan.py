@@ -34,6 +34,13 @@ def plan(
     tpot_ms: Annotated[float | None, Opt(help="TPOT (ITL) limit in ms.")] = None,
     e2el_ms: Annotated[float | None, Opt(help="End-to-end latency limit in ms.")] = None,
     percentile: Annotated[float | None, Opt(help="Percentile the limits apply at (95).")] = None,
+    arrival: Annotated[str | None, Opt(help="Arrivals: poisson, gamma or trace.")] = None,
+    burstiness: Annotated[
+        float | None, Opt(help="Gamma arrivals' burstiness (vLLM's): 1 Poisson, < 1 burstier.")
+    ] = None,
+    arrival_trace: Annotated[
+        Path | None, Opt(help="Trace whose inter-arrival gaps to scale to the rate.")
+    ] = None,
     gpu: Annotated[str | None, Opt(help="Candidate GPUs, comma separated.")] = None,
     precision: Annotated[
         str | None, Opt(help="Candidate precisions, comma separated; auto: each GPU's own.")
@@ -58,7 +65,8 @@ def plan(
     flags = usecase_dict(
         model=model, isl=isl, osl=osl, words=words, peak_rps=peak_rps, average_rps=average_rps,
         daily_active_users=daily_active_users, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
-        e2el_ms=e2el_ms, percentile=percentile, gpu=gpu, precision=precision, sparsity=sparsity,
+        e2el_ms=e2el_ms, percentile=percentile, arrival=arrival, burstiness=burstiness,
+        arrival_trace=arrival_trace, gpu=gpu, precision=precision, sparsity=sparsity,
         tp=tp, pp=pp,
         engine=engine, headroom=headroom, offline=offline, sequential=sequential, trace=trace,
     )  # fmt: skip

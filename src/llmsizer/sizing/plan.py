@@ -79,6 +79,7 @@ def plan(
         ranked_by=_ranking(candidates),
         candidates=candidates,
         results=results,
+        arrivals=space.arrivals.source,
     )
     result = _with_band_and_timeline(result, space, efficiency)
     result = dataclasses.replace(
@@ -138,6 +139,7 @@ def search_space(usecase: UseCase) -> SearchSpace:
         seed=usecase.search.seed,
         cloud_priced=cloud,
         curves=usecase.search.curves,
+        arrivals=usecase.load.arrival_pattern(),
     )
 
 

@@ -41,6 +41,7 @@ def plan_data(plan: PlanResult) -> dict[str, Any]:
             "load_rps": plan.load_rps,
             "served_rps": plan.served_rps,
             "average_rps": plan.usecase.load.average,
+            "arrivals": plan.arrivals,
         },
         "ranked_by": plan.ranked_by,
         "winner": None if winner is None else winner.gpu,

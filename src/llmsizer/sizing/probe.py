@@ -14,8 +14,8 @@ run fewer, in proportion to the square of the load (`_num_at`), as their small b
 each request cost more steps. Long runs at 93 % and above are still optimistic by a few percent of
 rate; the search never plans above 95 % of capacity.
 
-Every rate sees the same arrival pattern (a unit-rate Poisson process drawn once from the
-seed by `llmsizer.workload.poisson_arrivals`, its times divided by the rate) and the same
+Every rate sees the same arrival pattern (drawn once at unit rate from the seed, Poisson
+unless the use case says otherwise: `sizing.arrivals`; its times divided by the rate) and the same
 lengths, so a probe is a deterministic function of the rate and the bisection in `search`
 is well defined.
 
@@ -35,8 +35,9 @@ import numpy as np
 from llmsizer.instance import Instance
 from llmsizer.metrics import summarize
 from llmsizer.sim import Batch, Engine, PrefillChunk, SimResult, StepCost
+from llmsizer.sizing.arrivals import ArrivalPattern
 from llmsizer.sizing.limits import Latencies, Limits, Metric
-from llmsizer.workload import Workload, poisson_arrivals
+from llmsizer.workload import Workload
 
 HIGH_LOAD_REQUESTS = 3000
 LOW_LOAD_REQUESTS = 500  # 25 requests above the p95 even when the load is light
@@ -109,6 +110,7 @@ class Probe:
         *,
         seed: int = 0,
         num_requests: int | None = None,
+        arrivals: ArrivalPattern | None = None,
     ) -> None:
         self.instance = instance
         self.lengths = lengths
@@ -117,7 +119,8 @@ class Probe:
         self.engine = Engine(instance.virtual_engine(), instance.step)
         self.num_requests = num_requests or HIGH_LOAD_REQUESTS
         rng = np.random.default_rng(seed)
-        self._unit_arrivals = poisson_arrivals(self.num_requests, 1.0, rng)
+        pattern = arrivals or ArrivalPattern()
+        self._unit_arrivals = pattern.unit_arrivals(self.num_requests, rng)
         self._points: dict[float, Point] = {}
         self._capacity: float | None = None
 

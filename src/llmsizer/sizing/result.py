@@ -66,6 +66,7 @@ class PlanResult:
     band: Band | None = None
     timeline: Timeline | None = None
     explanation: tuple[str, ...] = ()
+    arrivals: str = "Poisson arrivals"  # the probes' arrival pattern (`sizing.arrivals`)
     levers: tuple[LeverRow, ...] = ()  # what each lever buys (`sizing.levers`)
     notes: tuple[str, ...] = ()  # warnings: fallbacks the search space runs on
 

@@ -31,6 +31,7 @@ from enum import StrEnum
 
 from llmsizer.instance import DeploymentSpec, make_instance
 from llmsizer.perf import DoesNotFitError, EfficiencyFactors
+from llmsizer.sizing.arrivals import POISSON, ArrivalPattern
 from llmsizer.sizing.configuration import Sizing
 from llmsizer.sizing.limits import Binding, Limits, Metric
 from llmsizer.sizing.probe import Batch1, Lengths, Point, Probe
@@ -74,6 +75,7 @@ class SearchSpace:
     seed: int = 0
     cloud_priced: frozenset[str] = frozenset()
     curves: bool = True
+    arrivals: ArrivalPattern = POISSON
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,7 +257,12 @@ def make_probe(
         efficiency=efficiency(config.preset),
     )
     return Probe(
-        instance, space.lengths, space.limits, seed=space.seed, num_requests=space.num_requests
+        instance,
+        space.lengths,
+        space.limits,
+        seed=space.seed,
+        num_requests=space.num_requests,
+        arrivals=space.arrivals,
     )
 
 

@@ -21,6 +21,7 @@ from typing import Any, Literal, Self
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from llmsizer.instance import check_context
+from llmsizer.sizing.arrivals import ArrivalKind, ArrivalPattern
 from llmsizer.sizing.candidates import CandidatesSpec
 from llmsizer.sizing.cost import Price
 from llmsizer.sizing.limits import Limits
@@ -88,6 +89,32 @@ class LoadSpec(_Strict):
     window_s: float = Field(
         1.0, gt=0, description="Seconds over which arrivals are counted for the Poisson peak."
     )
+    arrival: ArrivalKind = Field(
+        "poisson",
+        description="How requests arrive at the planned rate: poisson, gamma (with "
+        "`burstiness`), or trace (`arrival_trace`'s own gaps scaled to the rate).",
+    )
+    burstiness: float = Field(
+        1.0,
+        gt=0,
+        le=100,
+        description="Gamma arrivals' shape (vLLM --burstiness): 1 Poisson, < 1 burstier.",
+    )
+    arrival_trace: TraceFile | None = Field(
+        None, description="Trace (Azure .csv, Mooncake .jsonl) whose inter-arrival gaps to use."
+    )
+
+    @model_validator(mode="after")
+    def _arrival_settings(self) -> Self:
+        if (self.arrival == "trace") != (self.arrival_trace is not None):
+            raise ValueError("load.arrival_trace is given exactly when load.arrival is trace")
+        if self.burstiness != 1.0 and self.arrival != "gamma":
+            raise ValueError("load.burstiness applies to gamma arrivals: set load.arrival gamma")
+        return self
+
+    def arrival_pattern(self) -> ArrivalPattern:
+        """The probes' arrival pattern at unit rate (`sizing.arrivals`)."""
+        return ArrivalPattern.of(self.arrival, self.burstiness, self.arrival_trace)
 
     @model_validator(mode="after")
     def _one_load(self) -> Self:
