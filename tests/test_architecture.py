@@ -26,7 +26,8 @@ ALLOWED: dict[str, set[str]] = {
     "metrics": {"records"},
     "workload": {"units"},
     "sim": {"units", "records", "workload"},
-    "instance": {"specs", "perf", "sim", "metrics", "workload"},
+    # records: speculative runs map step records back to token records (issue 11)
+    "instance": {"specs", "perf", "sim", "metrics", "workload", "records"},
     "sizing": {"units", "specs", "perf", "sim", "instance", "metrics", "workload"},
     "calibrate": {
         "units",
@@ -54,8 +55,8 @@ BUDGET = {
     "workload": 1300,
     "bench": 2700,
     "report": 2100,
-    "instance": 600,
-    "sizing": 3000,  # the plan pipeline only
+    "instance": 760,  # + speculative decoding runs (issue 11)
+    "sizing": 3300,  # the plan pipeline only; + levers, arrivals, candidates (issue 11)
     "calibrate": 2800,
     "cli": 1200,  # + --overwrite on every command that writes, input checks at the edges
 }

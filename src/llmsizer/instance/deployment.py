@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
+from llmsizer.instance.speculation import SpeculativeSpec
 from llmsizer.sim import PRESETS, EngineConfig
 
 _ENGINE_KEYS = frozenset(EngineConfig.model_fields) - {"engine"}
@@ -59,6 +60,9 @@ class HardwareSpec(BaseModel):
         0.9, gt=0, le=1, description="Fraction of GPU memory the engine may use."
     )
     sparsity: bool = Field(False, description="2:4 structured sparsity of the weights.")
+    speculative: SpeculativeSpec | None = Field(
+        None, description="Speculative decoding (draft head or model, k, acceptance)."
+    )
 
     @property
     def gpus_per_instance(self) -> int:
@@ -115,6 +119,8 @@ class DeploymentSpec(HardwareSpec):
             parts.insert(2, "2:4")
         if self.pipeline_parallel_size > 1:
             parts.append(f"PP{self.pipeline_parallel_size}")
+        if self.speculative is not None:
+            parts.append(self.speculative.label())
         parts.append(self.preset)
         parts += [f"{key}={value}" for key, value in self.batch_overrides().items()]
         return " ".join(parts)
