@@ -4,7 +4,8 @@ stay within 2x of the plan before it).
     .venv/bin/python bench/plan_speed.py [NAME ...]   (default: the three sizing examples)
 
 Each example runs in this process once, after the catalogs are loaded; prints one row per
-example: wall seconds, configurations searched, simulated probe points.
+example: wall and CPU seconds (the machine may be shared: compare CPU seconds),
+configurations in the main search, probe points simulated in it.
 """
 
 from __future__ import annotations
@@ -27,14 +28,15 @@ NAMES = ("llama3_8b_h100", "nemo43b_dgx_h100", "azure_chat_llama31_70b")
 def main(names: list[str]) -> None:
     os.chdir(EXAMPLES)
     get_gpu("h100-sxm"), get_model("llama-3-8b")  # catalogs loaded before timing
-    print(f"{'example':<26} {'seconds':>8} {'configs':>8} {'points':>7}")
+    print(f"{'example':<26} {'wall s':>8} {'CPU s':>8} {'configs':>8} {'points':>7}")
     for name in names or NAMES:
         usecase = usecase_from_mapping(yaml.safe_load(Path(f"{name}.yaml").read_text()))
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         result = plan(usecase)
-        seconds = time.perf_counter() - start
+        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
         points = sum(len(r.points) + len(r.curve) for r in result.results)
-        print(f"{name:<26} {seconds:>8.1f} {len(result.results):>8} {points:>7}", flush=True)
+        row = f"{name:<26} {seconds:>8.1f} {cpu:>8.1f} {len(result.results):>8} {points:>7}"
+        print(row, flush=True)
 
 
 if __name__ == "__main__":

@@ -119,6 +119,10 @@ def simulate(
     sparsity: Annotated[
         bool | None, typer.Option(help=field_help(GpuStepCostSpec, "sparsity"))
     ] = None,
+    num_speculative_tokens: Annotated[
+        int | None,
+        typer.Option(help="Speculative decoding with an EAGLE/MTP-style head: draft tokens k."),
+    ] = None,
     tp: Annotated[
         int | None,
         typer.Option(
@@ -187,6 +191,9 @@ def simulate(
         "precision": precision,
         "kv_cache_dtype": kv_cache_dtype,
         "sparsity": sparsity,
+        "speculative": None
+        if num_speculative_tokens is None
+        else {"num_speculative_tokens": num_speculative_tokens},
         "tensor_parallel_size": tp,
         "pipeline_parallel_size": pp,
         "calibration": calibration,

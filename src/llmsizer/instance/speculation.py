@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from dataclasses import dataclass
 from typing import Literal, Self
 
 import numpy as np
@@ -37,7 +38,8 @@ from llmsizer.perf import Deployment, StepModel
 from llmsizer.perf.memory import weight_bytes_per_gpu
 from llmsizer.perf.speculative import SpeculativeDecoding, SpeculativeStepCost, draft_head_model
 from llmsizer.records import RequestRecord
-from llmsizer.sim import Engine, SimResult
+from llmsizer.sim import Engine, EngineConfig, SimResult
+from llmsizer.sim.engine import Progress
 from llmsizer.specs import get_model
 from llmsizer.workload import Workload
 
@@ -138,6 +140,7 @@ def run_speculative(
     spec: SpeculativeSpec,
     kv_fraction: float,
     rng: np.random.Generator,
+    progress: Progress | None = None,
 ) -> SimResult:
     """Run `workload` on a speculating `engine` (its step cost a `SpeculativeStepCost`),
     `kv_fraction` of its blocks left to the target; records in tokens (module docstring)."""
@@ -151,7 +154,7 @@ def run_speculative(
         blocks = max(1, math.floor(cfg.num_gpu_blocks * kv_fraction * ratio))
         cfg = cfg.model_copy(update={"num_gpu_blocks": blocks})
     in_steps = dataclasses.replace(workload, num_output_tokens=simulated)
-    result = dataclasses.replace(engine, config=cfg).run(in_steps)
+    result = dataclasses.replace(engine, config=cfg).run(in_steps, progress)
     records = [_in_tokens(r, int(output[r.request_id])) for r in result.records]
     return dataclasses.replace(result, records=records)
 
@@ -204,3 +207,22 @@ def tokens_per_step(spec: SpeculativeSpec | None) -> float:
     return SpeculativeDecoding(
         spec.num_speculative_tokens, spec.acceptance_rate
     ).expected_tokens_per_step
+
+
+@dataclass(frozen=True, slots=True)
+class SpeculativeEngine:
+    """An `Engine` whose step cost is a `SpeculativeStepCost`, run as `run_speculative`
+    (what `simulate` builds for a scenario that speculates)."""
+
+    engine: Engine
+    spec: SpeculativeSpec
+    kv_fraction: float
+    seed: int = 0
+
+    @property
+    def config(self) -> EngineConfig:
+        return self.engine.config
+
+    def run(self, workload: Workload, progress: Progress | None = None) -> SimResult:
+        rng = np.random.default_rng(self.seed)
+        return run_speculative(self.engine, workload, self.spec, self.kv_fraction, rng, progress)

@@ -20,6 +20,9 @@ Quality notes, by format (what a planner must check before shipping):
 - 2:4 sparsity: needs pruning and retraining to recover accuracy (Mishra et al. 2021,
   "Accelerating Sparse Deep Neural Networks", arXiv:2104.08378; MLPerf v4.0's sparse Llama
   2 70B was fine-tuned after pruning): never a switch on an existing checkpoint.
+- speculative decoding: lossless; verification keeps exactly the target's output
+  distribution (Leviathan et al. 2023, "Fast Inference from Transformers via Speculative
+  Decoding", theorem 3.5); it buys latency, never costs quality.
 """
 
 from __future__ import annotations

@@ -1,20 +1,21 @@
 """`CandidatesSpec`: the search space of a use case, every lever the course names.
 
-A configuration is GPU x weight precision x 2:4 sparsity x tensor and pipeline parallel
-sizes x engine preset x batch knobs. `precisions` is also the list of precisions the use
-case accepts: `auto` stands for what each GPU runs well (`perf.levers.search_precisions`:
-bf16, its native fp8 / fp4, and int4 weight-only), so the accepted set can be wide or
-restricted to lossless formats. A precision the GPU has no math for is kept (it loads as
-weight-only) and `fallback_notes` names the fallback.
+A configuration is GPU x weight precision x 2:4 sparsity x speculative draft tokens x
+tensor and pipeline parallel sizes x engine preset x batch knobs. `precisions` is also the
+list of precisions the use case accepts: `auto` stands for what each GPU runs well
+(`perf.levers.search_precisions`: bf16, its native fp8 / fp4, and int4 weight-only), so
+the accepted set can be wide or restricted to lossless formats. A precision the GPU has no
+math for is kept (it loads as weight-only) and `fallback_notes` names the fallback.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from llmsizer.instance import DeploymentSpec
+from llmsizer.instance.speculation import DEFAULT_ACCEPTANCE, SpeculativeSpec
 from llmsizer.perf import Deployment
 from llmsizer.perf.levers import fallback_note, search_precisions
 from llmsizer.specs import Precision, get_gpu, get_model
@@ -36,6 +37,18 @@ class CandidatesSpec(BaseModel):
     )
     sparsity: list[bool] = Field(
         [False], min_length=1, description="2:4 structured sparsity off/on to try."
+    )
+    speculative_tokens: list[int] = Field(
+        [0], min_length=1, description="Speculative decoding: draft tokens k to try (0: off)."
+    )
+    speculative_method: Literal["head", "draft_model"] = Field(
+        "head", description="Drafter when speculating: an EAGLE/MTP-style head, or a model."
+    )
+    draft_model: str | None = Field(
+        None, description="Draft model (speculative_method draft_model)."
+    )
+    acceptance_rate: float = Field(
+        DEFAULT_ACCEPTANCE, gt=0, lt=1, description="Mean per-token acceptance of drafts."
     )
     tensor_parallel_sizes: list[int] = Field(
         [1, 2, 4, 8], min_length=1, description="TP sizes to try (each >= 1)."
@@ -72,6 +85,25 @@ class CandidatesSpec(BaseModel):
     def _unique(cls, values: list[bool]) -> list[bool]:
         return list(dict.fromkeys(values))
 
+    @field_validator("speculative_tokens")
+    @classmethod
+    def _draft_tokens(cls, values: list[int]) -> list[int]:
+        bad = [v for v in values if not 0 <= v <= 16]
+        if bad:
+            raise ValueError(f"draft tokens must be 0 (off) to 16, got {bad}")
+        return list(dict.fromkeys(values))
+
+    def speculative(self, k: int) -> SpeculativeSpec | None:
+        """The speculation settings of `k` draft tokens (`None` for 0)."""
+        if k == 0:
+            return None
+        return SpeculativeSpec(
+            num_speculative_tokens=k,
+            method=self.speculative_method,
+            draft_model=self.draft_model,
+            acceptance_rate=self.acceptance_rate,
+        )
+
     @field_validator("tensor_parallel_sizes", "pipeline_parallel_sizes")
     @classmethod
     def _positive(cls, sizes: list[int]) -> list[int]:
@@ -97,8 +129,8 @@ class CandidatesSpec(BaseModel):
         return list(dict.fromkeys(found))
 
     def configs(self, model: str, **levers: object) -> tuple[DeploymentSpec, ...]:
-        """Every combination for `model`, GPU by GPU; `levers` (`precision`, `sparsity`)
-        replace an axis by one value, as the lever table does."""
+        """Every combination for `model`, GPU by GPU; `levers` (`precision`, `sparsity`,
+        `speculative_tokens`) replace an axis by one value, as the lever table does."""
         return tuple(
             DeploymentSpec.model_validate(
                 {
@@ -106,6 +138,7 @@ class CandidatesSpec(BaseModel):
                     "gpu": g,
                     "precision": p,
                     "sparsity": sparse,
+                    "speculative": self.speculative(k),
                     "tensor_parallel_size": tp,
                     "pipeline_parallel_size": pp,
                     "gpu_memory_utilization": self.gpu_memory_utilization,
@@ -117,6 +150,7 @@ class CandidatesSpec(BaseModel):
             for g in self.gpus
             for p in _axis(levers, "precision", self.precisions_for(g))
             for sparse in _axis(levers, "sparsity", self.sparsity)
+            for k in _axis(levers, "speculative_tokens", self.speculative_tokens)
             for tp in self.tensor_parallel_sizes
             for pp in self.pipeline_parallel_sizes
             for e in self.engines
@@ -135,7 +169,9 @@ class CandidatesSpec(BaseModel):
         return notes
 
 
-def _axis(levers: dict[str, object], name: str, values: list[str] | list[bool]) -> list[object]:
+def _axis(
+    levers: dict[str, object], name: str, values: list[str] | list[bool] | list[int]
+) -> list[Any]:
     return [levers[name]] if name in levers else list(values)
 
 

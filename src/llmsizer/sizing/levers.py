@@ -7,7 +7,8 @@ On one GPU type (the winner's, else the first candidate's), over the use case's 
     <precision>       each other precision the GPU runs well (`perf.levers.search_precisions`)
                       or the use case accepts
     2:4 sparsity      bf16, sparse weights
-    best combination  the best group found, the best precision with sparsity included
+    speculation       bf16, speculative decoding with the use case's draft tokens k (or 3)
+    best combination  the best group found, with every lever that helped alone combined
 
 A lever group the main search already settled (`search.group`) is read from its results;
 the others are searched together in one more branch and bound, which keeps the best of each
@@ -33,6 +34,8 @@ from llmsizer.specs import get_gpu
 
 BASELINE = "baseline (bf16)"
 COMBINED = "best combination"
+_NOT_PRECISION = ("2:4 sparsity", "speculation")
+LEVER_DRAFT_TOKENS = (3,)  # k tried when the use case names none (vLLM EAGLE examples: 3-5)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,27 +59,50 @@ def lever_table(
     efficiency: Callable[[str], EfficiencyFactors],
 ) -> tuple[LeverRow, ...]:
     """The rows of the module docstring for `gpu`."""
-    wanted: dict[str, Group] = {BASELINE: (gpu, "bf16", False)}
+    cands = usecase.candidates
+    wanted: dict[str, list[Group]] = {BASELINE: [(gpu, "bf16", False, 0)]}
     own = [p.value for p in search_precisions(get_gpu(gpu))]
-    for p in dict.fromkeys(own + usecase.candidates.precisions_for(gpu)):
+    for p in dict.fromkeys(own + cands.precisions_for(gpu)):
         if p != "bf16":
-            wanted[p] = (gpu, p, False)
-    wanted["2:4 sparsity"] = (gpu, "bf16", True)
+            wanted[p] = [(gpu, p, False, 0)]
+    wanted["2:4 sparsity"] = [(gpu, "bf16", True, 0)]
+    ks = [k for k in cands.speculative_tokens if k] or list(LEVER_DRAFT_TOKENS)
+    wanted["speculation"] = [(gpu, "bf16", False, k) for k in ks]
     found = _best_by_group(space, results)
-    found.update(_search_missing(usecase, space, set(wanted.values()) - set(found), efficiency))
-    precision = min(
-        (g for g in found if g[0] == gpu and not g[2]),
-        key=lambda g: _rank(space, found[g]),
-        default=None,
-    )
-    if precision is not None and (gpu, precision[1], True) not in found:
-        combo = (gpu, precision[1], True)
+    missing = {g for groups in wanted.values() for g in groups} - set(found)
+    found.update(_search_missing(usecase, space, missing, efficiency))
+    best = {name: _best_of(space, found, groups) for name, groups in wanted.items()}
+    combo = _combination(best)
+    if combo is not None and combo not in found:
         found.update(_search_missing(usecase, space, {combo}, efficiency))
-    rows = [_row(usecase, space, name, found.get(g)) for name, g in wanted.items()]
-    mine = [g for g in found if g[0] == gpu]
-    best = min(mine, key=lambda g: _rank(space, found[g]), default=None)
-    rows.append(_row(usecase, space, COMBINED, None if best is None else found[best]))
+    rows = [_row(usecase, space, name, best[name]) for name in wanted]
+    everything = [g for g in found if g[0] == gpu]
+    rows.append(_row(usecase, space, COMBINED, _best_of(space, found, everything)))
     return tuple(rows)
+
+
+def _best_of(
+    space: SearchSpace, found: dict[Group, ConfigResult], groups: list[Group]
+) -> ConfigResult | None:
+    mine = [found[g] for g in groups if g in found]
+    return min(mine, key=lambda r: _rank(space, r), default=None)
+
+
+def _combination(best: dict[str, ConfigResult | None]) -> Group | None:
+    """Every lever that helped alone, together: the best precision, sparsity if it beat the
+    baseline, and the best draft tokens if speculation did."""
+    base = best[BASELINE]
+    precisions = [r for name, r in best.items() if r is not None and name not in _NOT_PRECISION]
+    if not precisions:
+        return None
+    top = min(precisions, key=lambda r: r.rate_per_gpu is None or -r.rate_per_gpu)
+    sparse, spec = best["2:4 sparsity"], best["speculation"]
+
+    def helped(r: ConfigResult | None) -> bool:
+        return r is not None and (base is None or (r.rate_per_gpu or 0) > (base.rate_per_gpu or 0))
+
+    k = group(spec.config)[3] if spec is not None and helped(spec) else 0
+    return (top.config.gpu, top.config.precision, helped(sparse), k)
 
 
 def _search_missing(
@@ -89,9 +115,11 @@ def _search_missing(
     if not groups:
         return {}
     configs: tuple[DeploymentSpec, ...] = ()
-    for gpu, precision, sparse in sorted(groups):
+    for gpu, precision, sparse, k in sorted(groups):
         one = usecase.candidates.model_copy(update={"gpus": [gpu]})
-        configs += one.configs(usecase.model, precision=precision, sparsity=sparse)
+        configs += one.configs(
+            usecase.model, precision=precision, sparsity=sparse, speculative_tokens=k
+        )
     sub = dataclasses.replace(space, configs=configs, curves=False)
     found = _best_by_group(sub, search(sub, efficiency))
     return {g: r for g, r in found.items() if g in groups}
@@ -120,8 +148,13 @@ def _row(usecase: UseCase, space: SearchSpace, lever: str, best: ConfigResult | 
         return LeverRow(lever, None, None, True, "")
     c = best.config
     sizing = Sizing.of(space.load_rps, best.rate, c, server_for(c.gpu))
-    accepted = c.precision in usecase.candidates.precisions_for(c.gpu) and (
-        c.sparsity in usecase.candidates.sparsity
+    k = group(c)[3]
+    cands = usecase.candidates
+    accepted = (
+        c.precision in cands.precisions_for(c.gpu)
+        and c.sparsity in cands.sparsity
+        and k in cands.speculative_tokens
     )
+    # speculation keeps the target's output distribution (`perf.levers`): no note of its own
     quality = quality_note(c.precision) + (f"; needs {SPARSITY_QUALITY}" if c.sparsity else "")
     return LeverRow(lever, best, sizing, accepted, quality)

@@ -14,7 +14,7 @@ from llmsizer.sizing.curve import CurvePoint
 from llmsizer.sizing.levers import LeverRow
 from llmsizer.sizing.limits import METRICS, Limit, Limits
 from llmsizer.sizing.result import CandidatePlan, PlanResult
-from llmsizer.sizing.search import ConfigResult
+from llmsizer.sizing.search import ConfigResult, group
 from llmsizer.units import MS
 
 SCHEMA = "llmsizer.plan/1"
@@ -107,6 +107,8 @@ def _config(r: ConfigResult, limits: Limits) -> dict[str, Any]:
         "label": c.label(),
         "gpu": c.gpu,
         "precision": c.precision,
+        "sparsity": c.sparsity,
+        "num_speculative_tokens": group(c)[3],
         "tensor_parallel_size": c.tensor_parallel_size,
         "pipeline_parallel_size": c.pipeline_parallel_size,
         "engine": c.preset,

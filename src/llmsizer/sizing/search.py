@@ -11,7 +11,7 @@ For each configuration (GPU x precision x TP x PP x engine preset x batch knobs)
    every rate the configuration can sustain;
 4. rate search (`rate_search.RateSearch`): Poisson probes down a grid of fractions of the
    capacity until one meets every limit, then bisection;
-5. branch and bound, best first per lever group (`group`: GPU, precision, sparsity), so
+5. branch and bound, best first per lever group (`group`: GPU, precision, sparsity, k), so
    each group's best is exact and the plan can set them side by side: a heap of lower
    bounds on the objective (servers, then GPUs needed at the load), first from one
    instance, then from the capacity, then from the lowest rate that failed; each pop runs
@@ -108,13 +108,14 @@ class ConfigResult:
         return None if self.rate is None else self.rate / self.config.gpus_per_instance
 
 
-Group = tuple[str, str, bool]
+Group = tuple[str, str, bool, int]
 
 
 def group(config: DeploymentSpec) -> Group:
-    """The lever group a configuration belongs to: its GPU, weight precision and sparsity.
-    The search finds the best of every group; the plan compares groups."""
-    return (config.gpu, config.precision, config.sparsity)
+    """The lever group a configuration belongs to: its GPU, weight precision, sparsity and
+    draft tokens. The search finds the best of every group; the plan compares groups."""
+    k = config.speculative.num_speculative_tokens if config.speculative else 0
+    return (config.gpu, config.precision, config.sparsity, k)
 
 
 def objective(space: SearchSpace, config: DeploymentSpec, rate: float) -> tuple[int, int]:
