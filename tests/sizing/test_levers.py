@@ -54,6 +54,7 @@ def test_fp8_and_sparsity_never_need_more_gpus_than_bf16(changes: dict[str, Any]
     for lever in ("fp8", "2:4 sparsity", COMBINED):
         found = gpus[lever]
         assert found is not None and found <= base, (lever, gpus)
+    assert gpus["speculation"] is not None
     assert gpus[COMBINED] == min(g for g in gpus.values() if g is not None)
 
 
@@ -61,7 +62,7 @@ def test_the_table_marks_what_the_use_case_does_not_accept() -> None:
     result = plan(usecase(candidates={**FAST["candidates"], "precisions": ["bf16", "fp8"]}))
     accepted = {r.lever: r.accepted for r in result.levers}
     assert accepted[BASELINE] and accepted["fp8"]
-    assert not accepted["int4"] and not accepted["2:4 sparsity"]
+    assert not accepted["int4"] and not accepted["2:4 sparsity"] and not accepted["speculation"]
     # the answer itself only uses accepted settings; FP8 was searched, so it can win
     w = result.winner
     assert w is not None and w.best is not None and not w.best.config.sparsity
@@ -122,3 +123,22 @@ def test_quality_notes_separate_lossless_from_checked() -> None:
 def test_sparse_configurations_are_labelled() -> None:
     spec = DeploymentSpec(model="llama-3-8b", gpu="h100-sxm", sparsity=True)
     assert "2:4" in spec.label()
+
+
+def test_speculation_buys_most_where_decode_is_the_limit() -> None:
+    """A tight TPOT limit at low load keeps batches small, where speculation's steps yield
+    ~2.5 tokens for little more than one step's cost: it needs fewer GPUs (6 -> 4)."""
+    u = usecase(limits={"tpot_ms": 7}, load={"peak_rps": 5}, output=400)
+    gpus = gpus_by_lever(u)
+    base, spec = gpus[BASELINE], gpus["speculation"]
+    assert base is not None and spec is not None and spec < base, gpus
+
+
+def test_the_plan_searches_draft_tokens_it_is_given() -> None:
+    cands = {**FAST["candidates"], "speculative_tokens": [0, 2]}
+    result = plan(usecase(candidates=cands, search={**FAST["search"], "levers": False}))
+    ks = {
+        r.config.speculative.num_speculative_tokens if r.config.speculative else 0
+        for r in result.results
+    }
+    assert ks == {0, 2}

@@ -70,11 +70,12 @@ def lever_table(
     wanted["speculation"] = [(gpu, "bf16", False, k) for k in ks]
     found = _best_by_group(space, results)
     missing = {g for groups in wanted.values() for g in groups} - set(found)
-    found.update(_search_missing(usecase, space, missing, efficiency))
+    starts = _warm_starts(results)
+    found.update(_search_missing(usecase, space, missing, efficiency, starts))
     best = {name: _best_of(space, found, groups) for name, groups in wanted.items()}
     combo = _combination(best)
     if combo is not None and combo not in found:
-        found.update(_search_missing(usecase, space, {combo}, efficiency))
+        found.update(_search_missing(usecase, space, {combo}, efficiency, starts))
     rows = [_row(usecase, space, name, best[name]) for name in wanted]
     everything = [g for g in found if g[0] == gpu]
     rows.append(_row(usecase, space, COMBINED, _best_of(space, found, everything)))
@@ -110,8 +111,10 @@ def _search_missing(
     space: SearchSpace,
     groups: set[Group],
     efficiency: Callable[[str], EfficiencyFactors],
+    starts: Callable[[DeploymentSpec], float | None],
 ) -> dict[Group, ConfigResult]:
-    """The best of each group in `groups`, from one search without curves."""
+    """The best of each group in `groups`, from one search without curves, each
+    configuration's rate search warm-started where `starts` knows a fraction."""
     if not groups:
         return {}
     configs: tuple[DeploymentSpec, ...] = ()
@@ -120,9 +123,28 @@ def _search_missing(
         configs += one.configs(
             usecase.model, precision=precision, sparsity=sparse, speculative_tokens=k
         )
-    sub = dataclasses.replace(space, configs=configs, curves=False)
-    found = _best_by_group(sub, search(sub, efficiency))
+    sub = dataclasses.replace(space, configs=configs, curves=False, settle_on_objective=True)
+    warm = {c: f for c in configs if (f := starts(c)) is not None}
+    found = _best_by_group(sub, search(sub, efficiency, starts=warm))
     return {g: r for g, r in found.items() if g in groups}
+
+
+def _warm_starts(results: tuple[ConfigResult, ...]) -> Callable[[DeploymentSpec], float | None]:
+    """Pruning: a lever changes a configuration's rate less than the grid's walk costs, so
+    each lever configuration's rate search starts at the fraction of capacity where the
+    same configuration without levers passed, and walks the grid from there (`RateSearch`):
+    the answer is the bisection's, within its tolerance, with the walk down skipped."""
+    fractions = {
+        r.config: r.rate / r.capacity for r in results if r.rate is not None and r.capacity
+    }
+
+    def start(config: DeploymentSpec) -> float | None:
+        plain = config.model_copy(
+            update={"precision": "bf16", "sparsity": False, "speculative": None}
+        )
+        return fractions.get(plain)
+
+    return start
 
 
 def _best_by_group(

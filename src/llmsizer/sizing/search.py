@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
@@ -64,6 +64,9 @@ class SearchSpace:
     `cloud_priced` holds the GPUs billed per GPU hour: for those the fewest GPUs win, for
     the others the fewest servers. `curves`: simulate the winners' latency curves (`CURVE`).
     `num_requests`: Poisson requests per probe at high load (`Probe`; `None`: its default).
+    `settle_on_objective`: stop a rate search once its bracket needs the same GPUs and
+    servers at either end (the count is then exact; the rate is known less precisely):
+    pruning for searches that report counts only, such as the lever table's.
     """
 
     lengths: Lengths
@@ -76,6 +79,7 @@ class SearchSpace:
     cloud_priced: frozenset[str] = frozenset()
     curves: bool = True
     arrivals: ArrivalPattern = POISSON
+    settle_on_objective: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,10 +135,12 @@ def search(
     space: SearchSpace,
     efficiency: Callable[[str], EfficiencyFactors],
     progress: Progress | None = None,
+    starts: Mapping[DeploymentSpec, float] | None = None,
 ) -> tuple[ConfigResult, ...]:
     """Every configuration's result, in `space.configs` order; the best per GPU has a curve
-    (module docstring, step 5)."""
-    bnb = _BranchAndBound(space, efficiency)
+    (module docstring, step 5). `starts`: warm starts (fractions of capacity, `RateSearch`)
+    for configurations a similar one has been searched for."""
+    bnb = _BranchAndBound(space, efficiency, starts or {})
     done = len(space.configs) - len(bnb.heap)
     while bnb.heap:
         if bnb.pop():
@@ -152,8 +158,14 @@ class _BranchAndBound:
     """The search's state: verdicts so far, a heap of (bound, tie-break, order, config),
     each configuration's rate search, and per group the best (objective, config) achieved."""
 
-    def __init__(self, space: SearchSpace, efficiency: Callable[[str], EfficiencyFactors]):
+    def __init__(
+        self,
+        space: SearchSpace,
+        efficiency: Callable[[str], EfficiencyFactors],
+        starts: Mapping[DeploymentSpec, float],
+    ):
         self.space = space
+        self.starts = starts
         self.results: dict[DeploymentSpec, ConfigResult] = {}
         self.probes: dict[DeploymentSpec, Probe] = {}
         self.searches: dict[DeploymentSpec, RateSearch] = {}
@@ -176,7 +188,7 @@ class _BranchAndBound:
         search = self.searches.get(config)
         if search is None:
             search = self.searches[config] = RateSearch(
-                self.probes[config], self.space.limits, self.space.online
+                self.probes[config], self.space.limits, self.space.online, self.starts.get(config)
             )
             self.results[config] = replace(self.results[config], capacity=search.capacity)
         else:
@@ -185,7 +197,7 @@ class _BranchAndBound:
             key = objective(self.space, config, search.rate)
             if incumbent is None or key < incumbent[0]:
                 self.best[group(config)] = (key, config)
-        if search.done:
+        if search.done or self._count_settled(config, search):
             self.results[config] = _settled(self.results[config], search)
             return True
         # equal bounds: more capacity per GPU first
@@ -193,6 +205,13 @@ class _BranchAndBound:
         refined = objective(self.space, config, search.upper_rate())
         heapq.heappush(self.heap, (refined, tie, i, config))
         return False
+
+    def _count_settled(self, config: DeploymentSpec, search: RateSearch) -> bool:
+        """`settle_on_objective` (`SearchSpace`): the bracket's ends need the same count."""
+        if not self.space.settle_on_objective or search.rate is None or not search.bracketed:
+            return False
+        upper = objective(self.space, config, search.upper_rate() * (1 - 1e-9))
+        return objective(self.space, config, search.rate) == upper
 
 
 def _with_curve(space: SearchSpace, result: ConfigResult, probe: Probe) -> ConfigResult:
