@@ -30,6 +30,9 @@ def print_plan(data: dict[str, Any], console: Console) -> None:
     winner = next((c for c in data["candidates"] if c["gpu"] == data["winner"]), None)
     if winner is not None:
         console.print(Group(_business(winner), _headroom(winner), _pareto(winner, data)))
+    for c in data["candidates"]:
+        if len(c.get("price_models", [])) > 1:
+            console.print(_price_models(c))
     if data.get("levers"):
         console.print(_levers(data["levers"]))
     for note in data.get("notes", []):
@@ -190,5 +193,29 @@ def _levers(rows: list[dict[str, Any]]) -> Table:
             change,
             str(s["num_servers"]),
             row["quality"],
+        )
+    return table
+
+
+def _price_models(c: dict[str, Any]) -> Table:
+    """Every price model of one candidate, and when owning beats renting."""
+    u = c.get("break_even_utilisation")
+    note = ""
+    if u is not None:
+        note = (
+            f"; owning is cheaper above {u:.0%} cloud utilisation"
+            if u <= 1
+            else "; renting is cheaper at any utilisation"
+        )
+    table = Table(title=f"Price models on {c['gpu']}{note}", title_justify="left")
+    for name in ("model", "$/month", "$/Mtok", "basis", "source"):
+        table.add_column(name, justify="right" if name.startswith("$") else "left")
+    for m in c["price_models"]:
+        table.add_row(
+            "cloud" if m["is_cloud"] else "on-premises",
+            _money(m["usd_per_month"]),
+            _money(m["usd_per_million_tokens"], 3),
+            m["basis"],
+            m["source"],
         )
     return table

@@ -27,7 +27,14 @@ import numpy as np
 from llmsizer.perf import EfficiencyFactors
 from llmsizer.perf.calibrated import calibrated_efficiency
 from llmsizer.sizing.configuration import Sizing
-from llmsizer.sizing.cost import BusinessView, Cost, Price, business_view, cost_of
+from llmsizer.sizing.cost import (
+    BusinessView,
+    Cost,
+    Price,
+    break_even_utilisation,
+    business_view,
+    cost_of,
+)
 from llmsizer.sizing.curve import curve_points, gpu_pareto
 from llmsizer.sizing.explain import explain
 from llmsizer.sizing.lengths import build_lengths, length_variants
@@ -43,7 +50,7 @@ from llmsizer.sizing.search import (
     objective,
     search,
 )
-from llmsizer.sizing.servers import server_for
+from llmsizer.sizing.servers import Server, server_for
 from llmsizer.sizing.uncertainty import band
 from llmsizer.sizing.usecase import UseCase
 from llmsizer.specs import get_gpu
@@ -128,7 +135,7 @@ def _efficiency_function(efficiency: Efficiency | EfficiencyFactors | None) -> E
 
 def search_space(usecase: UseCase) -> SearchSpace:
     """The search's plain inputs from a use case."""
-    cloud = frozenset(k for k, p in _prices(usecase).items() if p.is_cloud)
+    cloud = frozenset(k for k, p in _prices(usecase).items() if p[0].is_cloud)
     return SearchSpace(
         lengths=build_lengths(usecase),
         limits=usecase.limits.build(),
@@ -143,9 +150,14 @@ def search_space(usecase: UseCase) -> SearchSpace:
     )
 
 
-def _prices(usecase: UseCase) -> dict[str, Price]:
-    """Prices by catalog GPU key."""
-    return {get_gpu(name).key: spec.build() for name, spec in usecase.prices.items()}
+def _prices(usecase: UseCase) -> dict[str, list[Price]]:
+    """Price models by catalog GPU key, in the order given: names of one GPU (`h100-sxm`,
+    `dgx-h100`) add models, never replace one."""
+    out: dict[str, list[Price]] = {}
+    for name, specs in usecase.prices.items():
+        models = specs if isinstance(specs, list) else [specs]
+        out.setdefault(get_gpu(name).key, []).extend(m.build() for m in models)
+    return out
 
 
 def _served_rps(usecase: UseCase) -> float:
@@ -169,21 +181,34 @@ def _candidate(
     headroom = tuple(
         (h, Sizing.of(peak * (1 + h), best.rate, best.config, server)) for h in HEADROOMS
     )
-    cost, business = _economics(usecase, space.lengths, gpu, sizing, best.rate)
+    costs, business = _economics(usecase, space.lengths, gpu, sizing, best.rate, server)
+    cost = costs[0] if costs else None
     curve = tuple(curve_points(best, space.limits))
     pareto = tuple(gpu_pareto(mine, space.limits))
-    return CandidatePlan(gpu, server, best, sizing, cost, business, headroom, curve, pareto, None)
+    return CandidatePlan(
+        gpu,
+        server,
+        best,
+        sizing,
+        cost,
+        business,
+        headroom,
+        curve,
+        pareto,
+        None,
+        price_models=costs,
+        break_even_utilisation=break_even_utilisation(costs),
+    )
 
 
 def _economics(
-    usecase: UseCase, lengths: Lengths, gpu: str, sizing: Sizing, rate: float
-) -> tuple[Cost | None, BusinessView]:
-    """Cost (when the GPU has a price) and the business view of a sized candidate."""
+    usecase: UseCase, lengths: Lengths, gpu: str, sizing: Sizing, rate: float, server: Server
+) -> tuple[tuple[Cost, ...], BusinessView]:
+    """Costs under every price model of the GPU, and the business view of a candidate."""
     load = usecase.load
-    price = _prices(usecase).get(gpu)
-    cost = None
-    if price is not None:
-        cost = cost_of(
+    tdp_w = get_gpu(gpu).tdp_w or 0.0  # default server power: its GPUs' TDP (catalog)
+    costs = tuple(
+        cost_of(
             price,
             sizing.num_gpus,
             sizing.num_servers,
@@ -191,7 +216,10 @@ def _economics(
             lengths.mean_prompt,
             lengths.mean_output,
             load.working_hours,
+            server_power_kw=server.num_gpus * tdp_w / 1000.0,
         )
+        for price in _prices(usecase).get(gpu, [])
+    )
     business = business_view(
         sizing.num_instances * rate,
         sizing.num_servers,
@@ -200,7 +228,7 @@ def _economics(
         load.requests_per_user,
         load.working_hours,
     )
-    return cost, business
+    return costs, business
 
 
 def _objective(space: SearchSpace, result: ConfigResult) -> tuple[int, int]:

@@ -93,6 +93,8 @@ def _candidate(c: CandidatePlan, limits: Limits) -> dict[str, Any]:
         "rate_per_server_rps": c.best.rate * c.server.instances_per_server(g),
         "sizing": asdict(c.sizing),
         "cost": None if c.cost is None else asdict(c.cost),
+        "price_models": [asdict(m) for m in c.price_models],
+        "break_even_utilisation": c.break_even_utilisation,
         "business": None if c.business is None else asdict(c.business),
         "headroom": [{"headroom": h, **asdict(s)} for h, s in c.headroom],
         "curve": [_point(p, limits) for p in c.curve],

@@ -43,6 +43,8 @@ class CandidatePlan:
     curve: tuple[CurvePoint, ...]
     pareto: tuple[CurvePoint, ...]
     closest: ConfigResult | None
+    price_models: tuple[Cost, ...] = ()  # every price model's cost; `cost` is the first
+    break_even_utilisation: float | None = None  # on-prem vs cloud (`cost`)
 
     @property
     def feasible(self) -> bool:

@@ -191,12 +191,23 @@ class PriceSpec(_Strict):
     power_and_hosting_usd_per_year: float = Field(
         0.0, ge=0, description="Power, cooling, space and support per server per year."
     )
+    power_usd_per_kwh: float = Field(
+        0.0, ge=0, description="Electricity price for on-premises servers, $/kWh."
+    )
+    server_power_kw: float | None = Field(
+        None,
+        gt=0,
+        description="Power one server draws, kW (default: its GPUs' TDP, the GPUs only; "
+        "DGX H100: 10.2 kW max, NVIDIA DGX H100 datasheet).",
+    )
     source: str = Field("user input", description="Where the price comes from.")
 
     @model_validator(mode="after")
     def _one_price(self) -> Self:
         if (self.usd_per_gpu_hour is None) == (self.server_usd is None):
             raise ValueError("give exactly one of usd_per_gpu_hour (cloud) or server_usd")
+        if self.usd_per_gpu_hour is not None and (self.power_usd_per_kwh or self.server_power_kw):
+            raise ValueError("power_usd_per_kwh and server_power_kw apply to server_usd prices")
         return self
 
     def build(self) -> Price:
@@ -262,8 +273,10 @@ class UseCase(_Strict):
     candidates: CandidatesSpec = Field(
         default_factory=CandidatesSpec, description="What to search over."
     )
-    prices: dict[str, PriceSpec] = Field(
-        default_factory=dict, description="Prices by GPU name (user inputs; none built in)."
+    prices: dict[str, PriceSpec | list[PriceSpec]] = Field(
+        default_factory=dict,
+        description="Prices by GPU or system name (user inputs; none built in): one price "
+        "model, or a list (cloud and on-premises) compared side by side; the first ranks.",
     )
     headroom: float = Field(
         0.0, ge=0, le=10, description="Capacity above the planning peak, as a fraction (0.2: 20 %)."
@@ -286,6 +299,9 @@ class UseCase(_Strict):
         unknown = [k for k in self.prices if get_gpu(k).key not in self.candidates.gpus]
         if unknown:
             raise ValueError(f"prices: {unknown} are not among candidates.gpus")
+        empty = [k for k, v in self.prices.items() if isinstance(v, list) and not v]
+        if empty:
+            raise ValueError(f"prices: {empty} have an empty list of price models")
         return self
 
     def _check_lengths(self) -> None:
