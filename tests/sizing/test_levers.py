@@ -3,6 +3,7 @@ sparsity never more), the precisions each GPU runs, and the warnings for fallbac
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
@@ -13,8 +14,10 @@ from llmsizer.perf.levers import fallback_note, quality_note, search_precisions
 from llmsizer.report.plan_text import plan_text
 from llmsizer.sizing.candidates import CandidatesSpec
 from llmsizer.sizing.levers import BASELINE, COMBINED
+from llmsizer.sizing.limits import Metric
 from llmsizer.sizing.plan import plan
 from llmsizer.sizing.plan_data import plan_data
+from llmsizer.sizing.search import CURVE
 from llmsizer.sizing.usecase import UseCase
 from llmsizer.specs import Precision, get_gpu
 
@@ -142,3 +145,21 @@ def test_the_plan_searches_draft_tokens_it_is_given() -> None:
         for r in result.results
     }
     assert ks == {0, 2}
+
+
+def test_adaptive_curve_points_land_where_latency_jumps() -> None:
+    """Three extra points halve the steepest latency jumps: the steepest ratio between
+    neighbours on the final curve is below the steepest on the fixed fractions alone."""
+    u = usecase(search={**FAST["search"], "curves": True, "levers": False})
+    result = plan(u)
+    best = result.winner.best if result.winner else None
+    assert best is not None and best.capacity is not None
+    pts = sorted(best.curve, key=lambda p: p.offered_rate)
+
+    def steepest(points: list[Any]) -> float:
+        ttft = [result.limits.value_s(p.latencies, Metric.TTFT) for p in points]
+        return max(b / a for a, b in itertools.pairwise(ttft))
+
+    fixed = [p for p in pts if any(abs(p.offered_rate - f * best.capacity) < 1e-9 for f in CURVE)]
+    assert len(fixed) == len(CURVE) and len(pts) >= len(CURVE) + 3
+    assert steepest(pts) < steepest(fixed)

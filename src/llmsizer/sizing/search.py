@@ -24,6 +24,7 @@ For each configuration (GPU x precision x TP x PP x engine preset x batch knobs)
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -40,6 +41,7 @@ from llmsizer.sizing.servers import server_for
 from llmsizer.specs import UnknownNameError
 
 CURVE = (0.95, 0.9, 0.8, 0.6, 0.4)  # fractions of capacity on the latency curve
+ADAPTIVE_POINTS = 3  # more curve points where the latency jumps most (`_with_curve`)
 
 Progress = Callable[[int, int], None]  # (configurations done, configurations in total)
 
@@ -215,11 +217,28 @@ class _BranchAndBound:
 
 
 def _with_curve(space: SearchSpace, result: ConfigResult, probe: Probe) -> ConfigResult:
-    """The winner's latency-throughput curve: probes at `CURVE` fractions of capacity."""
+    """The winner's latency-throughput curve: probes at `CURVE` fractions of capacity, the
+    search's own probes (already simulated, near the limit), and `ADAPTIVE_POINTS` more,
+    each halving the gap between the two neighbours whose latency jumps the most: the
+    knee gets the points."""
     if not space.online or not space.curves:
         return replace(result, points=tuple(probe.points))
-    curve = tuple(probe.at_rate(f * probe.capacity()) for f in CURVE)
-    return replace(result, curve=curve, points=tuple(probe.points))
+    for f in CURVE:
+        probe.at_rate(f * probe.capacity())
+    metric = space.limits.active[0] if space.limits.active else Metric.TTFT
+
+    def lat(point: Point) -> float:
+        return space.limits.value_s(point.latencies, metric)
+
+    for _ in range(ADAPTIVE_POINTS):
+        ordered = probe.points
+        jumps = [(lat(b) / max(lat(a), 1e-12), a, b) for a, b in itertools.pairwise(ordered)]
+        if not jumps:
+            break
+        _, a, b = max(jumps, key=lambda j: j[0])
+        probe.at_rate(0.5 * (a.offered_rate + b.offered_rate))
+    curve = tuple(probe.points)
+    return replace(result, curve=curve, points=curve)
 
 
 def evaluate(
