@@ -299,10 +299,22 @@ class UseCase(_Strict):
         unknown = [k for k in self.prices if get_gpu(k).key not in self.candidates.gpus]
         if unknown:
             raise ValueError(f"prices: {unknown} are not among candidates.gpus")
+        self._check_draft()
         empty = [k for k, v in self.prices.items() if isinstance(v, list) and not v]
         if empty:
             raise ValueError(f"prices: {empty} have an empty list of price models")
         return self
+
+    def _check_draft(self) -> None:
+        draft = self.candidates.draft_model
+        if draft is None or not any(self.candidates.speculative_tokens):
+            return
+        d, m = get_model(draft), get_model(self.model)
+        if d.total_params >= m.total_params:
+            raise ValueError(
+                f"candidates.draft_model {d.name} ({d.total_params / 1e9:.1f} B parameters) "
+                f"is not smaller than the target {m.name} ({m.total_params / 1e9:.1f} B)"
+            )
 
     def _check_lengths(self) -> None:
         if self.lengths_trace is not None:
