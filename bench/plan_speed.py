@@ -1,7 +1,10 @@
 """Plan speed: wall time of `plan` on the sizing examples (issue 11: the lever search must
 stay within 2x of the plan before it).
 
-    .venv/bin/python bench/plan_speed.py [NAME ...]   (default: the three sizing examples)
+    .venv/bin/python bench/plan_speed.py [--no-levers] [NAME ...]   (default: all three)
+
+`--no-levers` leaves out the "what each lever buys" search (`search.levers: false`), to
+separate its cost from the rest of the plan's.
 
 Each example runs in this process once, after the catalogs are loaded; prints one row per
 example: wall and CPU seconds (the machine may be shared: compare CPU seconds),
@@ -25,12 +28,17 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "sizing"
 NAMES = ("llama3_8b_h100", "nemo43b_dgx_h100", "azure_chat_llama31_70b")
 
 
-def main(names: list[str]) -> None:
+def main(args: list[str]) -> None:
+    levers = "--no-levers" not in args
+    names = [a for a in args if a != "--no-levers"]
     os.chdir(EXAMPLES)
     get_gpu("h100-sxm"), get_model("llama-3-8b")  # catalogs loaded before timing
     print(f"{'example':<26} {'wall s':>8} {'CPU s':>8} {'configs':>8} {'points':>7}")
     for name in names or NAMES:
-        usecase = usecase_from_mapping(yaml.safe_load(Path(f"{name}.yaml").read_text()))
+        data = yaml.safe_load(Path(f"{name}.yaml").read_text())
+        if not levers:
+            data["search"] = {**data.get("search", {}), "levers": False}
+        usecase = usecase_from_mapping(data)
         start, cpu = time.perf_counter(), time.process_time()
         result = plan(usecase)
         seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
