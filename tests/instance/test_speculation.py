@@ -106,3 +106,15 @@ def test_a_draft_model_is_slower_to_draft_than_a_head() -> None:
 def test_bad_settings_name_the_field(bad: dict[str, Any]) -> None:
     with pytest.raises(pydantic.ValidationError, match=r"num_speculative_tokens|draft_model"):
         SpeculativeSpec.model_validate(bad)
+
+
+def test_measure_counts_verification_and_drafting() -> None:
+    """MFU/MBU of a speculating engine: `measure`'s time is the step's, and its FLOPs are
+    the target's verification (k + 1 tokens per sequence) plus the drafter's passes."""
+    target = StepModel(Deployment.from_names("llama-3.1-8b", "h100-sxm"))
+    cost = speculative_cost(SpeculativeSpec(num_speculative_tokens=3), target)
+    batch = decode_batch(8, 8 * 800)
+    time_s, flops, _ = cost.measure(batch)
+    assert time_s == pytest.approx(cost(batch), rel=1e-12)
+    plain_flops = target.measure(batch)[1]
+    assert 3.5 * plain_flops < flops < 4.5 * plain_flops  # ~k + 1 = 4 tokens per sequence
