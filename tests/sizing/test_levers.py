@@ -11,6 +11,7 @@ import pytest
 from llmsizer.instance import DeploymentSpec
 from llmsizer.perf import Deployment
 from llmsizer.perf.levers import fallback_note, quality_note, search_precisions
+from llmsizer.report.plan_html import plan_html
 from llmsizer.report.plan_text import plan_text
 from llmsizer.sizing.candidates import CandidatesSpec
 from llmsizer.sizing.levers import BASELINE, COMBINED
@@ -71,6 +72,8 @@ def test_the_table_marks_what_the_use_case_does_not_accept() -> None:
     assert w is not None and w.best is not None and not w.best.config.sparsity
     text = plan_text(plan_data(result))
     assert "What each lever buys on h100-sxm" in text and "usually lossless" in text
+    page = plan_html(plan_data(result))
+    assert "<h2>What each lever buys</h2>" in page and "best combination" in page
 
 
 def test_levers_off_leaves_no_table() -> None:
