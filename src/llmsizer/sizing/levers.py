@@ -10,9 +10,10 @@ On one GPU type (the winner's, else the first candidate's), over the use case's 
     speculation       bf16, speculative decoding with the use case's draft tokens k (or 3)
     best combination  the best group found, with every lever that helped alone combined
 
-A lever group the main search already settled (`search.group`) is read from its results;
-the others are searched together in one more branch and bound, which keeps the best of each
-group exact (`search`). Rows the use case does not accept (a precision outside
+A lever group the main search settled exactly (`search.group`; none of its configurations
+dropped by another group's bound) is read from its results; the others are searched
+together in one more branch and bound with an incumbent per group (`per_group`), which
+keeps the best of each group exact. Rows the use case does not accept (a precision outside
 `candidates.precisions`, sparsity it did not list) are still shown, marked, so the planner
 sees what a wider acceptance would buy; the plan's answer uses accepted rows only.
 """
@@ -27,7 +28,15 @@ from llmsizer.instance import DeploymentSpec
 from llmsizer.perf import EfficiencyFactors
 from llmsizer.perf.levers import SPARSITY_QUALITY, quality_note, search_precisions
 from llmsizer.sizing.configuration import Sizing
-from llmsizer.sizing.search import ConfigResult, Group, SearchSpace, group, objective, search
+from llmsizer.sizing.search import (
+    ConfigResult,
+    Group,
+    SearchSpace,
+    Status,
+    group,
+    objective,
+    search,
+)
 from llmsizer.sizing.servers import server_for
 from llmsizer.sizing.usecase import UseCase
 from llmsizer.specs import get_gpu
@@ -68,7 +77,7 @@ def lever_table(
     wanted["2:4 sparsity"] = [(gpu, "bf16", True, 0)]
     ks = [k for k in cands.speculative_tokens if k] or list(LEVER_DRAFT_TOKENS)
     wanted["speculation"] = [(gpu, "bf16", False, k) for k in ks]
-    found = _best_by_group(space, results)
+    found = _exact_groups(space, results)
     missing = {g for groups in wanted.values() for g in groups} - set(found)
     starts = _warm_starts(results)
     found.update(_search_missing(usecase, space, missing, efficiency, starts))
@@ -123,7 +132,9 @@ def _search_missing(
         configs += one.configs(
             usecase.model, precision=precision, sparsity=sparse, speculative_tokens=k
         )
-    sub = dataclasses.replace(space, configs=configs, curves=False, settle_on_objective=True)
+    sub = dataclasses.replace(
+        space, configs=configs, curves=False, settle_on_objective=True, per_group=True
+    )
     warm = {c: f for c in configs if (f := starts(c)) is not None}
     found = _best_by_group(sub, search(sub, efficiency, starts=warm))
     return {g: r for g, r in found.items() if g in groups}
@@ -145,6 +156,15 @@ def _warm_starts(results: tuple[ConfigResult, ...]) -> Callable[[DeploymentSpec]
         return fractions.get(plain)
 
     return start
+
+
+def _exact_groups(
+    space: SearchSpace, results: tuple[ConfigResult, ...]
+) -> dict[Group, ConfigResult]:
+    """The groups whose best the main search settled exactly: none of their configurations
+    was dropped by the bound of another group (the main search bounds per GPU)."""
+    bounded = {group(r.config) for r in results if r.status is Status.BOUNDED}
+    return {g: r for g, r in _best_by_group(space, results).items() if g not in bounded}
 
 
 def _best_by_group(

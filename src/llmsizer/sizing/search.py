@@ -11,12 +11,13 @@ For each configuration (GPU x precision x TP x PP x engine preset x batch knobs)
    every rate the configuration can sustain;
 4. rate search (`rate_search.RateSearch`): Poisson probes down a grid of fractions of the
    capacity until one meets every limit, then bisection;
-5. branch and bound, best first per lever group (`group`: GPU, precision, sparsity, k), so
-   each group's best is exact and the plan can set them side by side: a heap of lower
-   bounds on the objective (servers, then GPUs needed at the load), first from one
-   instance, then from the capacity, then from the lowest rate that failed; each pop runs
-   one probe of the most promising configuration, and a configuration whose bound cannot
-   beat the best rate already found in its group is dropped. The optimum is exact (a test
+5. branch and bound, best first per GPU (or per lever group, `group`: GPU, precision,
+   sparsity, k, with `SearchSpace.per_group`, so that each group's best is exact and the
+   lever table can set them side by side): a heap of lower bounds on the objective
+   (servers, then GPUs needed at the load), first from one instance, then from the
+   capacity, then from the lowest rate that failed; each pop runs one probe of the most
+   promising configuration, and a configuration whose bound cannot beat the best rate
+   already found for its GPU (or group) is dropped. The optimum is exact (a test
    compares it with an exhaustive search), and since each configuration's rate can only
    fall as limits tighten, and servers only grow with load, so does the optimum.
 """
@@ -69,6 +70,8 @@ class SearchSpace:
     `settle_on_objective`: stop a rate search once its bracket needs the same GPUs and
     servers at either end (the count is then exact; the rate is known less precisely):
     pruning for searches that report counts only, such as the lever table's.
+    `per_group`: keep an incumbent per lever group (`group`), so every group's best is
+    exact; else one per GPU, which prunes harder (the plan's main search).
     """
 
     lengths: Lengths
@@ -82,6 +85,7 @@ class SearchSpace:
     curves: bool = True
     arrivals: ArrivalPattern = POISSON
     settle_on_objective: bool = False
+    per_group: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,7 +176,7 @@ class _BranchAndBound:
         self.probes: dict[DeploymentSpec, Probe] = {}
         self.searches: dict[DeploymentSpec, RateSearch] = {}
         self.heap: list[tuple[tuple[int, int], float, int, DeploymentSpec]] = []
-        self.best: dict[Group, tuple[tuple[int, int], DeploymentSpec]] = {}
+        self.best: dict[Group | str, tuple[tuple[int, int], DeploymentSpec]] = {}
         for i, config in enumerate(space.configs):
             self.results[config], probe = _screen(space, config, efficiency)
             if probe is not None:
@@ -183,7 +187,7 @@ class _BranchAndBound:
         """One probe (or capacity run) of the most promising configuration, or drop it;
         True when that configuration is settled."""
         bound, _, i, config = heapq.heappop(self.heap)
-        incumbent = self.best.get(group(config))
+        incumbent = self.best.get(self._incumbent_key(config))
         if incumbent is not None and incumbent[1] != config and bound >= incumbent[0]:
             self.results[config] = _bounded(self.results[config], incumbent, self.probes[config])
             return True
@@ -198,7 +202,7 @@ class _BranchAndBound:
         if search.rate is not None:
             key = objective(self.space, config, search.rate)
             if incumbent is None or key < incumbent[0]:
-                self.best[group(config)] = (key, config)
+                self.best[self._incumbent_key(config)] = (key, config)
         if search.done or self._count_settled(config, search):
             self.results[config] = _settled(self.results[config], search)
             return True
@@ -207,6 +211,9 @@ class _BranchAndBound:
         refined = objective(self.space, config, search.upper_rate())
         heapq.heappush(self.heap, (refined, tie, i, config))
         return False
+
+    def _incumbent_key(self, config: DeploymentSpec) -> Group | str:
+        return group(config) if self.space.per_group else config.gpu
 
     def _count_settled(self, config: DeploymentSpec, search: RateSearch) -> bool:
         """`settle_on_objective` (`SearchSpace`): the bracket's ends need the same count."""
