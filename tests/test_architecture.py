@@ -56,7 +56,7 @@ BUDGET = {
     "bench": 2700,
     "report": 2100,
     "instance": 760,  # + speculative decoding runs (issue 11)
-    "sizing": 3300,  # the plan pipeline only; + levers, arrivals, candidates (issue 11)
+    "sizing": 3350,  # the plan pipeline only; + levers, arrivals, price models (issue 11)
     "calibrate": 2800,
     "cli": 1200,  # + --overwrite on every command that writes, input checks at the edges
 }
