@@ -26,7 +26,8 @@ ALLOWED: dict[str, set[str]] = {
     "metrics": {"records"},
     "workload": {"units"},
     "sim": {"units", "records", "workload"},
-    "instance": {"specs", "perf", "sim", "metrics", "workload"},
+    # records: speculative runs map step records back to token records (issue 11)
+    "instance": {"specs", "perf", "sim", "metrics", "workload", "records"},
     "sizing": {"units", "specs", "perf", "sim", "instance", "metrics", "workload"},
     "calibrate": {
         "units",
@@ -57,12 +58,12 @@ BUDGET = {
     "workload": 1300,
     "bench": 2700,
     "report": 2100,
-    "instance": 600,
-    "sizing": 3000,  # the plan pipeline only
+    "instance": 830,  # + speculative decoding runs (issue 11); EP, per-architecture fit (issue 10)
+    "sizing": 3350,  # the plan pipeline only; + levers, arrivals, price models (issue 11)
     "calibrate": 3100,  # + the AIC launch settings, per-architecture fit and cross-validation
     "collect": 1300,  # issue 16: kernel timing, roofline fit, device entry, decode check
-    "cli": 1330,  # + --overwrite on every command that writes, input checks at the edges
-    # + 130: `collect` (issue 16) and `gpus --factors`
+    "cli": 1380,  # + --overwrite on every command that writes, input checks at the edges
+    # + 130: `collect` (issue 16) and `gpus --factors`; + lever and EP flags (issues 10, 11)
 }
 MAX_MODULE_LINES = 400
 

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from llmsizer.errors import format_validation_error, read_yaml_mapping
 from llmsizer.instance import DeploymentSpec, HardwareSpec, make_instance
+from llmsizer.instance.speculation import SpeculativeEngine, kv_fraction_of, step_cost_of
 from llmsizer.metrics import Slo
 from llmsizer.perf import EfficiencyFactors
 from llmsizer.sim import Engine, EngineConfig, FixedTicks, LinearStepCost, StepCost
@@ -134,7 +135,7 @@ class Scenario(_Strict):
     slo: SloSpec | None = Field(None, description="Latency limits for goodput.")
     num_gpus: int = Field(1, ge=1, description="GPUs per instance, for per-GPU throughput.")
 
-    def build_engine(self, workload: Workload | None = None) -> Engine:
+    def build_engine(self, workload: Workload | None = None) -> Engine | SpeculativeEngine:
         """The engine this scenario describes, its step cost and (for a GPU) its KV blocks;
         for a GPU, a ValueError when a request of `workload` exceeds the model's context."""
         cost = self.step_cost
@@ -150,7 +151,13 @@ class Scenario(_Strict):
             i = int(lengths.argmax())
             what = f"prompt + output of request {i} = {workload.num_prompt_tokens[i]} + "
             inst.check_request_tokens(int(lengths[i]), what + f"{workload.num_output_tokens[i]}")
-        return inst.simulator()
+        speculative = cost.speculative
+        if speculative is None:
+            return inst.simulator()
+        step = step_cost_of(speculative, inst.step)
+        engine = Engine(inst.engine, step, inst.first_token_delay_s)
+        share = kv_fraction_of(speculative, inst.step, inst.memory.kv_cache_bytes)
+        return SpeculativeEngine(engine, speculative, share, self.workload.seed)
 
     def _calibrated_engine(self, path: Path) -> Engine:
         from llmsizer.calibrate.step_calibration import load_step_calibration

@@ -29,7 +29,7 @@ FAST: dict[str, Any] = {
     "load": {"peak_rps": 50},
     "limits": {"ttft_ms": 300},
     "candidates": {"gpus": ["h100-sxm"], "tensor_parallel_sizes": [1, 2]},
-    "search": {"num_requests": 400, "curves": False, "uncertainty": 0.0},
+    "search": {"num_requests": 400, "curves": False, "uncertainty": 0.0, "levers": False},
 }
 
 
@@ -177,7 +177,11 @@ def test_the_plan_is_plain_data_text_and_one_self_contained_page() -> None:
     assert json.loads(json.dumps(data)) == data
     assert data["ranked_by"] == "cost" and data["winner"] == "h100-sxm"
     assert data["band"]["num_servers"][0] <= data["band"]["num_servers"][1]
-    assert len(data["candidates"][0]["curve"]) == 6  # batch 1 and five probes
+    # batch 1, the five CURVE probes, the search's own and three adaptive ones (all distinct)
+    curve = data["candidates"][0]["curve"]
+    assert len(curve) >= 1 + 5 + 3
+    rates = [p["rate_per_instance_rps"] for p in curve]
+    assert rates == sorted(set(rates))
     text = plan_text(data)
     assert "Candidates (ranked by cost)" in text and "Why" in text
     page = plan_html(data)

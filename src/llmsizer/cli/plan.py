@@ -34,8 +34,18 @@ def plan(
     tpot_ms: Annotated[float | None, Opt(help="TPOT (ITL) limit in ms.")] = None,
     e2el_ms: Annotated[float | None, Opt(help="End-to-end latency limit in ms.")] = None,
     percentile: Annotated[float | None, Opt(help="Percentile the limits apply at (95).")] = None,
+    arrival: Annotated[str | None, Opt(help="Arrivals: poisson, gamma or trace.")] = None,
+    burstiness: Annotated[
+        float | None, Opt(help="Gamma arrivals' burstiness (vLLM's): 1 Poisson, < 1 burstier.")
+    ] = None,
+    arrival_trace: Annotated[
+        Path | None, Opt(help="Trace whose inter-arrival gaps to scale to the rate.")
+    ] = None,
     gpu: Annotated[str | None, Opt(help="Candidate GPUs, comma separated.")] = None,
-    precision: Annotated[str | None, Opt(help="Candidate precisions, comma separated.")] = None,
+    precision: Annotated[
+        str | None, Opt(help="Candidate precisions, comma separated; auto: each GPU's own.")
+    ] = None,
+    sparsity: Annotated[str | None, Opt(help="2:4 sparsity to try: off, on, or off,on.")] = None,
     tp: Annotated[str | None, Opt(help="Candidate tensor-parallel sizes, e.g. 1,2,4,8.")] = None,
     pp: Annotated[str | None, Opt(help="Candidate pipeline-parallel sizes.")] = None,
     engine: Annotated[str | None, Opt(help="Candidate engine presets: vllm,trtllm,sglang.")] = None,
@@ -55,7 +65,9 @@ def plan(
     flags = usecase_dict(
         model=model, isl=isl, osl=osl, words=words, peak_rps=peak_rps, average_rps=average_rps,
         daily_active_users=daily_active_users, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
-        e2el_ms=e2el_ms, percentile=percentile, gpu=gpu, precision=precision, tp=tp, pp=pp,
+        e2el_ms=e2el_ms, percentile=percentile, arrival=arrival, burstiness=burstiness,
+        arrival_trace=arrival_trace, gpu=gpu, precision=precision, sparsity=sparsity,
+        tp=tp, pp=pp,
         engine=engine, headroom=headroom, offline=offline, sequential=sequential, trace=trace,
     )  # fmt: skip
     refuse_existing((json_out, html), overwrite=overwrite)

@@ -34,8 +34,9 @@ from llmsizer.errors import read_csv_rows
 from llmsizer.instance import Prediction, PredictSpec
 from llmsizer.instance import predict as run_predict
 from llmsizer.output import refuse_existing, write_atomic
-from llmsizer.perf import EfficiencyFactors
+from llmsizer.perf import Deployment, EfficiencyFactors
 from llmsizer.perf.calibrated import read_calibration
+from llmsizer.perf.levers import fallback_note
 from llmsizer.report import print_summary
 
 SHOWN = (
@@ -199,6 +200,10 @@ def predict(
     offline: Annotated[bool, typer.Option(help=field_help(PredictSpec, "offline"))] = False,
     engine: Annotated[str, typer.Option(help="Engine preset: vllm, trtllm or sglang.")] = "vllm",
     sparsity: Annotated[bool, typer.Option(help=field_help(PredictSpec, "sparsity"))] = False,
+    num_speculative_tokens: Annotated[
+        int | None,
+        typer.Option(help="Speculative decoding with an EAGLE/MTP-style head: draft tokens k."),
+    ] = None,
     gpu_memory_utilization: Annotated[
         float, typer.Option(help=field_help(PredictSpec, "gpu_memory_utilization"))
     ] = 0.9,
@@ -265,6 +270,9 @@ def predict(
         "offline": offline,
         "engine": engine,
         "sparsity": sparsity,
+        "speculative": None
+        if num_speculative_tokens is None
+        else {"num_speculative_tokens": num_speculative_tokens},
         "gpu_memory_utilization": gpu_memory_utilization,
         "num_requests": num_requests,
         "seed": seed,
@@ -273,6 +281,9 @@ def predict(
         spec = PredictSpec.model_validate({k: v for k, v in given.items() if v is not None})
     except ValidationError as e:
         raise ValueError(format_validation_error(e, "predict flags")) from e
+    note = fallback_note(Deployment.from_names(spec.model, spec.gpu, spec.precision))
+    if note is not None:
+        err.print(f"warning: {note}", highlight=False)
     p = run_predict(spec, efficiency)
     out.print(_table(p))
     if json_out:

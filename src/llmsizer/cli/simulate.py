@@ -116,6 +116,13 @@ def simulate(
     kv_cache_dtype: Annotated[
         str | None, typer.Option(help=field_help(GpuStepCostSpec, "kv_cache_dtype"))
     ] = None,
+    sparsity: Annotated[
+        bool | None, typer.Option(help=field_help(GpuStepCostSpec, "sparsity"))
+    ] = None,
+    num_speculative_tokens: Annotated[
+        int | None,
+        typer.Option(help="Speculative decoding with an EAGLE/MTP-style head: draft tokens k."),
+    ] = None,
     tp: Annotated[
         int | None,
         typer.Option(
@@ -183,6 +190,10 @@ def simulate(
         "gpu": gpu,
         "precision": precision,
         "kv_cache_dtype": kv_cache_dtype,
+        "sparsity": sparsity,
+        "speculative": None
+        if num_speculative_tokens is None
+        else {"num_speculative_tokens": num_speculative_tokens},
         "tensor_parallel_size": tp,
         "pipeline_parallel_size": pp,
         "calibration": calibration,

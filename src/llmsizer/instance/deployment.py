@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
+from llmsizer.instance.speculation import SpeculativeSpec
 from llmsizer.sim import PRESETS, EngineConfig
 
 _ENGINE_KEYS = frozenset(EngineConfig.model_fields) - {"engine"}
@@ -83,6 +84,10 @@ class HardwareSpec(BaseModel):
             data["expert_parallel_size"] = tp
         return data
 
+    speculative: SpeculativeSpec | None = Field(
+        None, description="Speculative decoding (draft head or model, k, acceptance)."
+    )
+
     @property
     def gpus_per_instance(self) -> int:
         """GPUs of one instance: tensor x pipeline parallel."""
@@ -136,8 +141,12 @@ class DeploymentSpec(HardwareSpec):
         parts = [self.gpu, self.precision, f"TP{self.tensor_parallel_size}"]
         if self.expert_parallel_size > 1:
             parts.append(f"EP{self.expert_parallel_size}")
+        if self.sparsity:
+            parts.insert(2, "2:4")
         if self.pipeline_parallel_size > 1:
             parts.append(f"PP{self.pipeline_parallel_size}")
+        if self.speculative is not None:
+            parts.append(self.speculative.label())
         parts.append(self.preset)
         parts += [f"{key}={value}" for key, value in self.batch_overrides().items()]
         return " ".join(parts)

@@ -17,8 +17,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from llmsizer.instance.setup import PredictSpec, simulation_setup
+from llmsizer.instance.speculation import kv_fraction_of, run_instance, step_cost_of
 from llmsizer.metrics import summarize
 from llmsizer.perf import EfficiencyFactors, StepModel
+from llmsizer.perf.speculative import SpeculativeStepCost
 from llmsizer.sim import Batch, Engine
 
 THROUGHPUT_KEYS = ("request_throughput", "output_throughput", "total_token_throughput")
@@ -53,7 +55,7 @@ class _Metered:
     """A step cost that also sums every step's FLOPs, HBM bytes and time, for MBU and MFU
     over the whole run (`StepModel.measure`: the same terms as the step's time)."""
 
-    def __init__(self, step: StepModel) -> None:
+    def __init__(self, step: StepModel | SpeculativeStepCost) -> None:
         self.step = step
         self.flops = 0.0
         self.bytes = 0.0
@@ -72,8 +74,11 @@ def predict(spec: PredictSpec, efficiency: EfficiencyFactors | None = None) -> P
     setup = simulation_setup(spec, efficiency)
     inst, pp, num_engines = setup.instance, spec.pipeline_parallel_size, setup.num_engines
     inst.check_request_tokens(spec.isl + spec.osl, f"isl + osl = {spec.isl} + {spec.osl}")
-    metered = _Metered(inst.step)
-    result = Engine(setup.engine, metered, inst.first_token_delay_s).run(setup.workload)
+    speculative = spec.speculative
+    metered = _Metered(step_cost_of(speculative, inst.step))
+    engine = Engine(setup.engine, metered, inst.first_token_delay_s)
+    share = kv_fraction_of(speculative, inst.step, inst.memory.kv_cache_bytes)
+    result = run_instance(engine, setup.workload, speculative, share)
     # one engine's records; per-GPU normalisation uses that engine's share of GPUs
     summary = summarize(result.records, num_gpus=spec.gpus_per_instance, num_instances=1)
     for key in THROUGHPUT_KEYS:

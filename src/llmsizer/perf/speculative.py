@@ -25,8 +25,17 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from llmsizer.perf.batch_shape import BatchLike, BatchShape, ChunkShape, decode_batch
-from llmsizer.perf.step import StepModel
+from llmsizer.perf.batch_shape import (
+    Aggregates,
+    BatchLike,
+    BatchShape,
+    ChunkShape,
+    aggregate,
+    decode_batch,
+)
+from llmsizer.perf.step import StepModel, StepTerms, step_terms, step_time_s
+
+_ELEMENTWISE = StepTerms._fields.index("elementwise_s")
 
 StepCostFn = Callable[[BatchLike], float]
 
@@ -118,3 +127,82 @@ def speculative_step(
         expected_tokens_per_seq=spec.expected_tokens_per_step,
         baseline_step_time_s=target(decode_batch(num_seqs, context_tokens_per_seq)),
     )
+
+
+def verify_aggregates(a: Aggregates, k: int, window: int) -> Aggregates:
+    """The aggregates of `a`'s batch when each decoding sequence verifies k drafted tokens:
+    its k + 1 positions become a prompt chunk after its context (as `speculative_step`
+    prices them), and all k + 1 rows need logits. Sliding-window pairs assume the chunk
+    stays inside the window (k is a few tokens)."""
+    (t, sampled, num_prefill, pairs_full, pairs_window, kv_full, kv_window,
+     num_decode, keys_full, keys_window) = a  # fmt: skip
+    if not num_decode:
+        return a
+    n = k + 1
+    own_pairs = num_decode * 0.5 * n * (n + 1)  # causal pairs inside each chunk
+    return (
+        t + num_decode * k,
+        sampled + num_decode * k,
+        num_prefill + num_decode * n,
+        pairs_full + n * keys_full + own_pairs,
+        pairs_window + (n * keys_window + own_pairs if window else 0.0),
+        kv_full + keys_full + num_decode * n,
+        kv_window + (keys_window + num_decode * n if window else 0.0),
+        0,
+        0.0,
+        0.0,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class SpeculativeStepCost:
+    """A step cost for an engine that speculates in every decode step: the drafter's k
+    passes (and its pass over new prompt tokens) plus the target's verification of k + 1
+    tokens per decoding sequence. `tokens_per_step` is not its business: the simulation
+    counts steps, `instance.speculation` maps them to tokens."""
+
+    target: StepModel
+    draft: StepModel
+    spec: SpeculativeDecoding
+
+    def __call__(self, batch: BatchLike) -> float:
+        c = self.target.constants
+        verify = verify_aggregates(
+            aggregate(batch, c.window), self.spec.num_speculative_tokens, c.window
+        )
+        return step_time_s(c, step_terms(c, verify)) + self.draft_time_s(batch)
+
+    def draft_time_s(self, batch: BatchLike) -> float:
+        """The drafter's passes over the decoding sequences, plus its pass over new prompt
+        tokens (a draft model keeps its own KV; a head reads the target's features)."""
+        return sum(self.draft(b) for b in self._draft_batches(batch))
+
+    def measure(self, batch: BatchLike) -> tuple[float, float, float]:
+        """(seconds, FLOPs, HBM bytes) as `StepModel.measure`, verification and drafting
+        both counted."""
+        c = self.target.constants
+        k = self.spec.num_speculative_tokens
+        terms = step_terms(c, verify_aggregates(aggregate(batch, c.window), k, c.window))
+        time_s, flops, memory = step_time_s(c, terms), 0.0, 0.0
+        for i, (flops_per_s, bytes_per_s) in enumerate(self.target.part_rates):
+            flops += terms[2 * i] * flops_per_s
+            memory += terms[2 * i + 1] * bytes_per_s
+        memory += terms[_ELEMENTWISE] * c.gemm_bytes_per_s
+        for b in self._draft_batches(batch):
+            s, f, m = self.draft.measure(b)
+            time_s, flops, memory = time_s + s, flops + f, memory + m
+        return time_s, flops, memory
+
+    def _draft_batches(self, batch: BatchLike) -> list[BatchShape]:
+        b, context = batch.num_decode_seqs, batch.num_decode_context_tokens
+        passes = self.spec.num_draft_passes or self.spec.num_speculative_tokens
+        out = [
+            BatchShape(num_decode_seqs=b, num_decode_context_tokens=context + i * b)
+            for i in range(passes if b else 0)
+        ]
+        if batch.prefill_chunks:
+            chunks = tuple(
+                ChunkShape(ch.num_new_tokens, ch.num_context_tokens) for ch in batch.prefill_chunks
+            )
+            out.append(BatchShape(prefill_chunks=chunks))
+        return out

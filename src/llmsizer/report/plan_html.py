@@ -53,6 +53,9 @@ def plan_html(data: dict[str, Any]) -> str:
             "<h2>The chosen configuration at its planned load</h2>",
             _figure(_timeline_figure(data["timeline"]), "timeline"),
         ]
+    if data.get("levers"):
+        sections += ["<h2>What each lever buys</h2>", _levers_table(data["levers"])]
+    sections += [f"<p class=muted>warning: {_e(n)}</p>" for n in data.get("notes", [])]
     if data["band"] is not None:
         sections += ["<h2>Uncertainty</h2>", _band_table(data["band"])]
     if winner is not None:
@@ -250,6 +253,24 @@ def _pareto_table(c: dict[str, Any], data: dict[str, Any]) -> str:
         for p in reversed(c["pareto"])
     ]
     return _table(["configuration", "req/s per GPU", *keys, "meets the limits"], rows)
+
+
+def _levers_table(rows: list[dict[str, Any]]) -> str:
+    """GPUs per lever group on the winner's GPU (`sizing.levers`), as the terminal shows."""
+    out = []
+    for r in rows:
+        c, s = r["configuration"], r["sizing"]
+        out.append(
+            [
+                _e(r["lever"]),
+                _e(c["label"]) if c else "none meets the limits",
+                "yes" if r["accepted"] else "no",
+                _e(r["quality"]),
+                str(s["num_gpus"]) if s else "-",
+                str(s["num_servers"]) if s else "-",
+            ]
+        )
+    return _table(["lever", "configuration", "accepted", "quality", "GPUs", "servers"], out, 4)
 
 
 def _band_table(band: dict[str, Any]) -> str:

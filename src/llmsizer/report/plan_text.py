@@ -30,6 +30,13 @@ def print_plan(data: dict[str, Any], console: Console) -> None:
     winner = next((c for c in data["candidates"] if c["gpu"] == data["winner"]), None)
     if winner is not None:
         console.print(Group(_business(winner), _headroom(winner), _pareto(winner, data)))
+    for c in data["candidates"]:
+        if len(c.get("price_models", [])) > 1:
+            console.print(_price_models(c))
+    if data.get("levers"):
+        console.print(_levers(data["levers"]))
+    for note in data.get("notes", []):
+        console.print(Text(f"warning: {note}"))
     if data["band"] is not None:
         console.print(_band(data["band"]))
         for note in data["band"].get("notes", []):
@@ -161,5 +168,54 @@ def _band(band: dict[str, Any]) -> Table:
             str(v.get("num_instances", "-")),
             str(v.get("num_gpus", "-")),
             str(v.get("num_servers", "-")),
+        )
+    return table
+
+
+def _levers(rows: list[dict[str, Any]]) -> Table:
+    """What each lever buys: GPUs and servers per lever group, against the baseline."""
+    base = rows[0]["sizing"]
+    gpu = next((r["configuration"]["gpu"] for r in rows if r["configuration"]), "")
+    table = Table(title=f"What each lever buys on {gpu}", title_justify="left")
+    for name in ("lever", "configuration", "accepted", "GPUs", "vs base", "servers", "quality"):
+        table.add_column(name, justify="right" if name in ("GPUs", "servers") else "left")
+    for row in rows:
+        s, config = row["sizing"], row["configuration"]
+        if s is None:
+            table.add_row(row["lever"], "none meets the limits", "", "-", "-", "-", "")
+            continue
+        change = "-" if base is None else f"{s['num_gpus'] / base['num_gpus'] - 1:+.0%}"
+        table.add_row(
+            row["lever"],
+            config["label"].removeprefix(gpu).strip(),
+            "yes" if row["accepted"] else "no",
+            str(s["num_gpus"]),
+            change,
+            str(s["num_servers"]),
+            row["quality"],
+        )
+    return table
+
+
+def _price_models(c: dict[str, Any]) -> Table:
+    """Every price model of one candidate, and when owning beats renting."""
+    u = c.get("break_even_utilisation")
+    note = ""
+    if u is not None:
+        note = (
+            f"; owning is cheaper above {u:.0%} cloud utilisation"
+            if u <= 1
+            else "; renting is cheaper at any utilisation"
+        )
+    table = Table(title=f"Price models on {c['gpu']}{note}", title_justify="left")
+    for name in ("model", "$/month", "$/Mtok", "basis", "source"):
+        table.add_column(name, justify="right" if name.startswith("$") else "left")
+    for m in c["price_models"]:
+        table.add_row(
+            "cloud" if m["is_cloud"] else "on-premises",
+            _money(m["usd_per_month"]),
+            _money(m["usd_per_million_tokens"], 3),
+            m["basis"],
+            m["source"],
         )
     return table

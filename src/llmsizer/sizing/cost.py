@@ -4,7 +4,10 @@ course's business view (requests, tokens and users per day).
 Prices are user inputs (`Price`), never defaults: cloud GPUs are billed per GPU hour for the
 GPUs the instances use, around the clock (`HOURS_PER_MONTH`); on-premises servers cost their
 price written off straight-line over `depreciation_years`, plus power and hosting per year,
-for every server bought.
+for every server bought, plus electricity (`power_usd_per_kwh` times the server's power,
+its GPUs' TDP unless given, around the clock). A GPU may have several price models (cloud
+and on-premises): all are costed and shown, the first ranks, and the break-even utilisation
+says when owning beats renting.
 
 Cost per million tokens divides the month's cost by the tokens served in a month: the served
 rate (the use case's average when it gives one, else its planning peak, which makes the
@@ -25,6 +28,7 @@ from llmsizer.units import HOUR
 HOURS_PER_MONTH = 730.0  # 8,760 hours a year / 12
 DAYS_PER_MONTH = 30.4  # 365 / 12
 MONTHS_PER_YEAR = 12.0
+HOURS_PER_YEAR = 8760.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +39,8 @@ class Price:
     server_usd: float | None = None
     depreciation_years: float = 4.0
     power_and_hosting_usd_per_year: float = 0.0
+    power_usd_per_kwh: float = 0.0
+    server_power_kw: float | None = None
     source: str = "user input"
 
     def __post_init__(self) -> None:
@@ -55,6 +61,7 @@ class Cost:
     usd_per_million_tokens: float
     usd_per_million_output_tokens: float
     source: str
+    is_cloud: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,17 +76,25 @@ class BusinessView:
     requests_per_day_per_server: float
 
 
-def monthly_cost(price: Price, num_gpus: int, num_servers: int) -> tuple[float, str]:
-    """US dollars a month and the arithmetic in words (module docstring)."""
+def monthly_cost(
+    price: Price, num_gpus: int, num_servers: int, server_power_kw: float = 0.0
+) -> tuple[float, str]:
+    """US dollars a month and the arithmetic in words (module docstring); `server_power_kw`
+    is the default power of one server (the price's own wins), billed at its $/kWh."""
     if price.usd_per_gpu_hour is not None:
         usd = num_gpus * price.usd_per_gpu_hour * HOURS_PER_MONTH
         basis = f"{num_gpus} GPUs x ${price.usd_per_gpu_hour:,.2f}/GPU-hour x {HOURS_PER_MONTH:g} h"
         return usd, basis
     assert price.server_usd is not None
-    per_year = price.server_usd / price.depreciation_years + price.power_and_hosting_usd_per_year
+    kw = price.server_power_kw or server_power_kw
+    power = kw * HOURS_PER_YEAR * price.power_usd_per_kwh
+    per_year = (
+        price.server_usd / price.depreciation_years + price.power_and_hosting_usd_per_year + power
+    )
+    electricity = f" + {kw:.3g} kW x ${price.power_usd_per_kwh:g}/kWh" if power else ""
     basis = (
         f"{num_servers} servers x (${price.server_usd:,.0f} / {price.depreciation_years:g} years"
-        f" + ${price.power_and_hosting_usd_per_year:,.0f}/year) / 12"
+        f" + ${price.power_and_hosting_usd_per_year:,.0f}/year{electricity}) / 12"
     )
     return num_servers * per_year / MONTHS_PER_YEAR, basis
 
@@ -92,9 +107,10 @@ def cost_of(
     mean_input_tokens: float,
     mean_output_tokens: float,
     working_hours: float,
+    server_power_kw: float = 0.0,
 ) -> Cost:
     """The month's cost and its cost per million tokens served (module docstring)."""
-    usd, basis = monthly_cost(price, num_gpus, num_servers)
+    usd, basis = monthly_cost(price, num_gpus, num_servers, server_power_kw)
     requests = served_rps * working_hours * HOUR * DAYS_PER_MONTH
     tokens = requests * (mean_input_tokens + mean_output_tokens)
     output = requests * mean_output_tokens
@@ -104,7 +120,19 @@ def cost_of(
         usd_per_million_tokens=usd / tokens * 1e6,
         usd_per_million_output_tokens=usd / output * 1e6,
         source=price.source,
+        is_cloud=price.is_cloud,
     )
+
+
+def break_even_utilisation(costs: tuple[Cost, ...]) -> float | None:
+    """The share of the hours cloud GPUs must be billed for (autoscaled, paid per hour
+    used) at which the first on-premises price model costs as much as the first cloud one:
+    above it owning is cheaper. `None` without one of each."""
+    cloud = next((c for c in costs if c.is_cloud), None)
+    owned = next((c for c in costs if not c.is_cloud), None)
+    if cloud is None or owned is None or not cloud.usd_per_month:
+        return None
+    return owned.usd_per_month / cloud.usd_per_month
 
 
 def business_view(

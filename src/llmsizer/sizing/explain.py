@@ -205,7 +205,7 @@ def _assumptions(plan: PlanResult) -> list[str]:
     )
     use = "streaming (TTFT is what users wait for)" if u.streaming else "sequential (E2E)"
     return [
-        f"Assumptions: lengths {plan.lengths.source}{words}; Poisson arrivals; {use}; "
+        f"Assumptions: lengths {plan.lengths.source}{words}; {plan.arrivals}; {use}; "
         f"latencies judged at their percentiles over simulated requests; GPU speeds from the "
         "performance model's efficiency factors (see llmsizer.perf.efficiency)."
     ]

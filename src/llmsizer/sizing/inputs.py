@@ -21,13 +21,18 @@ from llmsizer.sizing.usecase import UseCase
 def usecase_from_mapping(data: Mapping[str, Any], base_dir: Path | None = None) -> UseCase:
     """Validate a parsed use-case file (raises `pydantic.ValidationError` naming the keys).
 
-    A relative `lengths_trace` is taken relative to `base_dir`, the file's folder, as a
-    reader of the file expects. Reading the file is the caller's (the CLI's) job.
+    A relative `lengths_trace` or `load.arrival_trace` is taken relative to `base_dir`, the
+    file's folder, as a reader of the file expects. Reading the file is the caller's (the
+    CLI's) job.
     """
     data = dict(data)
-    trace = data.get("lengths_trace")
-    if isinstance(trace, str) and base_dir is not None and not Path(trace).is_absolute():
-        data["lengths_trace"] = str(base_dir / trace)
+    load = data.get("load")
+    if isinstance(load, Mapping):
+        data["load"] = load = dict(load)
+    for node, key in ((data, "lengths_trace"), (load, "arrival_trace")):
+        trace = node.get(key) if isinstance(node, dict) else None
+        if isinstance(trace, str) and base_dir is not None and not Path(trace).is_absolute():
+            node[key] = str(base_dir / trace)  # type: ignore[index]
     return UseCase.model_validate(data)
 
 
@@ -44,8 +49,12 @@ FLAG_FIELDS: Mapping[str, str] = MappingProxyType(
         "tpot_ms": "limits.tpot_ms",
         "e2el_ms": "limits.e2el_ms",
         "percentile": "limits.percentile",
+        "arrival": "load.arrival",
+        "burstiness": "load.burstiness",
+        "arrival_trace": "load.arrival_trace",
         "gpu": "candidates.gpus",
         "precision": "candidates.precisions",
+        "sparsity": "candidates.sparsity",
         "tp": "candidates.tensor_parallel_sizes",
         "pp": "candidates.pipeline_parallel_sizes",
         "engine": "candidates.engines",
@@ -55,7 +64,9 @@ FLAG_FIELDS: Mapping[str, str] = MappingProxyType(
         "seed": "search.seed",
     }
 )
-LIST_FLAGS = frozenset({"gpu", "precision", "tp", "pp", "engine"})  # "a,b,c" -> [a, b, c]
+LIST_FLAGS = frozenset(
+    {"gpu", "precision", "sparsity", "tp", "pp", "engine"}
+)  # "a,b,c" -> [a, b, c]
 SWITCHES: Mapping[str, tuple[str, Any]] = MappingProxyType(
     {"words": ("unit", "words"), "offline": ("mode", "offline"), "sequential": ("streaming", False)}
 )

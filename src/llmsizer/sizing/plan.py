@@ -27,10 +27,18 @@ import numpy as np
 from llmsizer.instance import calibrated_for, measured_uncertainty
 from llmsizer.perf import EfficiencyFactors
 from llmsizer.sizing.configuration import Sizing
-from llmsizer.sizing.cost import BusinessView, Cost, Price, business_view, cost_of
+from llmsizer.sizing.cost import (
+    BusinessView,
+    Cost,
+    Price,
+    break_even_utilisation,
+    business_view,
+    cost_of,
+)
 from llmsizer.sizing.curve import curve_points, gpu_pareto
 from llmsizer.sizing.explain import explain
 from llmsizer.sizing.lengths import build_lengths, length_variants
+from llmsizer.sizing.levers import LeverRow, lever_table
 from llmsizer.sizing.probe import Lengths
 from llmsizer.sizing.result import CandidatePlan, PlanResult, Timeline
 from llmsizer.sizing.search import (
@@ -43,7 +51,7 @@ from llmsizer.sizing.search import (
     objective,
     search,
 )
-from llmsizer.sizing.servers import server_for
+from llmsizer.sizing.servers import Server, server_for
 from llmsizer.sizing.uncertainty import band
 from llmsizer.sizing.usecase import UseCase
 from llmsizer.specs import get_gpu
@@ -80,9 +88,28 @@ def plan(
         ranked_by=_ranking(candidates),
         candidates=candidates,
         results=results,
+        arrivals=space.arrivals.source,
     )
     result = _with_band_and_timeline(result, space, priced)
+    result = dataclasses.replace(
+        result,
+        levers=_levers(usecase, space, results, candidates, priced),
+        notes=tuple(usecase.candidates.fallback_notes(usecase.model)),
+    )
     return dataclasses.replace(result, explanation=explain(result))
+
+
+def _levers(
+    usecase: UseCase,
+    space: SearchSpace,
+    results: tuple[ConfigResult, ...],
+    candidates: tuple[CandidatePlan, ...],
+    efficiency: SpecEfficiency,
+) -> tuple[LeverRow, ...]:
+    """What each lever buys on the winner's GPU (the first candidate's when none wins)."""
+    if not usecase.search.levers:
+        return ()
+    return lever_table(usecase, space, results, candidates[0].gpu, efficiency)
 
 
 def _with_band_and_timeline(
@@ -117,7 +144,7 @@ def _efficiency_function(efficiency: Efficiency | EfficiencyFactors | None) -> S
 
 def search_space(usecase: UseCase) -> SearchSpace:
     """The search's plain inputs from a use case."""
-    cloud = frozenset(k for k, p in _prices(usecase).items() if p.is_cloud)
+    cloud = frozenset(k for k, p in _prices(usecase).items() if p[0].is_cloud)
     return SearchSpace(
         lengths=build_lengths(usecase),
         limits=usecase.limits.build(),
@@ -128,12 +155,18 @@ def search_space(usecase: UseCase) -> SearchSpace:
         seed=usecase.search.seed,
         cloud_priced=cloud,
         curves=usecase.search.curves,
+        arrivals=usecase.load.arrival_pattern(),
     )
 
 
-def _prices(usecase: UseCase) -> dict[str, Price]:
-    """Prices by catalog GPU key."""
-    return {get_gpu(name).key: spec.build() for name, spec in usecase.prices.items()}
+def _prices(usecase: UseCase) -> dict[str, list[Price]]:
+    """Price models by catalog GPU key, in the order given: names of one GPU (`h100-sxm`,
+    `dgx-h100`) add models, never replace one."""
+    out: dict[str, list[Price]] = {}
+    for name, specs in usecase.prices.items():
+        models = specs if isinstance(specs, list) else [specs]
+        out.setdefault(get_gpu(name).key, []).extend(m.build() for m in models)
+    return out
 
 
 def _served_rps(usecase: UseCase) -> float:
@@ -157,21 +190,34 @@ def _candidate(
     headroom = tuple(
         (h, Sizing.of(peak * (1 + h), best.rate, best.config, server)) for h in HEADROOMS
     )
-    cost, business = _economics(usecase, space.lengths, gpu, sizing, best.rate)
+    costs, business = _economics(usecase, space.lengths, gpu, sizing, best.rate, server)
+    cost = costs[0] if costs else None
     curve = tuple(curve_points(best, space.limits))
     pareto = tuple(gpu_pareto(mine, space.limits))
-    return CandidatePlan(gpu, server, best, sizing, cost, business, headroom, curve, pareto, None)
+    return CandidatePlan(
+        gpu,
+        server,
+        best,
+        sizing,
+        cost,
+        business,
+        headroom,
+        curve,
+        pareto,
+        None,
+        price_models=costs,
+        break_even_utilisation=break_even_utilisation(costs),
+    )
 
 
 def _economics(
-    usecase: UseCase, lengths: Lengths, gpu: str, sizing: Sizing, rate: float
-) -> tuple[Cost | None, BusinessView]:
-    """Cost (when the GPU has a price) and the business view of a sized candidate."""
+    usecase: UseCase, lengths: Lengths, gpu: str, sizing: Sizing, rate: float, server: Server
+) -> tuple[tuple[Cost, ...], BusinessView]:
+    """Costs under every price model of the GPU, and the business view of a candidate."""
     load = usecase.load
-    price = _prices(usecase).get(gpu)
-    cost = None
-    if price is not None:
-        cost = cost_of(
+    tdp_w = get_gpu(gpu).tdp_w or 0.0  # default server power: its GPUs' TDP (catalog)
+    costs = tuple(
+        cost_of(
             price,
             sizing.num_gpus,
             sizing.num_servers,
@@ -179,7 +225,10 @@ def _economics(
             lengths.mean_prompt,
             lengths.mean_output,
             load.working_hours,
+            server_power_kw=server.num_gpus * tdp_w / 1000.0,
         )
+        for price in _prices(usecase).get(gpu, [])
+    )
     business = business_view(
         sizing.num_instances * rate,
         sizing.num_servers,
@@ -188,7 +237,7 @@ def _economics(
         load.requests_per_user,
         load.working_hours,
     )
-    return cost, business
+    return costs, business
 
 
 def _objective(space: SearchSpace, result: ConfigResult) -> tuple[int, int]:

@@ -11,9 +11,10 @@ from dataclasses import asdict
 from typing import Any
 
 from llmsizer.sizing.curve import CurvePoint
+from llmsizer.sizing.levers import LeverRow
 from llmsizer.sizing.limits import METRICS, Limit, Limits
 from llmsizer.sizing.result import CandidatePlan, PlanResult
-from llmsizer.sizing.search import ConfigResult
+from llmsizer.sizing.search import ConfigResult, group
 from llmsizer.units import MS
 
 SCHEMA = "llmsizer.plan/1"
@@ -40,6 +41,7 @@ def plan_data(plan: PlanResult) -> dict[str, Any]:
             "load_rps": plan.load_rps,
             "served_rps": plan.served_rps,
             "average_rps": plan.usecase.load.average,
+            "arrivals": plan.arrivals,
         },
         "ranked_by": plan.ranked_by,
         "winner": None if winner is None else winner.gpu,
@@ -49,6 +51,8 @@ def plan_data(plan: PlanResult) -> dict[str, Any]:
         "timeline": _timeline(plan),
         "closest": None if winner is not None else _closest(plan.closest()),
         "explanation": list(plan.explanation),
+        "levers": [_lever(row, limits) for row in plan.levers],
+        "notes": list(plan.notes),
     }
 
 
@@ -89,6 +93,8 @@ def _candidate(c: CandidatePlan, limits: Limits) -> dict[str, Any]:
         "rate_per_server_rps": c.best.rate * c.server.instances_per_server(g),
         "sizing": asdict(c.sizing),
         "cost": None if c.cost is None else asdict(c.cost),
+        "price_models": [asdict(m) for m in c.price_models],
+        "break_even_utilisation": c.break_even_utilisation,
         "business": None if c.business is None else asdict(c.business),
         "headroom": [{"headroom": h, **asdict(s)} for h, s in c.headroom],
         "curve": [_point(p, limits) for p in c.curve],
@@ -103,6 +109,8 @@ def _config(r: ConfigResult, limits: Limits) -> dict[str, Any]:
         "label": c.label(),
         "gpu": c.gpu,
         "precision": c.precision,
+        "sparsity": c.sparsity,
+        "num_speculative_tokens": group(c)[3],
         "tensor_parallel_size": c.tensor_parallel_size,
         "pipeline_parallel_size": c.pipeline_parallel_size,
         "engine": c.preset,
@@ -164,4 +172,15 @@ def _closest(r: ConfigResult | None) -> dict[str, Any] | None:
         "status": r.status.value,
         "reason": r.reason,
         "worst_ratio": r.worst_ratio,
+    }
+
+
+def _lever(row: LeverRow, limits: Limits) -> dict[str, Any]:
+    """One row of what each lever buys (`sizing.levers`)."""
+    return {
+        "lever": row.lever,
+        "accepted": row.accepted,
+        "quality": row.quality,
+        "configuration": None if row.best is None else _config(row.best, limits),
+        "sizing": None if row.sizing is None else asdict(row.sizing),
     }

@@ -14,8 +14,8 @@ run fewer, in proportion to the square of the load (`_num_at`), as their small b
 each request cost more steps. Long runs at 93 % and above are still optimistic by a few percent of
 rate; the search never plans above 95 % of capacity.
 
-Every rate sees the same arrival pattern (a unit-rate Poisson process drawn once from the
-seed by `llmsizer.workload.poisson_arrivals`, its times divided by the rate) and the same
+Every rate sees the same arrival pattern (drawn once at unit rate from the seed, Poisson
+unless the use case says otherwise: `sizing.arrivals`; its times divided by the rate) and the same
 lengths, so a probe is a deterministic function of the rate and the bisection in `search`
 is well defined.
 
@@ -33,10 +33,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from llmsizer.instance import Instance
+from llmsizer.instance.speculation import (
+    kv_fraction_of,
+    run_instance,
+    step_cost_of,
+    tokens_per_step,
+)
 from llmsizer.metrics import summarize
-from llmsizer.sim import Batch, PrefillChunk, SimResult, StepCost
+from llmsizer.sim import Batch, Engine, PrefillChunk, SimResult, StepCost
+from llmsizer.sizing.arrivals import ArrivalPattern
 from llmsizer.sizing.limits import Latencies, Limits, Metric
-from llmsizer.workload import Workload, poisson_arrivals
+from llmsizer.workload import Workload
 
 HIGH_LOAD_REQUESTS = 3000
 LOW_LOAD_REQUESTS = 500  # 25 requests above the p95 even when the load is light
@@ -109,21 +116,28 @@ class Probe:
         *,
         seed: int = 0,
         num_requests: int | None = None,
+        arrivals: ArrivalPattern | None = None,
     ) -> None:
         self.instance = instance
         self.lengths = lengths
         self.limits = limits
         self.pp = instance.deployment.pipeline_parallel_size
-        self.engine = instance.simulator(instance.virtual_engine())
+        self.speculative = instance.spec.speculative
+        cost = step_cost_of(self.speculative, instance.step)
+        self.engine = Engine(instance.virtual_engine(), cost, instance.first_token_delay_s)
+        self.seed = seed
+        kv_bytes = instance.memory.kv_cache_bytes
+        self._kv_fraction = kv_fraction_of(self.speculative, instance.step, kv_bytes)
         self.num_requests = num_requests or HIGH_LOAD_REQUESTS
         rng = np.random.default_rng(seed)
-        self._unit_arrivals = poisson_arrivals(self.num_requests, 1.0, rng)
+        pattern = arrivals or ArrivalPattern()
+        self._unit_arrivals = pattern.unit_arrivals(self.num_requests, rng)
         self._points: dict[float, Point] = {}
         self._capacity: float | None = None
 
     @property
     def step_cost(self) -> StepCost:
-        return self.instance.step
+        return self.engine.step_cost
 
     @property
     def points(self) -> list[Point]:
@@ -175,12 +189,13 @@ class Probe:
         cfg = self.instance.engine
         chunk = cfg.max_num_batched_tokens if cfg.enable_chunked_prefill else None
         table: dict[tuple[int, int], tuple[float, float, float]] = {}
+        per_step = tokens_per_step(self.speculative)
         rows = []
         for isl, osl in zip(
             self.lengths.prompt.tolist(), self.lengths.output.tolist(), strict=True
         ):
             if (isl, osl) not in table:
-                table[isl, osl] = _alone(self.step_cost, isl, osl, chunk or isl)
+                table[isl, osl] = _alone(self.step_cost, isl, osl, chunk or isl, per_step)
             rows.append(table[isl, osl])
         values = np.asarray(rows)
         lim = self.limits
@@ -203,17 +218,20 @@ class Probe:
             num_output_tokens=self.lengths.output[idx],
             arrival_s=arrival_s,
         )
-        return self.engine.run(workload)
+        return run_instance(self.engine, workload, self.speculative, self._kv_fraction, self.seed)
 
 
-def _alone(step: StepCost, isl: int, osl: int, chunk: int) -> tuple[float, float, float]:
+def _alone(
+    step: StepCost, isl: int, osl: int, chunk: int, per_step: float = 1.0
+) -> tuple[float, float, float]:
     """(TTFT, TPOT, E2E) seconds of one request alone: its prompt in chunks of `chunk` tokens,
-    then one decode step per further token at the mean context (cost is linear in it)."""
+    then one decode step per `per_step` further tokens (1, or speculation's mean) at the mean
+    context (cost is linear in it)."""
     ttft = 0.0
     done = 0
     while done < isl:
         n = min(chunk, isl - done)
         ttft += step(Batch(prefill_chunks=(PrefillChunk(n, done),)))
         done += n
-    tpot = step(Batch(num_decode_seqs=1, num_decode_context_tokens=isl + osl // 2))
+    tpot = step(Batch(num_decode_seqs=1, num_decode_context_tokens=isl + osl // 2)) / per_step
     return ttft, tpot, ttft + (osl - 1) * tpot

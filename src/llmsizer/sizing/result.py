@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from llmsizer.sizing.configuration import Sizing
 from llmsizer.sizing.cost import BusinessView, Cost
 from llmsizer.sizing.curve import CurvePoint
+from llmsizer.sizing.levers import LeverRow
 from llmsizer.sizing.limits import Limits
 from llmsizer.sizing.probe import Lengths
 from llmsizer.sizing.search import ConfigResult, closest
@@ -42,6 +43,8 @@ class CandidatePlan:
     curve: tuple[CurvePoint, ...]
     pareto: tuple[CurvePoint, ...]
     closest: ConfigResult | None
+    price_models: tuple[Cost, ...] = ()  # every price model's cost; `cost` is the first
+    break_even_utilisation: float | None = None  # on-prem vs cloud (`cost`)
 
     @property
     def feasible(self) -> bool:
@@ -65,6 +68,9 @@ class PlanResult:
     band: Band | None = None
     timeline: Timeline | None = None
     explanation: tuple[str, ...] = ()
+    arrivals: str = "Poisson arrivals"  # the probes' arrival pattern (`sizing.arrivals`)
+    levers: tuple[LeverRow, ...] = ()  # what each lever buys (`sizing.levers`)
+    notes: tuple[str, ...] = ()  # warnings: fallbacks the search space runs on
 
     @property
     def winner(self) -> CandidatePlan | None:

@@ -11,25 +11,29 @@ For each configuration (GPU x precision x TP x PP x engine preset x batch knobs)
    every rate the configuration can sustain;
 4. rate search (`rate_search.RateSearch`): Poisson probes down a grid of fractions of the
    capacity until one meets every limit, then bisection;
-5. branch and bound, best first per GPU: a heap of lower bounds on the objective (servers,
-   then GPUs needed at the load), first from one instance, then from the capacity, then
-   from the lowest rate that failed; each pop runs one probe of the most promising
-   configuration, and a configuration whose bound cannot beat the best rate already found
-   is dropped. The optimum is exact (a test compares it with an exhaustive search), and
-   since each configuration's rate can only fall as limits tighten, and servers only grow
-   with load, so does the optimum.
+5. branch and bound, best first per GPU (or per lever group, `group`: GPU, precision,
+   sparsity, k, with `SearchSpace.per_group`, so that each group's best is exact and the
+   lever table can set them side by side): a heap of lower bounds on the objective
+   (servers, then GPUs needed at the load), first from one instance, then from the
+   capacity, then from the lowest rate that failed; each pop runs one probe of the most
+   promising configuration, and a configuration whose bound cannot beat the best rate
+   already found for its GPU (or group) is dropped. The optimum is exact (a test
+   compares it with an exhaustive search), and since each configuration's rate can only
+   fall as limits tighten, and servers only grow with load, so does the optimum.
 """
 
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from llmsizer.instance import DeploymentSpec, make_instance
 from llmsizer.perf import DoesNotFitError, EfficiencyFactors
+from llmsizer.sizing.arrivals import POISSON, ArrivalPattern
 from llmsizer.sizing.configuration import Sizing
 from llmsizer.sizing.limits import Binding, Limits, Metric
 from llmsizer.sizing.probe import Batch1, Lengths, Point, Probe
@@ -42,6 +46,7 @@ SpecEfficiency = Callable[[DeploymentSpec], EfficiencyFactors]
 the search uses it)."""
 
 CURVE = (0.95, 0.9, 0.8, 0.6, 0.4)  # fractions of capacity on the latency curve
+ADAPTIVE_POINTS = 3  # more curve points where the latency jumps most (`_with_curve`)
 
 Progress = Callable[[int, int], None]  # (configurations done, configurations in total)
 
@@ -66,6 +71,11 @@ class SearchSpace:
     `cloud_priced` holds the GPUs billed per GPU hour: for those the fewest GPUs win, for
     the others the fewest servers. `curves`: simulate the winners' latency curves (`CURVE`).
     `num_requests`: Poisson requests per probe at high load (`Probe`; `None`: its default).
+    `settle_on_objective`: stop a rate search once its bracket needs the same GPUs and
+    servers at either end (the count is then exact; the rate is known less precisely):
+    pruning for searches that report counts only, such as the lever table's.
+    `per_group`: keep an incumbent per lever group (`group`), so every group's best is
+    exact; else one per GPU, which prunes harder (the plan's main search).
     """
 
     lengths: Lengths
@@ -77,6 +87,9 @@ class SearchSpace:
     seed: int = 0
     cloud_priced: frozenset[str] = frozenset()
     curves: bool = True
+    arrivals: ArrivalPattern = POISSON
+    settle_on_objective: bool = False
+    per_group: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +122,16 @@ class ConfigResult:
         return None if self.rate is None else self.rate / self.config.gpus_per_instance
 
 
+Group = tuple[str, str, bool, int]
+
+
+def group(config: DeploymentSpec) -> Group:
+    """The lever group a configuration belongs to: its GPU, weight precision, sparsity and
+    draft tokens. The search finds the best of every group; the plan compares groups."""
+    k = config.speculative.num_speculative_tokens if config.speculative else 0
+    return (config.gpu, config.precision, config.sparsity, k)
+
+
 def objective(space: SearchSpace, config: DeploymentSpec, rate: float) -> tuple[int, int]:
     """What the search minimises for one GPU type: (GPUs, servers) when billed per GPU hour,
     else (servers, GPUs)."""
@@ -122,32 +145,42 @@ def search(
     space: SearchSpace,
     efficiency: SpecEfficiency,
     progress: Progress | None = None,
+    starts: Mapping[DeploymentSpec, float] | None = None,
 ) -> tuple[ConfigResult, ...]:
     """Every configuration's result, in `space.configs` order; the best per GPU has a curve
-    (module docstring, step 5)."""
-    bnb = _BranchAndBound(space, efficiency)
+    (module docstring, step 5). `starts`: warm starts (fractions of capacity, `RateSearch`)
+    for configurations a similar one has been searched for."""
+    bnb = _BranchAndBound(space, efficiency, starts or {})
     done = len(space.configs) - len(bnb.heap)
     while bnb.heap:
         if bnb.pop():
             done += 1
             if progress is not None:
                 progress(done, len(space.configs))
-    for _, config in bnb.best.values():
+    settled = [bnb.results[c] for c in space.configs]
+    for best in best_by_gpu(space, settled).values():
+        config = best.config
         bnb.results[config] = _with_curve(space, bnb.results[config], bnb.probes[config])
     return tuple(bnb.results[c] for c in space.configs)
 
 
 class _BranchAndBound:
     """The search's state: verdicts so far, a heap of (bound, tie-break, order, config),
-    each configuration's rate search, and per GPU the best (objective, config) achieved."""
+    each configuration's rate search, and per group the best (objective, config) achieved."""
 
-    def __init__(self, space: SearchSpace, efficiency: SpecEfficiency):
+    def __init__(
+        self,
+        space: SearchSpace,
+        efficiency: SpecEfficiency,
+        starts: Mapping[DeploymentSpec, float],
+    ):
         self.space = space
+        self.starts = starts
         self.results: dict[DeploymentSpec, ConfigResult] = {}
         self.probes: dict[DeploymentSpec, Probe] = {}
         self.searches: dict[DeploymentSpec, RateSearch] = {}
         self.heap: list[tuple[tuple[int, int], float, int, DeploymentSpec]] = []
-        self.best: dict[str, tuple[tuple[int, int], DeploymentSpec]] = {}
+        self.best: dict[Group | str, tuple[tuple[int, int], DeploymentSpec]] = {}
         for i, config in enumerate(space.configs):
             self.results[config], probe = _screen(space, config, efficiency)
             if probe is not None:
@@ -158,14 +191,14 @@ class _BranchAndBound:
         """One probe (or capacity run) of the most promising configuration, or drop it;
         True when that configuration is settled."""
         bound, _, i, config = heapq.heappop(self.heap)
-        incumbent = self.best.get(config.gpu)
+        incumbent = self.best.get(self._incumbent_key(config))
         if incumbent is not None and incumbent[1] != config and bound >= incumbent[0]:
             self.results[config] = _bounded(self.results[config], incumbent, self.probes[config])
             return True
         search = self.searches.get(config)
         if search is None:
             search = self.searches[config] = RateSearch(
-                self.probes[config], self.space.limits, self.space.online
+                self.probes[config], self.space.limits, self.space.online, self.starts.get(config)
             )
             self.results[config] = replace(self.results[config], capacity=search.capacity)
         else:
@@ -173,8 +206,8 @@ class _BranchAndBound:
         if search.rate is not None:
             key = objective(self.space, config, search.rate)
             if incumbent is None or key < incumbent[0]:
-                self.best[config.gpu] = (key, config)
-        if search.done:
+                self.best[self._incumbent_key(config)] = (key, config)
+        if search.done or self._count_settled(config, search):
             self.results[config] = _settled(self.results[config], search)
             return True
         # equal bounds: more capacity per GPU first
@@ -183,13 +216,40 @@ class _BranchAndBound:
         heapq.heappush(self.heap, (refined, tie, i, config))
         return False
 
+    def _incumbent_key(self, config: DeploymentSpec) -> Group | str:
+        return group(config) if self.space.per_group else config.gpu
+
+    def _count_settled(self, config: DeploymentSpec, search: RateSearch) -> bool:
+        """`settle_on_objective` (`SearchSpace`): the bracket's ends need the same count."""
+        if not self.space.settle_on_objective or search.rate is None or not search.bracketed:
+            return False
+        upper = objective(self.space, config, search.upper_rate() * (1 - 1e-9))
+        return objective(self.space, config, search.rate) == upper
+
 
 def _with_curve(space: SearchSpace, result: ConfigResult, probe: Probe) -> ConfigResult:
-    """The winner's latency-throughput curve: probes at `CURVE` fractions of capacity."""
+    """The winner's latency-throughput curve: probes at `CURVE` fractions of capacity, the
+    search's own probes (already simulated, near the limit), and `ADAPTIVE_POINTS` more,
+    each halving the gap between the two neighbours whose latency jumps the most: the
+    knee gets the points."""
     if not space.online or not space.curves:
         return replace(result, points=tuple(probe.points))
-    curve = tuple(probe.at_rate(f * probe.capacity()) for f in CURVE)
-    return replace(result, curve=curve, points=tuple(probe.points))
+    for f in CURVE:
+        probe.at_rate(f * probe.capacity())
+    metric = space.limits.active[0] if space.limits.active else Metric.TTFT
+
+    def lat(point: Point) -> float:
+        return space.limits.value_s(point.latencies, metric)
+
+    for _ in range(ADAPTIVE_POINTS):
+        ordered = probe.points
+        jumps = [(lat(b) / max(lat(a), 1e-12), a, b) for a, b in itertools.pairwise(ordered)]
+        if not jumps:
+            break
+        _, a, b = max(jumps, key=lambda j: j[0])
+        probe.at_rate(0.5 * (a.offered_rate + b.offered_rate))
+    curve = tuple(probe.points)
+    return replace(result, curve=curve, points=curve)
 
 
 def evaluate(
@@ -245,7 +305,12 @@ def make_probe(space: SearchSpace, config: DeploymentSpec, efficiency: SpecEffic
         efficiency=efficiency(config),
     )
     return Probe(
-        instance, space.lengths, space.limits, seed=space.seed, num_requests=space.num_requests
+        instance,
+        space.lengths,
+        space.limits,
+        seed=space.seed,
+        num_requests=space.num_requests,
+        arrivals=space.arrivals,
     )
 
 

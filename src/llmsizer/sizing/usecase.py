@@ -20,11 +20,13 @@ from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from llmsizer.instance import DeploymentSpec, check_context
+from llmsizer.instance import check_context
+from llmsizer.sizing.arrivals import ArrivalKind, ArrivalPattern
+from llmsizer.sizing.candidates import CandidatesSpec
 from llmsizer.sizing.cost import Price
 from llmsizer.sizing.limits import Limits
 from llmsizer.sizing.peak import dau_average_rps, poisson_peak_rps
-from llmsizer.specs import Precision, get_gpu, get_model
+from llmsizer.specs import get_gpu, get_model
 from llmsizer.units import MS
 from llmsizer.workload.lengths import MAX_TOKENS
 from llmsizer.workload.spec import TraceFile
@@ -87,6 +89,32 @@ class LoadSpec(_Strict):
     window_s: float = Field(
         1.0, gt=0, description="Seconds over which arrivals are counted for the Poisson peak."
     )
+    arrival: ArrivalKind = Field(
+        "poisson",
+        description="How requests arrive at the planned rate: poisson, gamma (with "
+        "`burstiness`), or trace (`arrival_trace`'s own gaps scaled to the rate).",
+    )
+    burstiness: float = Field(
+        1.0,
+        gt=0,
+        le=100,
+        description="Gamma arrivals' shape (vLLM --burstiness): 1 Poisson, < 1 burstier.",
+    )
+    arrival_trace: TraceFile | None = Field(
+        None, description="Trace (Azure .csv, Mooncake .jsonl) whose inter-arrival gaps to use."
+    )
+
+    @model_validator(mode="after")
+    def _arrival_settings(self) -> Self:
+        if (self.arrival == "trace") != (self.arrival_trace is not None):
+            raise ValueError("load.arrival_trace is given exactly when load.arrival is trace")
+        if self.burstiness != 1.0 and self.arrival != "gamma":
+            raise ValueError("load.burstiness applies to gamma arrivals: set load.arrival gamma")
+        return self
+
+    def arrival_pattern(self) -> ArrivalPattern:
+        """The probes' arrival pattern at unit rate (`sizing.arrivals`)."""
+        return ArrivalPattern.of(self.arrival, self.burstiness, self.arrival_trace)
 
     @model_validator(mode="after")
     def _one_load(self) -> Self:
@@ -152,83 +180,6 @@ class LimitsSpec(_Strict):
         )
 
 
-class CandidatesSpec(_Strict):
-    """The search space: every combination is a configuration to consider."""
-
-    gpus: list[str] = Field(["h100-sxm"], min_length=1, description="GPU names to compare.")
-    precisions: list[str] = Field(["bf16"], min_length=1, description="Weight precisions.")
-    tensor_parallel_sizes: list[int] = Field(
-        [1, 2, 4, 8], min_length=1, description="TP sizes to try (each >= 1)."
-    )
-    pipeline_parallel_sizes: list[int] = Field(
-        [1], min_length=1, description="PP sizes to try (each >= 1)."
-    )
-    engines: list[Literal["vllm", "trtllm", "sglang"]] = Field(
-        ["vllm"], min_length=1, description="Engine presets to try."
-    )
-    max_num_seqs: list[int | None] = Field(
-        [None], min_length=1, description="Batch caps to try (null: the preset's)."
-    )
-    max_num_batched_tokens: list[int | None] = Field(
-        [None], min_length=1, description="Step token budgets (prefill chunk) to try."
-    )
-    gpu_memory_utilization: float = Field(
-        0.9, gt=0, le=1, description="Fraction of GPU memory the engine may use."
-    )
-
-    @field_validator("gpus")
-    @classmethod
-    def _known_gpus(cls, names: list[str]) -> list[str]:
-        keys = [get_gpu(n).key for n in names]  # UnknownNameError names close matches
-        return list(dict.fromkeys(keys))
-
-    @field_validator("precisions")
-    @classmethod
-    def _known_precisions(cls, names: list[str]) -> list[str]:
-        return list(dict.fromkeys(Precision.parse(n).value for n in names))
-
-    @field_validator("tensor_parallel_sizes", "pipeline_parallel_sizes")
-    @classmethod
-    def _positive(cls, sizes: list[int]) -> list[int]:
-        bad = [s for s in sizes if s < 1]
-        if bad:
-            raise ValueError(f"sizes must be >= 1, got {bad}")
-        return sorted(set(sizes))
-
-    @field_validator("max_num_seqs", "max_num_batched_tokens")
-    @classmethod
-    def _positive_or_preset(cls, values: list[int | None]) -> list[int | None]:
-        bad = [v for v in values if v is not None and v < 1]
-        if bad:
-            raise ValueError(f"values must be >= 1 (or null for the preset's), got {bad}")
-        return list(dict.fromkeys(values))
-
-    def configs(self, model: str) -> tuple[DeploymentSpec, ...]:
-        """Every combination for `model`, GPU by GPU."""
-        return tuple(
-            DeploymentSpec.model_validate(
-                {
-                    "model": model,
-                    "gpu": g,
-                    "precision": p,
-                    "tensor_parallel_size": tp,
-                    "pipeline_parallel_size": pp,
-                    "gpu_memory_utilization": self.gpu_memory_utilization,
-                    "engine": e,
-                    "max_num_seqs": seqs,
-                    "max_num_batched_tokens": tokens,
-                }
-            )
-            for g in self.gpus
-            for p in self.precisions
-            for tp in self.tensor_parallel_sizes
-            for pp in self.pipeline_parallel_sizes
-            for e in self.engines
-            for seqs in self.max_num_seqs
-            for tokens in self.max_num_batched_tokens
-        )
-
-
 class PriceSpec(_Strict):
     """One GPU's price, a user input: cloud per GPU hour, or an on-premises server."""
 
@@ -240,12 +191,23 @@ class PriceSpec(_Strict):
     power_and_hosting_usd_per_year: float = Field(
         0.0, ge=0, description="Power, cooling, space and support per server per year."
     )
+    power_usd_per_kwh: float = Field(
+        0.0, ge=0, description="Electricity price for on-premises servers, $/kWh."
+    )
+    server_power_kw: float | None = Field(
+        None,
+        gt=0,
+        description="Power one server draws, kW (default: its GPUs' TDP, the GPUs only; "
+        "DGX H100: 10.2 kW max, NVIDIA DGX H100 datasheet).",
+    )
     source: str = Field("user input", description="Where the price comes from.")
 
     @model_validator(mode="after")
     def _one_price(self) -> Self:
         if (self.usd_per_gpu_hour is None) == (self.server_usd is None):
             raise ValueError("give exactly one of usd_per_gpu_hour (cloud) or server_usd")
+        if self.usd_per_gpu_hour is not None and (self.power_usd_per_kwh or self.server_power_kw):
+            raise ValueError("power_usd_per_kwh and server_power_kw apply to server_usd prices")
         return self
 
     def build(self) -> Price:
@@ -268,6 +230,9 @@ class SearchSettings(_Strict):
         "engine and GPU architecture).",
     )
     curves: bool = Field(True, description="Simulate each GPU's latency-throughput curve.")
+    levers: bool = Field(
+        True, description="Search what each lever (precision, sparsity) buys on the winner's GPU."
+    )
 
 
 class UseCase(_Strict):
@@ -309,8 +274,10 @@ class UseCase(_Strict):
     candidates: CandidatesSpec = Field(
         default_factory=CandidatesSpec, description="What to search over."
     )
-    prices: dict[str, PriceSpec] = Field(
-        default_factory=dict, description="Prices by GPU name (user inputs; none built in)."
+    prices: dict[str, PriceSpec | list[PriceSpec]] = Field(
+        default_factory=dict,
+        description="Prices by GPU or system name (user inputs; none built in): one price "
+        "model, or a list (cloud and on-premises) compared side by side; the first ranks.",
     )
     headroom: float = Field(
         0.0, ge=0, le=10, description="Capacity above the planning peak, as a fraction (0.2: 20 %)."
@@ -333,7 +300,22 @@ class UseCase(_Strict):
         unknown = [k for k in self.prices if get_gpu(k).key not in self.candidates.gpus]
         if unknown:
             raise ValueError(f"prices: {unknown} are not among candidates.gpus")
+        self._check_draft()
+        empty = [k for k, v in self.prices.items() if isinstance(v, list) and not v]
+        if empty:
+            raise ValueError(f"prices: {empty} have an empty list of price models")
         return self
+
+    def _check_draft(self) -> None:
+        draft = self.candidates.draft_model
+        if draft is None or not any(self.candidates.speculative_tokens):
+            return
+        d, m = get_model(draft), get_model(self.model)
+        if d.total_params >= m.total_params:
+            raise ValueError(
+                f"candidates.draft_model {d.name} ({d.total_params / 1e9:.1f} B parameters) "
+                f"is not smaller than the target {m.name} ({m.total_params / 1e9:.1f} B)"
+            )
 
     def _check_lengths(self) -> None:
         if self.lengths_trace is not None:

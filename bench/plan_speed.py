@@ -1,0 +1,51 @@
+"""Plan speed: wall time of `plan` on the sizing examples (issue 11: the lever search must
+stay within 2x of the plan before it).
+
+    .venv/bin/python bench/plan_speed.py [--no-levers] [NAME ...]   (default: all three)
+
+`--no-levers` leaves out the "what each lever buys" search (`search.levers: false`), to
+separate its cost from the rest of the plan's.
+
+Each example runs in this process once, after the catalogs are loaded; prints one row per
+example: wall and CPU seconds (the machine may be shared: compare CPU seconds),
+configurations in the main search, probe points simulated in it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+from llmsizer.sizing.inputs import usecase_from_mapping
+from llmsizer.sizing.plan import plan
+from llmsizer.specs import get_gpu, get_model
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "sizing"
+NAMES = ("llama3_8b_h100", "nemo43b_dgx_h100", "azure_chat_llama31_70b")
+
+
+def main(args: list[str]) -> None:
+    levers = "--no-levers" not in args
+    names = [a for a in args if a != "--no-levers"]
+    os.chdir(EXAMPLES)
+    get_gpu("h100-sxm"), get_model("llama-3-8b")  # catalogs loaded before timing
+    print(f"{'example':<26} {'wall s':>8} {'CPU s':>8} {'configs':>8} {'points':>7}")
+    for name in names or NAMES:
+        data = yaml.safe_load(Path(f"{name}.yaml").read_text())
+        if not levers:
+            data["search"] = {**data.get("search", {}), "levers": False}
+        usecase = usecase_from_mapping(data)
+        start, cpu = time.perf_counter(), time.process_time()
+        result = plan(usecase)
+        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+        points = sum(len(r.points) + len(r.curve) for r in result.results)
+        row = f"{name:<26} {seconds:>8.1f} {cpu:>8.1f} {len(result.results):>8} {points:>7}"
+        print(row, flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,228 @@
+"""Speculative decoding in the simulation: the engine counts verify steps, tokens follow.
+
+A speculating engine's decode step drafts k tokens per sequence and verifies k + 1; a
+sequence gains 1 + (accepted drafts) tokens. Acceptance differs between requests (prompts
+differ in how predictable their answers are), so each request draws its own per-token
+acceptance rate a_i from a Beta distribution with the spec's mean and standard deviation,
+and needs
+
+    steps_i = ceil((n_i - 1) / E(a_i)),   E(a) = (1 - a^(k+1)) / (1 - a)
+
+decode steps for its n_i - 1 tokens after the first (Leviathan et al. 2023, eq. 1;
+`perf.speculative`). The simulator runs that many decode steps per request, each priced by
+`perf.speculative.SpeculativeStepCost` (k drafter passes plus verification of k + 1 tokens
+per sequence, so the gain at small batch and the loss at large batch come from the step
+model). Records are mapped back to tokens: a step's accepted tokens reach the client
+together, as a streamed chunk does (vLLM streams them as one chunk), so TPOT is per token
+and ITL has the zero gaps a client measures inside a chunk.
+
+Memory: the drafter's weights (a one-layer head, or a draft model on the same GPUs) and its
+KV (one layer's for a head; the draft model's per token) come out of the target's KV
+budget, and k lookahead slots per sequence are reserved. The simulator grows a request's KV
+by one token per step, so its blocks are scaled by the workload's simulated tokens over its
+real ones: an approximation in the mean (a request that accepts more than average holds
+slightly more KV than simulated).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Literal, Self
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from llmsizer.perf import Deployment, StepModel
+from llmsizer.perf.memory import weight_bytes_per_gpu
+from llmsizer.perf.speculative import SpeculativeDecoding, SpeculativeStepCost, draft_head_model
+from llmsizer.records import RequestRecord
+from llmsizer.sim import Engine, EngineConfig, SimResult
+from llmsizer.sim.engine import Progress
+from llmsizer.specs import get_model
+from llmsizer.workload import Workload
+
+DEFAULT_ACCEPTANCE = 0.7  # EAGLE (Li et al. 2024, arXiv:2401.15077): 0.6-0.8 per token, MT-bench
+
+
+class SpeculativeSpec(BaseModel):
+    """Speculative decoding settings (vLLM's `--speculative-config`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    num_speculative_tokens: int = Field(ge=1, le=16, description="Tokens drafted per step (k).")
+    method: Literal["head", "draft_model"] = Field(
+        "head",
+        description="head: an EAGLE/MTP-style one-layer head on the target; draft_model: "
+        "a smaller model from the catalog or a config.json (`draft_model`).",
+    )
+    draft_model: str | None = Field(None, description="The draft model (method draft_model).")
+    acceptance_rate: float = Field(
+        DEFAULT_ACCEPTANCE,
+        gt=0,
+        lt=1,
+        description="Mean probability that a drafted token is accepted (EAGLE: 0.6-0.8).",
+    )
+    acceptance_std: float = Field(
+        0.1, ge=0, lt=0.5, description="Spread of the per-request acceptance rate (Beta)."
+    )
+
+    @model_validator(mode="after")
+    def _draft(self) -> Self:
+        if (self.method == "draft_model") != (self.draft_model is not None):
+            raise ValueError("speculative: draft_model is given exactly when method is draft_model")
+        if self.draft_model is not None:
+            get_model(self.draft_model)  # UnknownNameError names close matches
+        return self
+
+    def label(self) -> str:
+        return f"spec{self.num_speculative_tokens}" + (
+            f"({self.draft_model})" if self.draft_model else ""
+        )
+
+
+def speculative_cost(spec: SpeculativeSpec, target: StepModel) -> SpeculativeStepCost:
+    """The step cost of a speculating engine; a draft model must be smaller than the target."""
+    if spec.draft_model is None:
+        draft = draft_head_model(target)
+    else:
+        d = target.deployment
+        model = get_model(spec.draft_model)
+        if model.total_params >= d.model.total_params:
+            raise ValueError(
+                f"speculative.draft_model {model.name} ({model.total_params / 1e9:.1f} B "
+                f"parameters) is not smaller than the target {d.model.name} "
+                f"({d.model.total_params / 1e9:.1f} B): a draft must be cheaper to run"
+            )
+        draft_deployment = dataclasses.replace(d, model=model, pipeline_parallel_size=1)
+        draft = StepModel(draft_deployment, target.efficiency)
+    k = spec.num_speculative_tokens
+    return SpeculativeStepCost(target, draft, SpeculativeDecoding(k, spec.acceptance_rate))
+
+
+def acceptance_rates(spec: SpeculativeSpec, num: int, rng: np.random.Generator) -> np.ndarray:
+    """Per-request acceptance rates: Beta with the spec's mean and standard deviation (its
+    largest possible spread when the asked one is too wide for the mean)."""
+    mean, std = spec.acceptance_rate, spec.acceptance_std
+    if std == 0:
+        return np.full(num, mean)
+    var = min(std**2, 0.99 * mean * (1 - mean))
+    concentration = mean * (1 - mean) / var - 1
+    return rng.beta(mean * concentration, (1 - mean) * concentration, size=num)
+
+
+def decode_steps(num_output: np.ndarray, acceptance: np.ndarray, k: int) -> np.ndarray:
+    """Verify steps for each request's tokens after its first (module docstring)."""
+    a = np.clip(acceptance, 0.0, 1.0 - 1e-12)
+    per_step = (1.0 - a ** (k + 1)) / (1.0 - a)
+    return np.ceil((num_output - 1) / per_step - 1e-9).astype(np.int64).clip(min=0)
+
+
+def kv_share(spec: SpeculativeSpec, cost: SpeculativeStepCost, kv_cache_bytes: float) -> float:
+    """Fraction of the target's KV cache left once the drafter's weights and KV are in it."""
+    target, draft = cost.target.deployment, cost.draft.deployment
+    extra_weights = weight_bytes_per_gpu(draft) if spec.draft_model else 0.0
+    per_token = _kv_bytes_per_token(target)
+    draft_ratio = _kv_bytes_per_token(draft) / per_token
+    left = max(0.0, kv_cache_bytes - extra_weights) / kv_cache_bytes if kv_cache_bytes else 0.0
+    return left / (1.0 + draft_ratio)
+
+
+def _kv_bytes_per_token(d: Deployment) -> float:
+    layers = math.ceil(d.model.num_layers / d.pipeline_parallel_size)
+    return d.kv_bytes_per_token_per_layer_per_gpu * layers
+
+
+def run_speculative(
+    engine: Engine,
+    workload: Workload,
+    spec: SpeculativeSpec,
+    kv_fraction: float,
+    rng: np.random.Generator,
+    progress: Progress | None = None,
+) -> SimResult:
+    """Run `workload` on a speculating `engine` (its step cost a `SpeculativeStepCost`),
+    `kv_fraction` of its blocks left to the target; records in tokens (module docstring)."""
+    k = spec.num_speculative_tokens
+    prompt, output = workload.num_prompt_tokens, workload.num_output_tokens
+    steps = decode_steps(output, acceptance_rates(spec, workload.num_requests, rng), k)
+    simulated = 1 + steps
+    cfg = engine.config
+    if cfg.num_gpu_blocks is not None:
+        ratio = float((prompt + simulated).sum()) / float((prompt + output + k).sum())
+        blocks = max(1, math.floor(cfg.num_gpu_blocks * kv_fraction * ratio))
+        cfg = cfg.model_copy(update={"num_gpu_blocks": blocks})
+    in_steps = dataclasses.replace(workload, num_output_tokens=simulated)
+    result = dataclasses.replace(engine, config=cfg).run(in_steps, progress)
+    records = [_in_tokens(r, int(output[r.request_id])) for r in result.records]
+    return dataclasses.replace(result, records=records)
+
+
+def _in_tokens(record: RequestRecord, num_output: int) -> RequestRecord:
+    """A record of steps as one of tokens: each step's tokens arrive at the step's end, the
+    n - 1 tokens after the first spread as evenly as they divide over the steps."""
+    times = record.token_times_s
+    num_steps = times.shape[0] - 1
+    if record.error is not None or num_steps <= 0 or num_output <= 1:
+        return dataclasses.replace(record, num_output_tokens_requested=num_output)
+    done = np.round(np.arange(num_steps + 1) * ((num_output - 1) / num_steps)).astype(np.int64)
+    expanded = np.concatenate((times[:1], np.repeat(times[1:], np.diff(done))))
+    expanded.setflags(write=False)
+    return dataclasses.replace(
+        record, token_times_s=expanded, num_output_tokens_requested=num_output
+    )
+
+
+def step_cost_of(spec: SpeculativeSpec | None, step: StepModel) -> StepModel | SpeculativeStepCost:
+    """The instance's step cost: its step model, or the speculating engine's."""
+    return step if spec is None else speculative_cost(spec, step)
+
+
+def run_instance(
+    engine: Engine,
+    workload: Workload,
+    spec: SpeculativeSpec | None,
+    kv_fraction: float = 1.0,
+    seed: int = 0,
+) -> SimResult:
+    """Run `workload` on `engine` (its step cost from `step_cost_of`), speculating when
+    `spec` is set, with `kv_fraction` (`kv_fraction_of`) of the blocks left to the target."""
+    if spec is None:
+        return engine.run(workload)
+    return run_speculative(engine, workload, spec, kv_fraction, np.random.default_rng(seed))
+
+
+def kv_fraction_of(spec: SpeculativeSpec | None, step: StepModel, kv_cache_bytes: float) -> float:
+    """`kv_share` of an instance's step model and KV cache bytes (1 without speculation)."""
+    if spec is None:
+        return 1.0
+    return kv_share(spec, speculative_cost(spec, step), kv_cache_bytes)
+
+
+def tokens_per_step(spec: SpeculativeSpec | None) -> float:
+    """Mean tokens a decode step yields per sequence (1 without speculation)."""
+    if spec is None:
+        return 1.0
+    return SpeculativeDecoding(
+        spec.num_speculative_tokens, spec.acceptance_rate
+    ).expected_tokens_per_step
+
+
+@dataclass(frozen=True, slots=True)
+class SpeculativeEngine:
+    """An `Engine` whose step cost is a `SpeculativeStepCost`, run as `run_speculative`
+    (what `simulate` builds for a scenario that speculates)."""
+
+    engine: Engine
+    spec: SpeculativeSpec
+    kv_fraction: float
+    seed: int = 0
+
+    @property
+    def config(self) -> EngineConfig:
+        return self.engine.config
+
+    def run(self, workload: Workload, progress: Progress | None = None) -> SimResult:
+        rng = np.random.default_rng(self.seed)
+        return run_speculative(self.engine, workload, self.spec, self.kv_fraction, rng, progress)
