@@ -30,13 +30,21 @@ import numpy as np
 from validate_aic import CSV, METRICS, Result, concurrency_band, say, table
 
 from llmsizer.calibrate.aic import AicCase, AicSkipped, load_aic
-from llmsizer.calibrate.aic_fit import Predicted, Recorded, group_of
+from llmsizer.calibrate.aic_fit import (
+    Predicted,
+    Recorded,
+    group_of,
+    is_aic,
+    measurement_cases,
+)
 from llmsizer.calibrate.gpu_fit import calibration_file
+from llmsizer.calibrate.measurements import load_measurements
 from llmsizer.perf.calibrated import save_calibration
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "examples" / "validation"
 DATA = REPO / "src" / "llmsizer" / "perf" / "data"
+MEASUREMENTS = CSV.with_name("measurements.csv")
 
 
 def region(r: Result) -> str:
@@ -70,7 +78,9 @@ def tables(title: str, results: Sequence[Result]) -> list[str]:
 
 
 def as_results(cases: Sequence[AicCase], predicted: Predicted) -> list[Result]:
-    return [Result(cases[i], p) for i, p in sorted(predicted.items())]
+    """The AIC rows' results (`cases` come first in the recording; the measurement rows
+    fitted beside them are not scored here)."""
+    return [Result(cases[i], p) for i, p in sorted(predicted.items()) if i < len(cases)]
 
 
 def summary_line(name: str, results: Sequence[Result]) -> str:
@@ -91,7 +101,7 @@ def report(
     num_rows: int,
     fits: dict[tuple[str, str], object],
 ) -> str:
-    cases = recorded.cases
+    cases = [c for c in recorded.cases if is_aic(c)]
     lines = [
         "# Accuracy on the AIC silicon rows: fitted per engine and GPU architecture, "
         "cross-validated",
@@ -108,8 +118,9 @@ def report(
         "(`aic_baseline.md` lists them).",
         "",
         "- **shipped**: every row priced by the factors that ship for it: its (engine, "
-        "architecture) group's fit on these rows (Blackwell), else the engine's general fit "
-        "(`measurements.csv`, which covers Ampere and Hopper);",
+        "architecture) group's fit on these rows and the `measurements.csv` rows of the same "
+        "GPUs (Blackwell), else the engine's general fit (`measurements.csv`, which covers "
+        "Ampere and Hopper);",
         "- **leave one GPU out**: each GPU's rows priced by factors fitted on the other GPUs "
         "of its engine and architecture (or, when none is left, the engine's general fit);",
         "- **leave one model out**: the same, holding out each model.",
@@ -197,9 +208,11 @@ def main() -> None:
     cases = [m for m in mapped if isinstance(m, AicCase)][:: args.sample]
     skipped = [m for m in mapped if isinstance(m, AicSkipped)]
     t0 = time.perf_counter()
-    recorded = _recorded(cases, args.workers, args.cache)
-    say(f"recorded in {time.perf_counter() - t0:.0f} s; fitting")
     shipping = set(args.architectures.split(","))
+    tables = measurement_cases(load_measurements(MEASUREMENTS).measurements, shipping)
+    say(f"recording {len(tables)} measurements.csv rows on {sorted(shipping)} GPUs")
+    recorded = _recorded(cases, args.workers, args.cache) + Recorded.record(tables, args.workers)
+    say(f"recorded in {time.perf_counter() - t0:.0f} s; fitting")
     fits = {g: f for g, f in recorded.fit_groups().items() if g[1] in shipping}
     runs = {
         "shipped": recorded.shipped(fits),
@@ -220,10 +233,12 @@ def main() -> None:
                 for i, c in enumerate(cases)
                 if group_of(c) == (engine, arch)
             ]
+            beside = sum(1 for c in tables if group_of(c) == (engine, arch))
             fitted_on = {
                 "data": "shared/calibration/aic_silicon_calibration.csv",
                 "sha256": digest,
                 "num_rows": rows,
+                "also": f"{beside} rows of shared/calibration/measurements.csv on these GPUs",
                 "by": "bench/fit_aic.py --write",
                 "leave_one_gpu_out": cross_validated(held),
             }
@@ -247,12 +262,14 @@ def cross_validated(results: Sequence[Result]) -> dict[str, dict[str, float]]:
 
 
 def _recorded(cases: Sequence[AicCase], workers: int, cache: Path | None) -> Recorded:
-    """The cases' recorded schedules, from `cache` when it holds these very cases."""
+    """The cases' recorded schedules, from `cache` when it holds the same rows (by id: the
+    cache is the user's to delete when the mapping or the simulator changes)."""
     if cache is not None and cache.exists():
         recorded = pickle.loads(cache.read_bytes())
-        if isinstance(recorded, Recorded) and recorded.cases == tuple(cases):
+        ids = [c.row_id for c in cases]
+        if isinstance(recorded, Recorded) and [c.row_id for c in recorded.cases] == ids:
             say(f"read {len(cases)} recorded rows from {cache}")
-            return recorded
+            return Recorded(tuple(cases), recorded.traces)
         say(f"{cache} holds other rows: recording again")
     say(f"recording {len(cases)} rows")
     recorded = Recorded.record(cases, workers)

@@ -11,6 +11,12 @@ every fold then re-prices the recorded steps (`llmsizer.calibrate.replay`), whic
   (a log-normal prior, `PRIOR_SIGMA`), the engine's general fit (`calibrated_efficiency`),
   with a robust loss (`ROBUST_SCALE`) so that rows an unmodelled effect puts far off do not
   drag the rest.
+- **The throughput tables of the same GPUs join the fit.** `measurements.csv` rows on GPUs
+  of a fitted architecture (`measurement_cases`: offline and online TensorRT-LLM tables on
+  B200, GB200, RTX PRO 6000) are fitted with the AIC rows of their engine, so the factors
+  serve both the latencies under load and the peak throughput. They are training data
+  only: the accuracy is reported on the AIC rows, and a fold that holds a GPU out holds
+  its measurement rows out too.
 - **Cross-validation.** For each group and each GPU (model) in it, the factors are fitted on
   the group's other GPUs (models) and the held-out rows predicted with them. A group with
   nothing left to fit on predicts with the engine's general fit: what a user of an unseen
@@ -23,14 +29,15 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
-from llmsizer.calibrate.aic import AicCase
+from llmsizer.calibrate.aic import AIC_GPUS, AicCase
 from llmsizer.calibrate.fit import FitResult, Target, fit_factors, predictions
-from llmsizer.calibrate.gpu_fit import DEFAULT_FIT_FACTORS
+from llmsizer.calibrate.gpu_fit import DEFAULT_FIT_FACTORS, LATENCY_METRICS
+from llmsizer.calibrate.measurements import Measurement
 from llmsizer.calibrate.record import record_traces
 from llmsizer.calibrate.replay import ScheduleTrace
 from llmsizer.perf import EfficiencyFactors
 from llmsizer.perf.calibrated import calibrated_efficiency
-from llmsizer.specs import get_gpu
+from llmsizer.specs import get_gpu, get_model
 
 METRICS = ("mean_ttft_ms", "mean_tpot_ms")
 PRIOR_SIGMA = 0.5  # a factor 1.65 from the engine's general fit is one sigma
@@ -39,6 +46,30 @@ FIT = (*DEFAULT_FIT_FACTORS, "interconnect_efficiency", "first_token_delay_s")
 
 Group = tuple[str, str]  # (engine, GPU architecture)
 Predicted = dict[int, dict[str, float]]  # case index -> metric -> predicted value
+
+
+def measurement_cases(
+    measurements: Sequence[Measurement], architectures: Collection[str]
+) -> list[AicCase]:
+    """The `measurements.csv` rows on GPUs of `architectures`, as cases to fit beside the AIC
+    rows (module docstring): GPUs named as the AIC rows name them, ids `measurements:<id>`."""
+    aic_name = {gpu: system for system, gpu in AIC_GPUS.items()}
+    out = []
+    for m in measurements:
+        gpu = get_gpu(m.spec.gpu)
+        if gpu.architecture in architectures:
+            system = aic_name.get(gpu.key, gpu.key)
+            model = get_model(m.spec.model).name
+            out.append(
+                AicCase(f"measurements:{m.row_id}", m.spec.preset, system, model, m.spec,
+                        dict(m.measured), m.source_id)
+            )  # fmt: skip
+    return out
+
+
+def is_aic(case: AicCase) -> bool:
+    """An AIC row, not a `measurements.csv` row fitted beside them."""
+    return not case.row_id.startswith("measurements:")
 
 
 def group_of(case: AicCase) -> Group:
@@ -53,6 +84,9 @@ class Recorded:
     cases: tuple[AicCase, ...]
     traces: tuple[ScheduleTrace, ...]
 
+    def __add__(self, other: Recorded) -> Recorded:
+        return Recorded(self.cases + other.cases, self.traces + other.traces)
+
     @classmethod
     def record(cls, cases: Sequence[AicCase], workers: int = 1) -> Recorded:
         """Simulate each case once (at the engine's general fit; any factors give the same
@@ -61,9 +95,8 @@ class Recorded:
         for engine in sorted({c.backend for c in cases}):
             indices = [i for i, c in enumerate(cases) if c.backend == engine]
             specs = [cases[i].spec for i in indices]
-            recorded = record_traces(
-                specs, calibrated_efficiency(engine), [True] * len(specs), workers
-            )
+            latencies = [bool(LATENCY_METRICS & set(cases[i].measured)) for i in indices]
+            recorded = record_traces(specs, calibrated_efficiency(engine), latencies, workers)
             for i, trace in zip(indices, recorded, strict=True):
                 traces[i] = trace
         return cls(tuple(cases), tuple(t for t in traces if t is not None))
@@ -79,9 +112,9 @@ class Recorded:
         """Factors for `engine` fitted on the cases at `indices` (module docstring)."""
         traces = [self.traces[i] for i in indices]
         targets: list[Target] = [
-            (k, metric, self.cases[i].measured[metric])
+            (k, metric, value)
             for k, i in enumerate(indices)
-            for metric in METRICS
+            for metric, value in self.cases[i].measured.items()
         ]
         return fit_factors(
             traces,
@@ -96,9 +129,10 @@ class Recorded:
         """The cases at `indices` re-priced under `factors`."""
         out: Predicted = {}
         for i in indices:
-            targets: list[Target] = [(0, m, self.cases[i].measured[m]) for m in METRICS]
+            measured = self.cases[i].measured
+            targets: list[Target] = [(0, m, v) for m, v in measured.items()]
             values = predictions([self.traces[i]], targets, factors)
-            out[i] = dict(zip(METRICS, values, strict=True))
+            out[i] = dict(zip(measured, values, strict=True))
         return out
 
     def fit_groups(self) -> dict[Group, FitResult]:
