@@ -35,6 +35,7 @@ from llmsizer.sizing.probe import Lengths
 from llmsizer.sizing.result import CandidatePlan, PlanResult, Timeline
 from llmsizer.sizing.search import (
     ConfigResult,
+    MakeProbe,
     Progress,
     SearchSpace,
     closest,
@@ -57,16 +58,19 @@ def plan(
     *,
     efficiency: Efficiency | EfficiencyFactors | None = None,
     progress: Progress | None = None,
+    probes: MakeProbe | None = None,
 ) -> PlanResult:
     """Size `usecase` (module docstring). Deterministic for a use case and efficiency.
 
     `efficiency`: factors for every engine, a function from engine name to factors (such as
     `calibrated_efficiency`, the default, or the unfitted `default_efficiency`), or `None`.
-    `progress(done, total)` is called as configurations are settled.
+    `progress(done, total)` is called as configurations are settled. `probes` builds each
+    configuration's probe (default `make_probe`; a `ProbeCache` keeps them across plans).
     """
     efficiency = _efficiency_function(efficiency)
     space = search_space(usecase)
-    results = search(space, efficiency, progress)
+    probes = make_probe if probes is None else probes
+    results = search(space, efficiency, progress, probes)
     candidates = _rank(usecase, space, results)
     result = PlanResult(
         usecase=usecase,
@@ -79,12 +83,12 @@ def plan(
         candidates=candidates,
         results=results,
     )
-    result = _with_band_and_timeline(result, space, efficiency)
+    result = _with_band_and_timeline(result, space, efficiency, probes)
     return dataclasses.replace(result, explanation=explain(result))
 
 
 def _with_band_and_timeline(
-    result: PlanResult, space: SearchSpace, efficiency: Efficiency
+    result: PlanResult, space: SearchSpace, efficiency: Efficiency, probes: MakeProbe
 ) -> PlanResult:
     """The winner re-searched under other assumptions, and its engine at the planned load."""
     winner = result.winner
@@ -94,7 +98,9 @@ def _with_band_and_timeline(
     variants = length_variants(result.usecase, space.lengths)
     uncertainty = result.usecase.search.uncertainty
     b = band(space, best.config, (best.rate, best.capacity), efficiency, uncertainty, variants)
-    return dataclasses.replace(result, band=b, timeline=_timeline(space, winner, efficiency))
+    return dataclasses.replace(
+        result, band=b, timeline=_timeline(space, winner, efficiency, probes)
+    )
 
 
 def _efficiency_function(efficiency: Efficiency | EfficiencyFactors | None) -> Efficiency:
@@ -212,11 +218,13 @@ def _ranking(candidates: list[CandidatePlan] | tuple[CandidatePlan, ...]) -> str
     return "servers, then GPUs"
 
 
-def _timeline(space: SearchSpace, winner: CandidatePlan, efficiency: Efficiency) -> Timeline:
+def _timeline(
+    space: SearchSpace, winner: CandidatePlan, efficiency: Efficiency, probes: MakeProbe
+) -> Timeline:
     """The winner at its planned load per instance (load / instances), sampled steps."""
     assert winner.best is not None and winner.sizing is not None
     rate = space.load_rps / winner.sizing.num_instances
-    probe = make_probe(space, winner.best.config, efficiency)
+    probe = probes(space, winner.best.config, efficiency)
     steps = probe.run(rate).steps
     idx = np.unique(np.linspace(0, max(0, steps.num_steps - 1), TIMELINE_POINTS).astype(int))
     blocks = probe.engine.config.num_gpu_blocks or 1

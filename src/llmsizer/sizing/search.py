@@ -40,6 +40,9 @@ from llmsizer.specs import UnknownNameError
 CURVE = (0.95, 0.9, 0.8, 0.6, 0.4)  # fractions of capacity on the latency curve
 
 Progress = Callable[[int, int], None]  # (configurations done, configurations in total)
+Efficiency = Callable[[str], EfficiencyFactors]
+# builds (or fetches from a cache, `ProbeCache`) the probe of a configuration: `make_probe`
+MakeProbe = Callable[["SearchSpace", DeploymentSpec, Efficiency], "Probe"]
 
 
 class Status(StrEnum):
@@ -118,10 +121,11 @@ def search(
     space: SearchSpace,
     efficiency: Callable[[str], EfficiencyFactors],
     progress: Progress | None = None,
+    probes: MakeProbe | None = None,
 ) -> tuple[ConfigResult, ...]:
     """Every configuration's result, in `space.configs` order; the best per GPU has a curve
-    (module docstring, step 5)."""
-    bnb = _BranchAndBound(space, efficiency)
+    (module docstring, step 5). `probes` builds each probe (default `make_probe`)."""
+    bnb = _BranchAndBound(space, efficiency, make_probe if probes is None else probes)
     done = len(space.configs) - len(bnb.heap)
     while bnb.heap:
         if bnb.pop():
@@ -137,7 +141,7 @@ class _BranchAndBound:
     """The search's state: verdicts so far, a heap of (bound, tie-break, order, config),
     each configuration's rate search, and per GPU the best (objective, config) achieved."""
 
-    def __init__(self, space: SearchSpace, efficiency: Callable[[str], EfficiencyFactors]):
+    def __init__(self, space: SearchSpace, efficiency: Efficiency, probes: MakeProbe):
         self.space = space
         self.results: dict[DeploymentSpec, ConfigResult] = {}
         self.probes: dict[DeploymentSpec, Probe] = {}
@@ -145,7 +149,7 @@ class _BranchAndBound:
         self.heap: list[tuple[tuple[int, int], float, int, DeploymentSpec]] = []
         self.best: dict[str, tuple[tuple[int, int], DeploymentSpec]] = {}
         for i, config in enumerate(space.configs):
-            self.results[config], probe = _screen(space, config, efficiency)
+            self.results[config], probe = _screen(space, config, efficiency, probes)
             if probe is not None:
                 self.probes[config] = probe
                 heapq.heappush(self.heap, (objective(space, config, math.inf), 0.0, i, config))
@@ -196,7 +200,7 @@ def evaluate(
 ) -> ConfigResult:
     """One configuration searched on its own (no bound), optionally from a warm start (a
     fraction of capacity, `RateSearch`): used for the uncertainty band and by tests."""
-    partial, probe = _screen(space, config, efficiency)
+    partial, probe = _screen(space, config, efficiency, make_probe)
     if probe is None:
         return partial
     search = RateSearch(probe, space.limits, space.online, start).run()
@@ -204,7 +208,7 @@ def evaluate(
 
 
 def _screen(
-    space: SearchSpace, config: DeploymentSpec, efficiency: Callable[[str], EfficiencyFactors]
+    space: SearchSpace, config: DeploymentSpec, efficiency: Efficiency, probes: MakeProbe
 ) -> tuple[ConfigResult, Probe | None]:
     """Steps 1-3 of the module docstring: a final result, or a probe with its capacity."""
     server = server_for(config.gpu)
@@ -212,7 +216,7 @@ def _screen(
     if problem is not None:
         return ConfigResult(config, Status.INVALID, problem), None
     try:
-        probe = make_probe(space, config, efficiency)
+        probe = probes(space, config, efficiency)
     except DoesNotFitError as e:
         return ConfigResult(config, Status.NO_FIT, str(e)), None
     except (ValueError, UnknownNameError) as e:
