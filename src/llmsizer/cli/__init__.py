@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 
 from llmsizer.bench import BenchError
-from llmsizer.cli import bench, calibrate, catalog, plan, predict, simulate
+from llmsizer.cli import bench, calibrate, catalog, plan, predict, serve, simulate
 from llmsizer.cli.common import err
 
 app = typer.Typer(
@@ -28,6 +28,7 @@ app.command()(calibrate.compare)
 app.command()(catalog.models)
 app.command()(catalog.gpus)
 app.command()(catalog.systems)
+app.command()(serve.serve)  # the sizing studio (issue 15)
 
 
 def main() -> None:
