@@ -41,6 +41,17 @@ ALLOWED: dict[str, set[str]] = {
     },
     "bench": {"records", "metrics", "workload"},
     "report": {"records"},
+    # the sizing studio (issue 15): a page over the library, as the CLI is a command line
+    "serve": {
+        "specs",
+        "perf",
+        "instance",
+        "sizing",
+        "calibrate",
+        "report",
+        "metrics",
+        "workload",
+    },
 }
 EDGES = {"config", "cli", "__init__"}  # the edges may import anything
 SHARED = {"errors", "output"}  # invalid input reported, results written: anyone may use
@@ -57,7 +68,8 @@ BUDGET = {
     "instance": 600,
     "sizing": 3000,  # the plan pipeline only
     "calibrate": 2800,
-    "cli": 1200,  # + --overwrite on every command that writes, input checks at the edges
+    "cli": 1250,  # + serve (issue 15)
+    "serve": 1300,  # the studio: form, jobs, views, uploads, app (templates not counted)  # + --overwrite on every command that writes, input checks at the edges
 }
 MAX_MODULE_LINES = 400
 

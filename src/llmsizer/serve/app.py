@@ -6,7 +6,7 @@ Pages render server side (Jinja2); htmx (vendored, `static/`) swaps fragments in
 form is never re-rendered while the user types and nothing typed is lost. The page's URL is
 the use case (`form.py`). Long work runs in `Jobs`; requests only read a job's state.
 Every error becomes a message beside its field or a short page: the app never answers with
-a traceback (`_internal_error`).
+a traceback (`NoTraceback`).
 """
 
 from __future__ import annotations
@@ -24,10 +24,12 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.applications import Starlette
 from starlette.datastructures import QueryParams
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from llmsizer.serve import views
 from llmsizer.serve.form import GENERAL, SECTIONS, clean_form, usecase_from_form
@@ -71,8 +73,12 @@ def make_app(jobs: Jobs | None = None, upload_dir: Path | None = None) -> Starle
         Route("/favicon.ico", lambda request: Response(status_code=204)),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
-    handlers = {HTTPException: _http_error, Exception: _internal_error}
-    return Starlette(routes=routes, lifespan=lifespan, exception_handlers=handlers)
+    return Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers={HTTPException: _http_error},
+        middleware=[Middleware(NoTraceback)],
+    )
 
 
 async def _plotly_js(request: Request) -> Response:
@@ -89,10 +95,29 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return PlainTextResponse(f"{status}: {detail}", status_code=status)
 
 
-async def _internal_error(request: Request, exc: Exception) -> Response:
-    log.error("internal error on %s", request.url.path, exc_info=exc)
-    text = f"internal error ({type(exc).__name__}); the server log has the details"
-    return PlainTextResponse(text, status_code=500)
+class NoTraceback:
+    """A bug in a handler becomes a one-line 500 (the log has the traceback), and the
+    connection stays usable: Starlette's own handler re-raises to the server."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        started = False
+
+        async def tracked(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracked)
+        except Exception as exc:
+            if scope["type"] != "http" or started:
+                raise
+            log.error("internal error on %s", scope.get("path"), exc_info=exc)
+            text = f"internal error ({type(exc).__name__}); the server log has the details"
+            await PlainTextResponse(text, status_code=500)(scope, receive, send)
 
 
 def share_query(form: dict[str, str]) -> str:

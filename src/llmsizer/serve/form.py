@@ -218,12 +218,14 @@ SECTIONS: tuple[Section, ...] = (
                 "Power and hosting",
                 "USD per server per year (0).",
             ),
+            F("source", "", "Price source", "Where the prices come from (for the report).", "text"),
         ),
     ),
 )
 FIELDS: dict[str, Field] = {f.name: f for s in SECTIONS for f in s.fields}
 GENERAL = "form"  # the key of errors that belong to no one field
 SERVER_PRICE_KEYS = ("depreciation_years", "power_and_hosting_usd_per_year")
+SHARED_PRICE_KEYS = ("source",)  # one value for every price
 
 
 def clean_form(params: Mapping[str, str]) -> dict[str, str]:
@@ -266,6 +268,10 @@ def _prices(form: Mapping[str, str]) -> dict[str, dict[str, str]]:
                 for key in SERVER_PRICE_KEYS:
                     if form.get(key, "").strip():
                         prices[gpu][key] = form[key].strip()
+    for key in SHARED_PRICE_KEYS:
+        if form.get(key, "").strip():
+            for price in prices.values():
+                price[key] = form[key].strip()
     return prices
 
 
@@ -336,11 +342,11 @@ def form_from_usecase(data: Mapping[str, Any]) -> dict[str, str]:
             form[name] = ",".join(str(v) for v in node) if is_list else _text(node)
     prices = data.get("prices")
     if isinstance(prices, Mapping):
-        for kind in ("usd_per_gpu_hour", "server_usd", *SERVER_PRICE_KEYS):
+        for kind in ("usd_per_gpu_hour", "server_usd", *SERVER_PRICE_KEYS, *SHARED_PRICE_KEYS):
             pairs = [
                 (gpu, p[kind]) for gpu, p in prices.items() if isinstance(p, Mapping) and kind in p
             ]
-            if pairs and kind in SERVER_PRICE_KEYS:
+            if pairs and kind in (*SERVER_PRICE_KEYS, *SHARED_PRICE_KEYS):
                 form[kind] = _text(pairs[0][1])
             elif pairs:
                 form[kind] = ",".join(f"{gpu}={_text(v)}" for gpu, v in pairs)

@@ -201,8 +201,9 @@ def _measured_rows(
             prediction = predict(PredictSpec.model_validate(spec_data))
         except ValidationError as e:
             return [], {_measured_field(p["loc"]): p["msg"] for p in e.errors()}
-        except ValueError as e:
-            return [], {"model": str(e)}
+        except ValueError as e:  # an unknown name, a model that does not fit: whose is it?
+            named = (k for k in ("gpu", "model", "precision", "engine") if fields.get(k))
+            return [], {next((k for k in named if fields[k] in str(e)), "model"): str(e)}
         for c in compare_summaries(measured, prediction.summary, label):
             rows.append({"point": label, "metric": c.name, "measured": c.measured,
                          "predicted": c.predicted, "error_pct": 100 * c.error})  # fmt: skip
