@@ -39,19 +39,28 @@ def test_cached_plans_equal_fresh_plans_in_any_order() -> None:
 
 def test_a_limit_change_reuses_every_probe() -> None:
     cache = ProbeCache()
-    plan(usecase(300), probes=cache)
+    plan(usecase(300), probes=cache, quick=True)  # the search only: one probe per config
     built = cache.misses
     assert built > 0 and len(cache) == built
-    plan(usecase(200), probes=cache)
+    plan(usecase(200), probes=cache, quick=True)
     assert cache.misses == built  # same configurations, lengths, percentiles: all hits
     assert cache.hits > 0
 
 
+def test_a_quick_plan_has_the_same_answer_without_band_or_timeline() -> None:
+    cache = ProbeCache()
+    quick = plan_data(plan(usecase(300), probes=cache, quick=True))
+    full = plan_data(plan(usecase(300), probes=cache))
+    assert quick["candidates"] == full["candidates"]
+    assert quick["band"] is None and quick["timeline"] is None
+    assert full["timeline"] is not None
+
+
 def test_another_percentile_is_another_probe() -> None:
     cache = ProbeCache()
-    plan(usecase(300), probes=cache)
+    plan(usecase(300), probes=cache, quick=True)
     built = cache.misses
-    plan(usecase(300, percentile=99), probes=cache)  # summaries report other percentiles
+    plan(usecase(300, percentile=99), probes=cache, quick=True)  # summaries report other percentiles
     assert cache.misses == 2 * built
 
 

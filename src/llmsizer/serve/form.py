@@ -270,8 +270,8 @@ def _prices(form: Mapping[str, str]) -> dict[str, dict[str, str]]:
                         prices[gpu][key] = form[key].strip()
     for key in SHARED_PRICE_KEYS:
         if form.get(key, "").strip():
-            for price in prices.values():
-                price[key] = form[key].strip()
+            for spec in prices.values():
+                spec[key] = form[key].strip()
     return prices
 
 

@@ -7,9 +7,10 @@ cancel, and two stages so the answer shows before the extras.
     job.data                            # the whole plan once done
     jobs.cancel(job.id)
 
-Stage 1 plans without the latency curves and the uncertainty band (the servers, GPUs, cost
-and binding limit are the same: they come from the search alone); stage 2 plans again with
-them, on the same cached probes, so only the curve and band points are new. Both stages
+Stage 1 is `plan(..., quick=True)` without curves: the search and the answer (servers,
+GPUs, cost, binding limit) without the latency curves, the uncertainty band and the
+timeline; stage 2 plans again in full on the same cached probes, so only the curves', the
+band's and the timeline's simulations are new. Both stages
 share one `ProbeCache`: a plan asked again with another limit, load or price re-simulates
 only rates it has not seen.
 
@@ -101,9 +102,9 @@ def usecase_key(usecase: UseCase) -> str:
     return json.dumps(usecase.model_dump(mode="json"), sort_keys=True)
 
 
-def quick(usecase: UseCase) -> UseCase:
-    """Stage 1's use case: no latency curves, no uncertainty band."""
-    search = usecase.search.model_copy(update={"curves": False, "uncertainty": 0.0})
+def first_stage(usecase: UseCase) -> UseCase:
+    """Stage 1's use case: the same question without the latency curves."""
+    search = usecase.search.model_copy(update={"curves": False})
     return usecase.model_copy(update={"search": search})
 
 
@@ -184,7 +185,9 @@ class Jobs:
         try:
             check()
             job.state, job.stage = State.RUNNING, "searching"
-            first = plan(quick(job.usecase), progress=progress, probes=self.probes)
+            first = plan(
+                first_stage(job.usecase), progress=progress, probes=self.probes, quick=True
+            )
             job.answer = plan_data(first)
             job.answer_s = time.monotonic() - job.submitted_s
             job.stage = "curves and uncertainty band"

@@ -59,6 +59,7 @@ def plan(
     efficiency: Efficiency | EfficiencyFactors | None = None,
     progress: Progress | None = None,
     probes: MakeProbe | None = None,
+    quick: bool = False,
 ) -> PlanResult:
     """Size `usecase` (module docstring). Deterministic for a use case and efficiency.
 
@@ -66,6 +67,8 @@ def plan(
     `calibrated_efficiency`, the default, or the unfitted `default_efficiency`), or `None`.
     `progress(done, total)` is called as configurations are settled. `probes` builds each
     configuration's probe (default `make_probe`; a `ProbeCache` keeps them across plans).
+    `quick`: the answer only, without the uncertainty band and the timeline (both simulate
+    the winner again): what the studio shows first.
     """
     efficiency = _efficiency_function(efficiency)
     space = search_space(usecase)
@@ -83,7 +86,8 @@ def plan(
         candidates=candidates,
         results=results,
     )
-    result = _with_band_and_timeline(result, space, efficiency, probes)
+    if not quick:
+        result = _with_band_and_timeline(result, space, efficiency, probes)
     return dataclasses.replace(result, explanation=explain(result))
 
 
@@ -97,7 +101,8 @@ def _with_band_and_timeline(
         return result
     variants = length_variants(result.usecase, space.lengths)
     uncertainty = result.usecase.search.uncertainty
-    b = band(space, best.config, (best.rate, best.capacity), efficiency, uncertainty, variants)
+    base = (best.rate, best.capacity)
+    b = band(space, best.config, base, efficiency, uncertainty, variants, probes)
     return dataclasses.replace(
         result, band=b, timeline=_timeline(space, winner, efficiency, probes)
     )

@@ -197,10 +197,11 @@ def evaluate(
     config: DeploymentSpec,
     efficiency: Callable[[str], EfficiencyFactors],
     start: float | None = None,
+    probes: MakeProbe | None = None,
 ) -> ConfigResult:
     """One configuration searched on its own (no bound), optionally from a warm start (a
     fraction of capacity, `RateSearch`): used for the uncertainty band and by tests."""
-    partial, probe = _screen(space, config, efficiency, make_probe)
+    partial, probe = _screen(space, config, efficiency, make_probe if probes is None else probes)
     if probe is None:
         return partial
     search = RateSearch(probe, space.limits, space.online, start).run()
