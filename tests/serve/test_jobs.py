@@ -104,3 +104,14 @@ def test_the_first_stage_skips_only_the_curves() -> None:
     first = first_stage(usecase(300))
     assert first.search.curves is False
     assert first.model_copy(update={"search": usecase(300).search}) == usecase(300)
+
+
+def test_a_page_that_moves_on_cancels_its_last_job_unless_another_waits(jobs: Jobs) -> None:
+    a = jobs.submit(usecase(300), tab="one")
+    b = jobs.submit(usecase(200), tab="one")  # the page changed a field
+    assert a.cancel_event.is_set() and not b.cancel_event.is_set()
+    shared = jobs.submit(usecase(250), tab="one")
+    assert jobs.submit(usecase(250), tab="two") is shared
+    jobs.submit(usecase(240), tab="one")
+    assert not shared.cancel_event.is_set()  # page two still waits for it
+    assert b.cancel_event.is_set()

@@ -60,7 +60,9 @@ def test_another_percentile_is_another_probe() -> None:
     cache = ProbeCache()
     plan(usecase(300), probes=cache, quick=True)
     built = cache.misses
-    plan(usecase(300, percentile=99), probes=cache, quick=True)  # summaries report other percentiles
+    plan(
+        usecase(300, percentile=99), probes=cache, quick=True
+    )  # summaries report other percentiles
     assert cache.misses == 2 * built
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import tempfile
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -152,6 +153,7 @@ class Studio:
             models=views.model_names(),
             gpus=views.gpu_names(),
             note=request.query_params.get("note", ""),
+            tab=uuid.uuid4().hex,
         )
 
     async def plan(self, request: Request) -> Response:
@@ -161,7 +163,7 @@ class Studio:
         headers = {"HX-Push-Url": f"/?{query}"}
         if usecase is None:
             return self.page("_errors.html", errors=errors, headers=headers)
-        job = self.jobs.submit(usecase)
+        job = self.jobs.submit(usecase, tab=request.query_params.get("tab"))
         return self.page("_job.html", job=job, query=query, errors={}, oob=True, headers=headers)
 
     async def job(self, request: Request) -> Response:

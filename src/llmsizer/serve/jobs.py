@@ -78,6 +78,7 @@ class Job:
     answer_s: float | None = None  # seconds from submission to the first answer
     seen_s: float = field(default_factory=time.monotonic)  # last asked about
     cancel_event: threading.Event = field(default_factory=threading.Event)
+    tabs: set[str] = field(default_factory=set)  # pages waiting for it
 
     def touch(self) -> Job:
         """Someone is still waiting for this job (see `ABANDON_S`)."""
@@ -123,23 +124,44 @@ class Jobs:
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="llmsizer-plan")
         self._by_id: OrderedDict[str, Job] = OrderedDict()
         self._by_key: dict[str, Job] = {}
+        self._by_tab: dict[str, Job] = {}  # the job each page waits for
         self._lock = threading.Lock()
 
-    def submit(self, usecase: UseCase) -> Job:
+    def submit(self, usecase: UseCase, tab: str | None = None) -> Job:
         """The job of `usecase`: a running or finished one with the same input, or a new one
-        (a failed or cancelled job is tried again)."""
+        (a failed or cancelled job is tried again).
+
+        `tab` names the page asking: its previous job is cancelled when no other page
+        waits for it (a user typing makes a use case per pause; only the last one counts).
+        """
         key = usecase_key(usecase)
         with self._lock:
             job = self._by_key.get(key)
-            if job is not None and job.state not in (State.FAILED, State.CANCELLED):
-                self._by_id.move_to_end(job.id)
-                return job.touch()
-            job = Job(uuid.uuid4().hex[:12], key, usecase)
-            self._by_id[job.id] = job
-            self._by_key[key] = job
-            self._forget_old()
-        self._pool.submit(self._run, job)
-        return job
+            new = job is None or job.state in (State.FAILED, State.CANCELLED)
+            if job is None or new:
+                job = Job(uuid.uuid4().hex[:12], key, usecase)
+                self._by_id[job.id] = job
+                self._by_key[key] = job
+                self._forget_old()
+            self._by_id.move_to_end(job.id)
+            if tab is not None:
+                self._follow(job, tab)
+        if new:
+            self._pool.submit(self._run, job)
+        return job.touch()
+
+    def _follow(self, job: Job, tab: str) -> None:
+        """`tab` now waits for `job`; its previous job is cancelled if nobody else waits."""
+        previous = self._by_tab.get(tab)
+        self._by_tab[tab] = job
+        job.tabs.add(tab)
+        if previous is not None and previous is not job:
+            previous.tabs.discard(tab)
+            if not previous.tabs and not previous.finished:
+                previous.cancel_event.set()
+        if len(self._by_tab) > 4 * self.max_jobs:  # tabs long closed
+            for old in list(self._by_tab)[: len(self._by_tab) // 2]:
+                self._by_tab.pop(old).tabs.discard(old)
 
     def get(self, job_id: str) -> Job | None:
         with self._lock:
