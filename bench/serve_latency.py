@@ -5,8 +5,9 @@ within 1 s).
     .venv/bin/python bench/serve_latency.py [--rounds 3] [--screenshots docs/serve]
 
 Each round starts a fresh `llmsizer serve` (the real command, its own process: nothing
-cached), opens the page, types examples/sizing/llama3_8b_h100.yaml's fields and clicks Plan,
-then times, from the click:
+cached), opens the page, fills in examples/sizing/llama3_8b_h100.yaml's fields (at once, or
+with `--typed` field by field as a user types, each pause sending the use case so far: the
+page cancels those plans as the next arrives) and clicks Plan, then times, from the click:
 
 - first answer: the servers shown (stage 1 of the job: the search, without curves, band
   and timeline);
@@ -96,11 +97,14 @@ def wait_for_limit(page: Any, ttft_ms: str, selector: str) -> None:
     )
 
 
-def one_round(browser: Any, url: str, shots: Path | None) -> dict[str, float]:
+def one_round(browser: Any, url: str, typed: bool, shots: Path | None) -> dict[str, float]:
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(url)
     for name, value in LLAMA.items():
-        page.fill(f"#f-{name}", value)
+        if typed:  # field by field, as a user types: each pause plans what is there so far
+            page.fill(f"#f-{name}", value)
+        else:  # pasted in at once: nothing is sent before the click
+            page.eval_on_selector(f"#f-{name}", "(e, v) => { e.value = v; }", value)
     row: dict[str, float] = {}
     t0 = time.perf_counter()
     page.click("#plan-button")
@@ -147,6 +151,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--screenshots", type=Path, default=None)
+    parser.add_argument(
+        "--typed", action="store_true", help="Type field by field (each field sends a plan)."
+    )
     args = parser.parse_args()
     if args.screenshots is not None:
         args.screenshots.mkdir(parents=True, exist_ok=True)
@@ -158,7 +165,7 @@ def main() -> None:
             server = start_server(port)
             try:
                 shots = args.screenshots if i == args.rounds - 1 else None
-                rows.append(one_round(browser, f"http://127.0.0.1:{port}/", shots))
+                rows.append(one_round(browser, f"http://127.0.0.1:{port}/", args.typed, shots))
             finally:
                 server.terminate()  # running plans stop at their next configuration
                 try:

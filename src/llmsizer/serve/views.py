@@ -42,6 +42,7 @@ MEASURED_DEFAULTS = {
 }
 MAX_MEASURED_RUNS = 8  # points predicted for one uploaded file
 MAX_PREDICTED_REQUESTS = 2000
+TIMELINE_REQUESTS = 400  # drawn on the timeline (a few hundred stay readable; zoom for more)
 
 
 def fmt(value: Any, digits: int = 3) -> str:
@@ -92,14 +93,14 @@ def _timeline_figure(jobs: Jobs, job: Job) -> tuple[str, str]:
     probe = jobs.probes(space, winner.best.config, calibrated_efficiency)
     rate = space.load_rps / winner.sizing.num_instances
     records = probe.run(rate).records
-    engine = probe.engine.config
-    timeline = build_timeline(records, max_num_seqs=engine.max_num_seqs)
+    timeline = build_timeline(records, max_requests=TIMELINE_REQUESTS)  # rows: slots used
     title = f"{winner.best.config.label()} at {rate:.3g} req/s (its share of the planned load)"
     figure = timeline_plotly(timeline, title=title)
     html = figure.to_html(full_html=False, include_plotlyjs=False, div_id="timeline")
     caption = (
-        f"One instance of {len(records):,} simulated requests, Poisson arrivals at "
-        f"{rate:.3g} req/s: slots over time, the queue, and each request's TTFT and E2E. "
+        f"One instance under Poisson arrivals at {rate:.3g} req/s, the first "
+        f"{min(TIMELINE_REQUESTS, len(records)):,} of {len(records):,} simulated requests: "
+        "slots over time, the queue, and each request's TTFT and E2E. "
         "Drag to zoom, double-click to reset, hover a bar for its request."
     )
     return html, caption
