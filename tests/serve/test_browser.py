@@ -114,3 +114,13 @@ def test_an_upload_that_is_not_a_config_says_so(studio: str, page: Any, tmp_path
     page.wait_for_selector("#upload-error-config")
     assert "not a usable config file" in page.inner_text("#upload-error-config")
     assert page.input_value("#f-model") == "nemo-gpt-43b"
+
+
+def test_a_long_plan_shows_progress_and_cancels(studio: str, page: Any) -> None:
+    page.goto(studio)
+    fill(page, {**NEMO, "peak_rps": "29", "tp": "1,2,4,8", "precisions": "bf16,fp8"})
+    page.click("#plan-button")
+    page.wait_for_selector("#job progress")
+    page.click("#cancel")
+    page.wait_for_selector("#cancelled", timeout=PLAN_TIMEOUT_MS)
+    assert page.input_value("#f-peak_rps") == "29"

@@ -11,6 +11,7 @@ a traceback (`NoTraceback`).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import tempfile
 import uuid
@@ -23,7 +24,6 @@ from urllib.parse import urlencode
 import yaml
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.applications import Starlette
-from starlette.datastructures import QueryParams
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -151,7 +151,6 @@ class Studio:
             form=form,
             query=share_query(form),
             models=views.model_names(),
-            gpus=views.gpu_names(),
             note=request.query_params.get("note", ""),
             tab=uuid.uuid4().hex,
         )
@@ -186,7 +185,7 @@ class Studio:
 
     async def compare(self, request: Request) -> Response:
         links = [v for v in request.query_params.getlist("plan") if v.strip()][:3]
-        columns = [await views.compare_column(self.jobs, link) for link in links]
+        columns = await asyncio.gather(*(views.compare_column(self.jobs, x) for x in links))
         return self.page("compare.html", links=links, columns=columns)
 
     async def measured(self, request: Request) -> Response:
@@ -235,7 +234,6 @@ class Studio:
                 field, value = await views.check_upload(kind, path)
             except UploadError as e:
                 return self.page("_upload.html", kind=kind, error=str(e))
-        if kind == "usecase":
-            query = QueryParams(value)
-            return Response(headers={"HX-Redirect": f"/?{query}"})
+        if kind == "usecase":  # the whole form: open the page of that use case
+            return Response(headers={"HX-Redirect": f"/?{value}"})
         return self.page("_upload.html", kind=kind, error="", field=field, value=value)

@@ -29,7 +29,7 @@ from llmsizer.serve.form import clean_form, form_from_usecase, unused_keys, usec
 from llmsizer.serve.jobs import Job, Jobs, State
 from llmsizer.serve.uploads import UploadError
 from llmsizer.sizing.plan import search_space
-from llmsizer.specs import get_model, gpu_catalog, model_catalog, system_catalog
+from llmsizer.specs import get_model, model_catalog
 from llmsizer.workload.traces import read_trace
 
 PLAN_TIMEOUT_S = 600.0  # a page that needs a finished plan waits this long for it
@@ -58,10 +58,6 @@ def fmt(value: Any, digits: int = 3) -> str:
 
 def model_names() -> list[str]:
     return sorted(model_catalog())
-
-
-def gpu_names() -> list[str]:
-    return sorted({*gpu_catalog(), *system_catalog()})
 
 
 async def finished_plan(jobs: Jobs, form: Mapping[str, str]) -> Job | str:
@@ -146,8 +142,8 @@ async def check_upload(kind: str, path: Path) -> tuple[str, str]:
 def _check_upload(kind: str, path: Path) -> tuple[str, str]:
     try:
         if kind == "config":
-            model = get_model(str(path))
-            return "model", str(path) if model else ""
+            get_model(str(path))  # raises naming what is missing or wrong
+            return "model", str(path)
         if kind == "trace":
             read_trace(path)
             return "lengths_trace", str(path)
