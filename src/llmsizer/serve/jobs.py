@@ -44,7 +44,7 @@ from llmsizer.sizing.usecase import UseCase
 log = logging.getLogger("llmsizer.serve")
 DEFAULT_WORKERS = 2  # plans running at once (this machine: 2 cores)
 DEFAULT_MAX_JOBS = 200  # finished jobs kept (their plan data: tens of kB each)
-ABANDON_S = 3.0  # a running job no page has polled for this long is cancelled
+ABANDON_S = 20.0  # a running job no page has polled for this long is cancelled
 
 
 class State(StrEnum):
