@@ -115,3 +115,5 @@ def test_a_page_that_moves_on_cancels_its_last_job_unless_another_waits(jobs: Jo
     jobs.submit(usecase(240), tab="one")
     assert not shared.cancel_event.is_set()  # page two still waits for it
     assert b.cancel_event.is_set()
+    back = jobs.submit(usecase(200), tab="one")  # the page went back before b stopped
+    assert back is not b and not back.cancel_event.is_set()

@@ -55,6 +55,9 @@ class State(StrEnum):
     CANCELLED = "cancelled"
 
 
+_AGAIN = (State.FAILED, State.CANCELLED)  # a job in these states is started again when asked
+
+
 class Cancelled(Exception):
     """Raised in a plan's progress callback when its job was cancelled."""
 
@@ -129,7 +132,7 @@ class Jobs:
 
     def submit(self, usecase: UseCase, tab: str | None = None) -> Job:
         """The job of `usecase`: a running or finished one with the same input, or a new one
-        (a failed or cancelled job is tried again).
+        (a failed or cancelled job, or one told to stop, is started again).
 
         `tab` names the page asking: its previous job is cancelled when no other page
         waits for it (a user typing makes a use case per pause; only the last one counts).
@@ -137,7 +140,7 @@ class Jobs:
         key = usecase_key(usecase)
         with self._lock:
             job = self._by_key.get(key)
-            new = job is None or job.state in (State.FAILED, State.CANCELLED)
+            new = job is None or job.cancel_event.is_set() or job.state in _AGAIN
             if job is None or new:
                 job = Job(uuid.uuid4().hex[:12], key, usecase)
                 self._by_id[job.id] = job
