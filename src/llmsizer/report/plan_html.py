@@ -38,7 +38,7 @@ def plan_html(data: dict[str, Any]) -> str:
         "<h2>Cost and size by GPU</h2>",
         _figure(_cost_figure(data), "cost"),
         "<h2>Latency against throughput</h2>",
-        _figure(_curve_figure(data), "curves"),
+        _figure(curve_figure(data), "curves"),
     ]
     for c in data["candidates"]:
         if c.get("pareto"):
@@ -173,7 +173,8 @@ def _cost_figure(data: dict[str, Any]) -> go.Figure:
     return fig
 
 
-def _curve_figure(data: dict[str, Any]) -> go.Figure:
+def curve_figure(data: dict[str, Any]) -> go.Figure:
+    """Each GPU's latency-throughput curve with the limits drawn (also the studio's)."""
     keys = [x["key"] for x in data["limits"]] or ["p95_ttft_ms"]
     fig = go.Figure()
     for i, c in enumerate(data["candidates"]):

@@ -43,6 +43,7 @@ from llmsizer.sizing.probe import Lengths
 from llmsizer.sizing.result import CandidatePlan, PlanResult, Timeline
 from llmsizer.sizing.search import (
     ConfigResult,
+    MakeProbe,
     Progress,
     SearchSpace,
     SpecEfficiency,
@@ -66,17 +67,23 @@ def plan(
     *,
     efficiency: Efficiency | EfficiencyFactors | None = None,
     progress: Progress | None = None,
+    probes: MakeProbe | None = None,
+    quick: bool = False,
 ) -> PlanResult:
     """Size `usecase` (module docstring). Deterministic for a use case and efficiency.
 
     `efficiency`: factors for every engine, a function from engine name to factors (such as
     the unfitted `default_efficiency`), or `None`: the shipped fit per engine and GPU
     architecture (`calibrated_for`).
-    `progress(done, total)` is called as configurations are settled.
+    `progress(done, total)` is called as configurations are settled. `probes` builds each
+    configuration's probe (default `make_probe`; a `ProbeCache` keeps them across plans).
+    `quick`: the answer only, without the uncertainty band and the timeline (both simulate
+    the winner again): what the studio shows first.
     """
     priced = _efficiency_function(efficiency)
     space = search_space(usecase)
-    results = search(space, priced, progress)
+    probes = make_probe if probes is None else probes
+    results = search(space, priced, progress, probes=probes)
     candidates = _rank(usecase, space, results)
     result = PlanResult(
         usecase=usecase,
@@ -90,12 +97,12 @@ def plan(
         results=results,
         arrivals=space.arrivals.source,
     )
-    result = _with_band_and_timeline(result, space, priced)
-    result = dataclasses.replace(
-        result,
-        levers=_levers(usecase, space, results, candidates, priced),
-        notes=tuple(usecase.candidates.fallback_notes(usecase.model)),
-    )
+    notes = tuple(usecase.candidates.fallback_notes(usecase.model))
+    result = dataclasses.replace(result, notes=notes)
+    if not quick:
+        result = _with_band_and_timeline(result, space, priced, probes)
+        levers = _levers(usecase, space, results, candidates, priced)
+        result = dataclasses.replace(result, levers=levers)
     return dataclasses.replace(result, explanation=explain(result))
 
 
@@ -113,7 +120,7 @@ def _levers(
 
 
 def _with_band_and_timeline(
-    result: PlanResult, space: SearchSpace, efficiency: SpecEfficiency
+    result: PlanResult, space: SearchSpace, efficiency: SpecEfficiency, probes: MakeProbe
 ) -> PlanResult:
     """The winner re-searched under other assumptions, and its engine at the planned load."""
     winner = result.winner
@@ -124,10 +131,13 @@ def _with_band_and_timeline(
     uncertainty, source = result.usecase.search.uncertainty, "the use case"
     if uncertainty is None:
         uncertainty, source = measured_uncertainty(best.config)
-    b = band(space, best.config, (best.rate, best.capacity), efficiency, uncertainty, variants)
+    base = (best.rate, best.capacity)
+    b = band(space, best.config, base, efficiency, uncertainty, variants, probes)
     why = f"efficiency varied by +-{uncertainty:.0%}: {source}"
     b = dataclasses.replace(b, notes=(why, *b.notes))
-    return dataclasses.replace(result, band=b, timeline=_timeline(space, winner, efficiency))
+    return dataclasses.replace(
+        result, band=b, timeline=_timeline(space, winner, efficiency, probes)
+    )
 
 
 def _efficiency_function(efficiency: Efficiency | EfficiencyFactors | None) -> SpecEfficiency:
@@ -270,11 +280,13 @@ def _ranking(candidates: list[CandidatePlan] | tuple[CandidatePlan, ...]) -> str
     return "servers, then GPUs"
 
 
-def _timeline(space: SearchSpace, winner: CandidatePlan, efficiency: SpecEfficiency) -> Timeline:
+def _timeline(
+    space: SearchSpace, winner: CandidatePlan, efficiency: SpecEfficiency, probes: MakeProbe
+) -> Timeline:
     """The winner at its planned load per instance (load / instances), sampled steps."""
     assert winner.best is not None and winner.sizing is not None
     rate = space.load_rps / winner.sizing.num_instances
-    probe = make_probe(space, winner.best.config, efficiency)
+    probe = probes(space, winner.best.config, efficiency)
     steps = probe.run(rate).steps
     idx = np.unique(np.linspace(0, max(0, steps.num_steps - 1), TIMELINE_POINTS).astype(int))
     blocks = probe.engine.config.num_gpu_blocks or 1

@@ -27,6 +27,7 @@ req/s per instance (one TP x PP group).
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass
 
@@ -132,8 +133,9 @@ class Probe:
         rng = np.random.default_rng(seed)
         pattern = arrivals or ArrivalPattern()
         self._unit_arrivals = pattern.unit_arrivals(self.num_requests, rng)
-        self._points: dict[float, Point] = {}
-        self._capacity: float | None = None
+        self._points: dict[float, Point] = {}  # every rate simulated, shared with views
+        self._asked: set[float] = set()  # the rates asked of this probe
+        self._capacity: dict[str, float] = {}  # "capacity" once run, shared with views
 
     @property
     def step_cost(self) -> StepCost:
@@ -141,8 +143,16 @@ class Probe:
 
     @property
     def points(self) -> list[Point]:
-        """Every Poisson point simulated so far, by offered rate."""
-        return [self._points[r] for r in sorted(self._points)]
+        """Every Poisson point asked of this probe so far, by offered rate."""
+        return [self._points[r] for r in sorted(self._asked)]
+
+    def view(self) -> Probe:
+        """A probe sharing this one's engine, capacity run and simulated points (so it
+        re-simulates nothing), whose `points` list only what is asked of it: what a probe
+        cache hands each plan, so a plan's result does not depend on earlier plans."""
+        other = copy.copy(self)
+        other._asked = set()
+        return other
 
     def at_rate(self, rate: float) -> Point:
         """Poisson arrivals at `rate` req/s per instance."""
@@ -156,6 +166,7 @@ class Probe:
                 summary[key] *= self.pp
             latencies = Latencies.from_summary(summary, self.limits.percentiles)
             self._points[rate] = Point(rate, summary, latencies)
+        self._asked.add(rate)
         return self._points[rate]
 
     def run(self, rate: float) -> SimResult:
@@ -166,12 +177,12 @@ class Probe:
     def capacity(self) -> float:
         """Saturated throughput, req/s per instance: `OFFLINE_BATCHES` full batches of
         requests all at t = 0, divided by the time the last one finishes (offline serving)."""
-        if self._capacity is None:
+        if "capacity" not in self._capacity:
             n = max(OFFLINE_MIN_REQUESTS, OFFLINE_BATCHES * self.kv_batch())
             records = self._simulate(np.zeros(n)).records
             last = max(r.finish_s or 0.0 for r in records)
-            self._capacity = n / last * self.pp
-        return self._capacity
+            self._capacity["capacity"] = n / last * self.pp
+        return self._capacity["capacity"]
 
     def kv_batch(self) -> int:
         """Sequences of the mean request the engine holds at once: what its KV blocks hold,

@@ -49,6 +49,8 @@ CURVE = (0.95, 0.9, 0.8, 0.6, 0.4)  # fractions of capacity on the latency curve
 ADAPTIVE_POINTS = 3  # more curve points where the latency jumps most (`_with_curve`)
 
 Progress = Callable[[int, int], None]  # (configurations done, configurations in total)
+# builds (or fetches from a cache, `ProbeCache`) the probe of a configuration: `make_probe`
+MakeProbe = Callable[["SearchSpace", DeploymentSpec, SpecEfficiency], "Probe"]
 
 
 class Status(StrEnum):
@@ -146,11 +148,13 @@ def search(
     efficiency: SpecEfficiency,
     progress: Progress | None = None,
     starts: Mapping[DeploymentSpec, float] | None = None,
+    probes: MakeProbe | None = None,
 ) -> tuple[ConfigResult, ...]:
     """Every configuration's result, in `space.configs` order; the best per GPU has a curve
     (module docstring, step 5). `starts`: warm starts (fractions of capacity, `RateSearch`)
-    for configurations a similar one has been searched for."""
-    bnb = _BranchAndBound(space, efficiency, starts or {})
+    for configurations a similar one has been searched for. `probes` builds each probe
+    (default `make_probe`)."""
+    bnb = _BranchAndBound(space, efficiency, starts or {}, make_probe if probes is None else probes)
     done = len(space.configs) - len(bnb.heap)
     while bnb.heap:
         if bnb.pop():
@@ -173,6 +177,7 @@ class _BranchAndBound:
         space: SearchSpace,
         efficiency: SpecEfficiency,
         starts: Mapping[DeploymentSpec, float],
+        probes: MakeProbe,
     ):
         self.space = space
         self.starts = starts
@@ -182,7 +187,7 @@ class _BranchAndBound:
         self.heap: list[tuple[tuple[int, int], float, int, DeploymentSpec]] = []
         self.best: dict[Group | str, tuple[tuple[int, int], DeploymentSpec]] = {}
         for i, config in enumerate(space.configs):
-            self.results[config], probe = _screen(space, config, efficiency)
+            self.results[config], probe = _screen(space, config, efficiency, probes)
             if probe is not None:
                 self.probes[config] = probe
                 heapq.heappush(self.heap, (objective(space, config, math.inf), 0.0, i, config))
@@ -257,10 +262,11 @@ def evaluate(
     config: DeploymentSpec,
     efficiency: SpecEfficiency,
     start: float | None = None,
+    probes: MakeProbe | None = None,
 ) -> ConfigResult:
     """One configuration searched on its own (no bound), optionally from a warm start (a
     fraction of capacity, `RateSearch`): used for the uncertainty band and by tests."""
-    partial, probe = _screen(space, config, efficiency)
+    partial, probe = _screen(space, config, efficiency, make_probe if probes is None else probes)
     if probe is None:
         return partial
     search = RateSearch(probe, space.limits, space.online, start).run()
@@ -268,7 +274,7 @@ def evaluate(
 
 
 def _screen(
-    space: SearchSpace, config: DeploymentSpec, efficiency: SpecEfficiency
+    space: SearchSpace, config: DeploymentSpec, efficiency: SpecEfficiency, probes: MakeProbe
 ) -> tuple[ConfigResult, Probe | None]:
     """Steps 1-3 of the module docstring: a final result, or a probe with its capacity."""
     server = server_for(config.gpu)
@@ -276,7 +282,7 @@ def _screen(
     if problem is not None:
         return ConfigResult(config, Status.INVALID, problem), None
     try:
-        probe = make_probe(space, config, efficiency)
+        probe = probes(space, config, efficiency)
     except DoesNotFitError as e:
         return ConfigResult(config, Status.NO_FIT, str(e)), None
     except (ValueError, UnknownNameError) as e:

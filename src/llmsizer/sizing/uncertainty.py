@@ -24,7 +24,7 @@ from llmsizer.perf import EfficiencyFactors
 from llmsizer.sizing.configuration import Sizing
 from llmsizer.sizing.lengths import cut_prompts
 from llmsizer.sizing.probe import Lengths
-from llmsizer.sizing.search import SearchSpace, SpecEfficiency, evaluate
+from llmsizer.sizing.search import MakeProbe, SearchSpace, SpecEfficiency, evaluate
 from llmsizer.sizing.servers import server_for
 
 _FRACTIONS = (
@@ -89,6 +89,7 @@ def band(
     efficiency: SpecEfficiency,
     uncertainty: float,
     length_variants: Sequence[tuple[str, Lengths]],
+    probes: MakeProbe | None = None,
 ) -> Band:
     """Re-search `config` under each variant (module docstring). `base` is the planned
     (rate, capacity) per instance; each re-search starts at the same fraction of capacity."""
@@ -106,7 +107,7 @@ def band(
     fitting, notes = _within_budget(length_variants, config)
     for label, lengths in fitting:
         runs.append((label, dataclasses.replace(space, lengths=lengths), efficiency))
-    variants = tuple(_variant(label, s, config, e, start) for label, s, e in runs)
+    variants = tuple(_variant(label, s, config, e, start, probes) for label, s, e in runs)
     return Band(_as_variant("as planned", space, config, base_rate), variants, notes)
 
 
@@ -141,8 +142,9 @@ def _variant(
     config: DeploymentSpec,
     efficiency: SpecEfficiency,
     start: float,
+    probes: MakeProbe | None,
 ) -> Variant:
-    result = evaluate(space, config, efficiency, start)
+    result = evaluate(space, config, efficiency, start, probes)
     return _as_variant(label, space, config, result.rate)
 
 
