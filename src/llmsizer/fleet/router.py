@@ -89,7 +89,9 @@ class PowerOfTwo:
         n = view.num_instances
         if n == 1:
             return 0
-        a, b = (int(x) for x in self.rng.choice(n, size=2, replace=False))
+        a = int(self.rng.integers(n))
+        b = int(self.rng.integers(n - 1))
+        b += b >= a  # uniform over the other n - 1
         return a if view.outstanding[a] <= view.outstanding[b] else b
 
 
