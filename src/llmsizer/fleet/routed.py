@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 
 from llmsizer.sim.arrivals import Arrivals
 from llmsizer.sim.request import SimRequest
@@ -23,14 +24,21 @@ class RoutedArrivals(Arrivals):
     last_finish_s: float
     num_finished_last: int  # how many finished at `last_finish_s`
 
+    finish_times: list[float]
+    computed: Sequence[int] | None
+
     @classmethod
-    def share(cls, base: Arrivals) -> RoutedArrivals:
+    def share(cls, base: Arrivals, computed: Sequence[int] | None = None) -> RoutedArrivals:
+        """`computed[i]`: prompt tokens of request i already in KV when it arrives (a KV
+        handoff from a prefill worker; the engine allocates their blocks at admission)."""
         routed = cls.__new__(cls)
         routed.__dict__.update(base.__dict__)
         routed.queue = deque()
         routed.num_finished = 0
         routed.last_finish_s = 0.0
         routed.num_finished_last = 0
+        routed.finish_times = []
+        routed.computed = computed
         return routed
 
     def num_finished_by(self, t: float) -> int:
@@ -49,7 +57,10 @@ class RoutedArrivals(Arrivals):
         queue = self.queue
         while queue and queue[0][0] <= now:
             t, i = queue.popleft()
-            out.append(self._make(i, t))
+            r = self._make(i, t)
+            if self.computed is not None:
+                r.num_computed_tokens = self.computed[i]
+            out.append(r)
         return out
 
     def on_finish(self, now: float) -> None:
@@ -58,3 +69,4 @@ class RoutedArrivals(Arrivals):
             self.num_finished_last = 0
         self.num_finished_last += 1
         self.num_finished += 1
+        self.finish_times.append(now)
