@@ -17,11 +17,11 @@ from __future__ import annotations
 import argparse
 import time
 
+from sim_speed import CONFIG, COST, capacity_req_s, lengths_workload
+
 from llmsizer.fleet import simulate_fleet
 from llmsizer.metrics import summarize
 from llmsizer.sim import Engine
-
-from sim_speed import CONFIG, COST, capacity_req_s, lengths_workload  # noqa: I001
 
 ROUTERS = ["round_robin", "random", "least_outstanding", "power_of_two", "least_kv"]
 

@@ -26,7 +26,6 @@ from llmsizer.records import write_records
 from llmsizer.sim import EngineConfig, SimResult
 from llmsizer.workload import WorkloadSpec, make_workload
 
-
 REPLICAS_HELP = (
     "Simulate a fleet of this many identical instances behind --router (>= 1); records "
     "then say which instance served each request."
