@@ -26,7 +26,7 @@ ALLOWED: dict[str, set[str]] = {
     "metrics": {"records"},
     "workload": {"units"},
     "sim": {"units", "records", "workload"},
-    "instance": {"specs", "perf", "sim", "metrics", "workload"},
+    "instance": {"specs", "perf", "sim", "metrics", "workload", "fleet"},
     "sizing": {"units", "specs", "perf", "sim", "instance", "metrics", "workload"},
     "calibrate": {
         "units",
