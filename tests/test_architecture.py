@@ -56,9 +56,9 @@ BUDGET = {
     "workload": 1300,
     "bench": 2700,
     "report": 2100,
-    "instance": 600,
+    "instance": 760,  # + disaggregated pools and their KV link (issue 12)
     "sizing": 3000,  # the plan pipeline only
-    "calibrate": 2800,
+    "calibrate": 3000,  # + disaggregated AIC rows (issue 12)
     "fleet": 1200,  # routers, fleet loop, disaggregated pools, autoscaler (issue 12)
     "cli": 1200,  # + --overwrite on every command that writes, input checks at the edges
 }

@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 from llmsizer.calibrate.aic import AIC_GPUS, LENGTH_RATIO, PROMPTS_PER_CLIENT, AicSkipped
-from llmsizer.fleet import simulate_disaggregated
 from llmsizer.instance import DeploymentSpec, PredictSpec
 from llmsizer.instance.disagg import Link, make_disaggregated
 from llmsizer.metrics import summarize
@@ -176,5 +175,5 @@ def predict_disagg(case: AicDisaggCase) -> dict[str, float]:
         max_model_len=spec.isl + spec.osl,
     )
     workload = make_workload(spec.workload_spec(spec.num_requests or 1))
-    res = simulate_disaggregated(fleet.prefill, fleet.decode, workload, fleet.transfer)
+    res = fleet.run(workload)
     return summarize(res.records, num_gpus=fleet.num_gpus)

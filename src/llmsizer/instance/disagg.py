@@ -14,14 +14,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from llmsizer.fleet import KvTransfer
+from llmsizer.fleet import DisaggResult, KvTransfer, simulate_disaggregated
 from llmsizer.instance.deployment import DeploymentSpec
 from llmsizer.instance.instance import Instance, make_instance
 from llmsizer.sim import Engine
 from llmsizer.specs import SystemSpec, system_catalog
-from llmsizer.units import GB_S
+from llmsizer.workload import Workload
 
 Link = Literal["nvlink", "network"]
+_GB_S = 1e9  # bytes/s per GB/s, for messages
 
 
 def slowest_catalog_link_bytes_per_s() -> float:
@@ -37,8 +38,8 @@ def link_bytes_per_s(link: Link | float, prefill: Instance, system: SystemSpec |
         slowest = slowest_catalog_link_bytes_per_s()
         if not link >= slowest:
             raise ValueError(
-                f"a KV link of {link / GB_S:g} GB/s per GPU is slower than every link in the "
-                f"system catalog (slowest {slowest / GB_S:g} GB/s); give at least that"
+                f"a KV link of {link / _GB_S:g} GB/s per GPU is slower than every link in the "
+                f"system catalog (slowest {slowest / _GB_S:g} GB/s); give at least that"
             )
         return float(link)
     if link == "nvlink":
@@ -71,6 +72,17 @@ class Disaggregated:
     transfer: KvTransfer
     prefill_instance: Instance
     decode_instance: Instance
+
+    def run(self, workload: Workload, router: str = "least_outstanding") -> DisaggResult:
+        """Simulate `workload` on the two pools, `router` in each."""
+        return simulate_disaggregated(
+            self.prefill,
+            self.decode,
+            workload,
+            self.transfer,
+            prefill_router=router,
+            decode_router=router,
+        )
 
     @property
     def num_gpus(self) -> int:
