@@ -57,11 +57,11 @@ def test_random_routing_is_n_independent_mg1_queues() -> None:
 
 def test_join_the_shortest_queue_beats_random_on_the_tail() -> None:
     """Least outstanding requests (join the shortest queue) at rho = 0.8 on 4 instances:
-    p99 wait 0.67 s against 2.05 s at random (M/M/1 theory: ln(100 rho) / (mu (1 - rho)) =
-    2.19 s), and its mean wait (0.103 s) lies between the pooled M/M/c queue (Erlang C,
+    p99 wait 0.64 s against 2.05 s at random (M/M/1 theory: ln(100 rho) / (mu (1 - rho)) =
+    2.19 s), and its mean wait (0.088 s) lies between the pooled M/M/c queue (Erlang C,
     0.075 s, a lower bound for any dispatcher) and random's M/G/1 (0.380 s)."""
     jsq, rnd = _waits("least_outstanding"), _waits("random")
     assert np.percentile(jsq, 99) < 0.4 * np.percentile(rnd, 99)
-    assert _erlang_c_wait_s(NUM_INSTANCES, RHO, MEAN_S) < jsq.mean() < 0.4 * rnd.mean()
+    assert _erlang_c_wait_s(NUM_INSTANCES, RHO, MEAN_S) < jsq.mean() < 0.3 * rnd.mean()
     mm1_p99 = math.log(100 * RHO) / ((1 / MEAN_S) * (1 - RHO))
     assert np.percentile(rnd, 99) == pytest.approx(mm1_p99, rel=0.1)

@@ -74,8 +74,12 @@ class Pool:
         self.outstanding[i] = self.routed[i] - self.arrivals[i].num_finished_by(t)
 
     def has_work(self, i: int) -> bool:
+        """Whether instance `i` must be advanced again: requests to run, or requests that
+        finish in its last step, after the time it was advanced to (still counted in
+        flight until then)."""
         run = self.runs[i]
-        return run.scheduler.has_unfinished() or run.arrivals.next_s() is not None
+        finishing = self.outstanding[i] != self.routed[i] - self.arrivals[i].num_finished
+        return finishing or run.scheduler.has_unfinished() or run.arrivals.next_s() is not None
 
     def new_finishes(self, i: int) -> list[tuple[SimRequest, float]]:
         """Requests instance `i` finished since the last call, with their finish times."""
