@@ -94,7 +94,9 @@ class _Run:
         self.first_token_delay_s = engine.first_token_delay_s
         self.cfg = cfg
         self.progress = progress
-        self.arrivals = arrivals or Arrivals(workload, cfg.block_size, cfg.enable_prefix_caching)
+        if arrivals is None:
+            arrivals = Arrivals(workload, cfg.block_size, cfg.enable_prefix_caching)
+        self.arrivals = arrivals
         self.kv = KVCacheManager(
             cfg.num_gpu_blocks,
             cfg.block_size,
