@@ -62,10 +62,14 @@ class Pool:
     def route(self, request_id: int, arrival_s: float) -> int:
         """Choose an instance for the request and hand it over; returns the instance."""
         i = self.router.choose(request_id, self)
+        self.send(i, request_id, arrival_s)
+        return i
+
+    def send(self, i: int, request_id: int, arrival_s: float) -> None:
+        """Hand the request to instance `i` (the router's choice)."""
         self.arrivals[i].push(request_id, arrival_s)
         self.routed[i] += 1
         self.outstanding[i] += 1
-        return i
 
     def advance(self, i: int, until_s: float | None) -> None:
         """Run instance `i` until `until_s` (`Engine.start`'s `advance`); recount its load."""
