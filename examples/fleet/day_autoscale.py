@@ -3,13 +3,13 @@
     .venv/bin/python examples/fleet/day_autoscale.py
 
 Load: 24 hours of Poisson arrivals whose rate follows a daily profile scaled to a peak of
-12 req/s (an assumed chat-service shape, stated here: 20 % of the peak at 04:00 rising to
+4 req/s (an assumed chat-service shape, stated here: 20 % of the peak at 04:00 rising to
 100 % at 16:00, `rate(h) = peak (0.2 + 0.8 sin^2(pi (h - 4) / 24))`), with prompt and output
 lengths drawn from the Azure LLM inference conversation trace (2023-11-16, the hour the
-trace covers). Deployment: Llama 3.1 70B, FP8 weights and KV cache, TP2 on H100 SXM, vLLM
-preset, least-outstanding routing. Fixed fleet: enough instances for the peak (3, at about
-70 % of the measured saturated throughput of 7.3 req/s each). Autoscaled: 1 to 4 instances,
-target 24 requests in flight per instance, decisions every 30 s, 10 min cool-down, and a
+trace covers). Deployment: Llama 3.1 70B, FP8 weights and KV cache, TP4 on L40S, vLLM
+preset, least-outstanding routing. Fixed fleet: 3 instances, the peak at half their
+measured saturated throughput (2.7 req/s each). Autoscaled: 1 to 4 instances,
+target 16 requests in flight per instance, decisions every 30 s, 10 min cool-down, and a
 start-up delay of the weights' 72.7 GB read at a stated 2 GB/s (36 s; a lower bound: engine
 start-up beyond the read is left out). Limit: TTFT <= 2 s. Price: $3 per GPU-hour
 (illustrative cloud price, not a quote). Writes `day_autoscale.md` and `day_autoscale.png`.
@@ -32,16 +32,16 @@ from llmsizer.workload import Workload, read_trace
 
 HERE = Path(__file__).resolve().parent
 TRACE = HERE.parents[1].parent / "shared" / "traces" / "AzureLLMInferenceTrace_conv.csv"
-PEAK_RPS, HOURS, FIXED = 12.0, 24, 3
+PEAK_RPS, HOURS, FIXED = 4.0, 24, 3
 STORAGE_BYTES_PER_S = 2e9  # stated assumption: where the weights are read from
 TTFT_LIMIT_S, USD_PER_GPU_HOUR = 2.0, 3.0
 SPEC = DeploymentSpec.model_validate(
     {
         "model": "llama-3.1-70b",
-        "gpu": "h100-sxm",
+        "gpu": "l40s",
         "precision": "fp8",
         "kv_cache_dtype": "fp8",
-        "tp": 2,
+        "tp": 4,
         "engine": "vllm",
     }
 )
@@ -87,7 +87,7 @@ def main() -> None:
     fixed = simulate_fleet([engine] * FIXED, w, "least_outstanding")
     print("fixed done", flush=True)
     scaler = Autoscaler(
-        target_in_flight=24,
+        target_in_flight=16,
         max_instances=FIXED + 1,
         startup_s=startup,
         interval_s=30,
@@ -123,7 +123,7 @@ def report(
         "# A day of chat traffic: autoscaled fleet against a fleet fixed at the peak",
         "",
         f"Produced by `examples/fleet/day_autoscale.py` (settings in its docstring): "
-        f"{w.num_requests:,} requests, Llama 3.1 70B FP8 TP2 on H100, start-up {startup:.0f} s.",
+        f"{w.num_requests:,} requests, Llama 3.1 70B FP8 TP4 on L40S, start-up {startup:.0f} s.",
         "",
         "| fleet | GPU-hours | cost ($3/GPU-h) | requests within TTFT <= 2 s | worst hour |",
         "|---|---:|---:|---:|---:|",
@@ -172,7 +172,7 @@ def picture(
     c.set_ylabel("p95 TTFT (s)")
     c.set_xlabel("hour of day")
     c.legend(fontsize=8)
-    fig.suptitle("Llama 3.1 70B FP8 TP2 on H100: a day, autoscaled vs fixed at the peak")
+    fig.suptitle("Llama 3.1 70B FP8 TP4 on L40S: a day, autoscaled vs fixed at the peak")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
