@@ -8,8 +8,8 @@ Load: 24 hours of Poisson arrivals whose rate follows a daily profile scaled to 
 lengths drawn from the Azure LLM inference conversation trace (2023-11-16, the hour the
 trace covers). Deployment: Llama 3.1 70B, FP8 weights and KV cache, TP4 on L40S, vLLM
 preset, least-outstanding routing. Fixed fleet: 3 instances, the peak at half their
-measured saturated throughput (2.7 req/s each). Autoscaled: 1 to 4 instances,
-target 16 requests in flight per instance, decisions every 30 s, 10 min cool-down, and a
+measured saturated throughput (2.7 req/s each). Autoscaled: 1 to 3 instances,
+target 24 requests in flight per instance, decisions every 30 s, 10 min cool-down, and a
 start-up delay of the weights' 72.7 GB read at a stated 2 GB/s (36 s; a lower bound: engine
 start-up beyond the read is left out). Limit: TTFT <= 2 s. Price: $3 per GPU-hour
 (illustrative cloud price, not a quote). Writes `day_autoscale.md` and `day_autoscale.png`.
@@ -87,8 +87,8 @@ def main() -> None:
     fixed = simulate_fleet([engine] * FIXED, w, "least_outstanding")
     print("fixed done", flush=True)
     scaler = Autoscaler(
-        target_in_flight=16,
-        max_instances=FIXED + 1,
+        target_in_flight=24,
+        max_instances=FIXED,
         startup_s=startup,
         interval_s=30,
         cooldown_s=600,
@@ -130,7 +130,7 @@ def report(
         f"| fixed at peak ({FIXED} instances) | {gpu_h_fixed:.0f} | "
         f"${gpu_h_fixed * USD_PER_GPU_HOUR:,.0f} | {100 * met_f:.2f} % | "
         f"{100 * ok_f.min():.1f} % |",
-        f"| autoscaled (1-{FIXED + 1} instances) | {gpu_h_auto:.0f} | "
+        f"| autoscaled (1-{FIXED} instances) | {gpu_h_auto:.0f} | "
         f"${gpu_h_auto * USD_PER_GPU_HOUR:,.0f} | {100 * met_a:.2f} % | "
         f"{100 * ok_a.min():.1f} % |",
         "",
