@@ -8,7 +8,8 @@ follow the aggregated mapping (`llmsizer.calibrate.aic`, `docs/aic_measurement.m
 
 - **Deployment.** Model, GPU and the engine preset named by `backend` as there; each pool
   its own `prefill_tp_size` / `decode_tp_size`, `max_num_seqs` = its `*_batch_size` (the
-  most requests a worker runs at once, as srt-slurm recipes set it). FP8 and NVFP4 weights
+  most requests a worker runs at once, as srt-slurm recipes set it; the preset's default
+  where the cell is empty). FP8 and NVFP4 weights
   get an FP8 KV cache; the weight precision is `gemm_quant_mode` (else `precision`).
 - **Load.** The InferenceX multi-node client (srt-slurm sa-bench): a closed loop of
   `silicon_concurrency` clients (from `silicon_data_source`, else decode batch x decode
@@ -105,6 +106,8 @@ def _map(row: Mapping[str, str]) -> AicDisaggCase:
     precision = _precision(row)
     found = _CONCURRENCY.search(row["silicon_data_source"])
     num_decode = _int(row, "decode_num_workers")
+    if found is None and not row["decode_batch_size"].strip():
+        raise _Skip("concurrency not given (no silicon_concurrency, no decode_batch_size)")
     concurrency = int(found.group(1)) if found else _int(row, "decode_batch_size") * num_decode
     base: dict[str, Any] = {
         "model": model,
@@ -118,7 +121,7 @@ def _map(row: Mapping[str, str]) -> AicDisaggCase:
         {
             **base,
             "tp": _int(row, "prefill_tp_size"),
-            "max_num_seqs": _int(row, "prefill_batch_size"),
+            **_batch(row, "prefill_batch_size"),
             "isl": isl,
             "osl": osl,
             "concurrency": concurrency,
@@ -127,7 +130,7 @@ def _map(row: Mapping[str, str]) -> AicDisaggCase:
         }
     )
     decode = DeploymentSpec.model_validate(
-        {**base, "tp": _int(row, "decode_tp_size"), "max_num_seqs": _int(row, "decode_batch_size")}
+        {**base, "tp": _int(row, "decode_tp_size"), **_batch(row, "decode_batch_size")}
     )
     num_prefill = _int(row, "prefill_num_workers")
     gpus = num_prefill * prefill.tensor_parallel_size + num_decode * decode.tensor_parallel_size
@@ -148,6 +151,12 @@ def _map(row: Mapping[str, str]) -> AicDisaggCase:
         link,
         measured,
     )
+
+
+def _batch(row: Mapping[str, str], column: str) -> dict[str, int]:
+    """`max_num_seqs` from a pool's batch-size column; the preset's when the cell is empty."""
+    text = row[column].strip()
+    return {"max_num_seqs": int(text)} if text else {}
 
 
 def _precision(row: Mapping[str, str]) -> Precision:

@@ -99,7 +99,7 @@ class _Disagg:
             prefix_hashes=None,
             system_prompt_tokens=0,
         )
-        self.decode = Pool(decode, handoff, routers[1], rng, isl.tolist())
+        self.decode = Pool([_chunked(e) for e in decode], handoff, routers[1], rng, isl.tolist())
         self.events: list[tuple[float, int, int, int]] = []  # (time, kind, seq, what)
         self.seq = 0
         self.in_heap = {id(p): np.zeros(p.num_instances, dtype=bool) for p in self.pools}
@@ -177,6 +177,16 @@ class _Disagg:
             _join(p, d, self.handoff_s[p.request_id]) for p, d in zip(first, then, strict=True)
         ]
         return DisaggResult(records=records, prefill=pre, decode=dec)
+
+
+def _chunked(engine: Engine) -> Engine:
+    """A decode worker schedules one new token per handed-off request; only a preempted
+    request's recompute prefills more, and it does so in chunks even where the engine's
+    prefill pool would not (so a prompt over `max_num_batched_tokens` is not refused)."""
+    if engine.config.enable_chunked_prefill:
+        return engine
+    config = engine.config.model_copy(update={"enable_chunked_prefill": True})
+    return dataclasses.replace(engine, config=config)
 
 
 def _join(p: RequestRecord, d: RequestRecord | None, handoff_s: float) -> RequestRecord:
