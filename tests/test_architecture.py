@@ -27,8 +27,8 @@ ALLOWED: dict[str, set[str]] = {
     "workload": {"units"},
     "sim": {"units", "records", "workload"},
     # records: speculative runs map step records back to token records (issue 11)
-    "instance": {"specs", "perf", "sim", "metrics", "workload", "records"},
-    "sizing": {"units", "specs", "perf", "sim", "instance", "metrics", "workload"},
+    "instance": {"specs", "perf", "sim", "metrics", "workload", "records", "fleet"},
+    "sizing": {"units", "specs", "perf", "sim", "instance", "metrics", "workload", "fleet"},
     "calibrate": {
         "units",
         "specs",
@@ -54,6 +54,8 @@ ALLOWED: dict[str, set[str]] = {
         "metrics",
         "workload",
     },
+    # fleets (issue 12): engines behind a router, beside sim on its clock
+    "fleet": {"sim", "records", "workload"},
 }
 EDGES = {"config", "cli", "__init__"}  # the edges may import anything
 SHARED = {"errors", "output"}  # invalid input reported, results written: anyone may use
@@ -68,14 +70,17 @@ BUDGET = {
     "workload": 1300,
     "bench": 2700,
     "report": 2100,
-    "instance": 830,  # + speculative decoding runs (issue 11); EP, per-architecture fit (issue 10)
-    "sizing": 3450,  # the plan pipeline only; + levers, arrivals, price models (issue 11)
-    # + the probe cache and quick plans the studio needs (issue 15)
-    "calibrate": 3100,  # + the AIC launch settings, per-architecture fit and cross-validation
+    "instance": 900,  # + speculative decoding runs (issue 11); EP, per-architecture fit (issue 10)
+    # + disaggregated pools and their KV link (issue 12)
+    "sizing": 3500,  # the plan pipeline only; + levers, arrivals, price models (issue 11)
+    # + the probe cache and quick plans the studio needs (issue 15); fleet check (issue 12)
+    "calibrate": 3300,  # + the AIC launch settings, per-architecture fit and cross-validation
+    # + disaggregated AIC rows (issue 12)
     "collect": 1300,  # issue 16: kernel timing, roofline fit, device entry, decode check
-    "cli": 1440,  # + --overwrite on every command that writes, input checks at the edges
+    "fleet": 1200,  # routers, fleet loop, disaggregated pools, autoscaler (issue 12)
+    "cli": 1540,  # + --overwrite on every command that writes, input checks at the edges
     # + 130: `collect` (issue 16) and `gpus --factors`; + lever and EP flags (issues 10, 11);
-    # + serve (issue 15)
+    # + serve (issue 15); + simulate --replicas/--router, plan --router (issue 12)
     "serve": 1300,  # the studio: form, jobs, views, uploads, app (templates not counted)
 }
 MAX_MODULE_LINES = 400

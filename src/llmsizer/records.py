@@ -45,6 +45,7 @@ class RequestRecord:
     num_cached_tokens: int = 0  # prompt tokens served from the prefix cache
     num_preemptions: int = 0
     error: str | None = None
+    instance_id: int | None = None  # which instance of a fleet served it (None: one engine)
 
     @property
     def num_output_tokens(self) -> int:
@@ -100,7 +101,7 @@ def _ms(seconds: float | None) -> float | None:
 
 def record_to_row(r: RequestRecord) -> dict[str, Any]:
     """A flat row (no per-token times) for CSV output; latencies in ms as in vLLM's output."""
-    return {
+    row: dict[str, Any] = {
         "request_id": r.request_id,
         "arrival_s": r.arrival_s,
         "scheduled_s": r.scheduled_s,
@@ -117,11 +118,15 @@ def record_to_row(r: RequestRecord) -> dict[str, Any]:
         "queue_ms": _ms(r.queue_s),
         "error": r.error,
     }
+    if r.instance_id is not None:
+        row["instance_id"] = r.instance_id
+    return row
 
 
 def record_to_json(r: RequestRecord) -> dict[str, Any]:
-    """Everything in the record, token times included: the lossless form."""
-    return {
+    """Everything in the record, token times included: the lossless form (`instance_id`
+    only when a fleet set it)."""
+    d: dict[str, Any] = {
         "request_id": r.request_id,
         "arrival_s": r.arrival_s,
         "num_prompt_tokens": r.num_prompt_tokens,
@@ -133,6 +138,9 @@ def record_to_json(r: RequestRecord) -> dict[str, Any]:
         "num_preemptions": r.num_preemptions,
         "error": r.error,
     }
+    if r.instance_id is not None:
+        d["instance_id"] = r.instance_id
+    return d
 
 
 def record_from_json(d: dict[str, Any]) -> RequestRecord:
@@ -148,12 +156,15 @@ def record_from_json(d: dict[str, Any]) -> RequestRecord:
         num_cached_tokens=int(d.get("num_cached_tokens", 0)),
         num_preemptions=int(d.get("num_preemptions", 0)),
         error=d.get("error"),
+        instance_id=None if d.get("instance_id") is None else int(d["instance_id"]),
     )
 
 
 def write_csv(records: Iterable[RequestRecord], path: Path) -> None:
+    records = list(records)
+    fleet = any(r.instance_id is not None for r in records)
     with path.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=CSV_FIELDS)
+        w = csv.DictWriter(f, fieldnames=(*CSV_FIELDS, "instance_id") if fleet else CSV_FIELDS)
         w.writeheader()
         for r in records:
             w.writerow(record_to_row(r))

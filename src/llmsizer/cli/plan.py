@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from llmsizer.cli.common import OVERWRITE_HELP, err, out, progress_bar
 from llmsizer.config import load_efficiency, load_usecase
+from llmsizer.fleet import ROUTERS
 from llmsizer.output import refuse_existing, write_atomic
 from llmsizer.report.plan_text import print_plan
 from llmsizer.sizing.inputs import usecase_dict
 from llmsizer.sizing.plan import plan as run_plan
 from llmsizer.sizing.plan_data import plan_data
+from llmsizer.sizing.result import PlanResult
 
 Opt = typer.Option
 
@@ -57,6 +59,14 @@ def plan(
     json_out: Annotated[Path | None, Opt("--json", help="Write the plan as JSON.")] = None,
     html: Annotated[Path | None, Opt(help="Write a self-contained HTML report.")] = None,
     overwrite: Annotated[bool, Opt(help=OVERWRITE_HELP)] = False,
+    router: Annotated[
+        str | None,
+        Opt(
+            help="Check the answer on the whole fleet behind this router ("
+            + ", ".join(ROUTERS)
+            + "); add instances when its imbalance breaks a limit."
+        ),
+    ] = None,
 ) -> None:
     """Size a deployment: the best configuration per GPU, instances, GPUs, servers and cost.
 
@@ -71,11 +81,15 @@ def plan(
         engine=engine, headroom=headroom, offline=offline, sequential=sequential, trace=trace,
     )  # fmt: skip
     refuse_existing((json_out, html), overwrite=overwrite)
+    if router is not None and router not in ROUTERS:
+        raise ValueError(f"unknown router {router!r}; choose one of {', '.join(ROUTERS)}")
     usecase = load_usecase(usecase_file, flags)
     with progress_bar("sizing") as progress:
         result = run_plan(usecase, efficiency=load_efficiency(calibration), progress=progress)
     data = plan_data(result)
     print_plan(data, out)
+    if router is not None:
+        data["fleet_check"] = _fleet_check(result, router, calibration)
     if json_out:
         write_atomic(json_out, json.dumps(data, indent=1) + "\n")
         err.print(f"wrote {json_out}", highlight=False)
@@ -84,3 +98,40 @@ def plan(
 
         write_atomic(html, plan_html(data))
         err.print(f"wrote {html}", highlight=False)
+
+
+def _fleet_check(result: PlanResult, router: str, calibration: Path | None) -> dict[str, Any]:
+    """`plan --router`: simulate the winning fleet behind `router`; print and return it."""
+    from llmsizer.sizing.fleet_check import check_plan_fleet
+
+    efficiency = load_efficiency(calibration)
+    check = check_plan_fleet(result, router, None if efficiency is None else lambda _: efficiency)
+    out.print(f"Fleet check ({router})", style="bold", highlight=False)
+    for p in check.points:
+        judged = ", ".join(
+            f"{lim.describe()}: {lim.value_s(p.latencies) * 1e3:,.0f} ms"
+            for lim in result.limits.limits()
+        )
+        verdict = "meets" if p.meets else "misses"
+        out.print(
+            f"  {p.num_instances} instances: {verdict} ({judged}; busiest {p.imbalance:.2f}x mean)",
+            highlight=False,
+        )
+    out.print(f"- {check.reason}", highlight=False)
+    return {
+        "router": check.router,
+        "planned_instances": check.planned_instances,
+        "num_instances": check.num_instances,
+        "reason": check.reason,
+        "points": [
+            {
+                "num_instances": p.num_instances,
+                "meets": p.meets,
+                "imbalance": p.imbalance,
+                **{
+                    lim.describe(): lim.value_s(p.latencies) * 1e3 for lim in result.limits.limits()
+                },
+            }
+            for p in check.points
+        ],
+    }

@@ -19,11 +19,35 @@ from llmsizer.cli.common import (
     write_json,
 )
 from llmsizer.config import FixedStepCostSpec, GpuStepCostSpec, Scenario, load_scenario
+from llmsizer.fleet import ROUTERS, FleetResult, simulate_fleet
 from llmsizer.metrics import summarize
 from llmsizer.output import refuse_existing
 from llmsizer.records import write_records
-from llmsizer.sim import EngineConfig, SimResult
+from llmsizer.sim import Engine, EngineConfig, SimResult
 from llmsizer.workload import WorkloadSpec, make_workload
+
+REPLICAS_HELP = (
+    "Simulate a fleet of this many identical instances behind --router (>= 1); records "
+    "then say which instance served each request."
+)
+ROUTER_HELP = "How a fleet routes requests: " + ", ".join(ROUTERS) + " (default round_robin)."
+
+
+def run_fleet(
+    scenario: Scenario, replicas: int, router: str
+) -> tuple[FleetResult, dict[str, float]]:
+    """The scenario's engine `replicas` times behind `router`, on one workload."""
+    if replicas < 1:
+        raise ValueError(f"--replicas must be >= 1, got {replicas}")
+    workload = make_workload(scenario.workload)
+    engine = scenario.build_engine(workload)
+    if not isinstance(engine, Engine):  # a speculating engine maps steps to tokens per run
+        raise ValueError("--replicas does not take speculative decoding yet: simulate one instance")
+    result = simulate_fleet([engine] * replicas, workload, router, seed=scenario.workload.seed)
+    slo = scenario.slo.build() if scenario.slo else None
+    gpus = scenario.gpus_per_instance * replicas
+    summary = summarize(result.records, num_gpus=gpus, num_instances=replicas, slo=slo)
+    return result, summary
 
 
 def run_scenario(scenario: Scenario) -> tuple[SimResult, dict[str, float]]:
@@ -142,6 +166,8 @@ def simulate(
     calibration: Annotated[
         Path | None, typer.Option(help=field_help(GpuStepCostSpec, "calibration"))
     ] = None,
+    replicas: Annotated[int | None, typer.Option(help=REPLICAS_HELP)] = None,
+    router: Annotated[str | None, typer.Option(help=ROUTER_HELP)] = None,
 ) -> None:
     """Simulate a serving engine on a workload and print vLLM-style metrics.
 
@@ -207,6 +233,17 @@ def simulate(
         for key, value in gpu_flags.items():
             put(o, "step_cost", key, value)
     scenario = load_scenario(scenario_file, o)
+    if replicas is not None or router is not None:
+        if plot is not None or html is not None:
+            raise ValueError(
+                "--plot and --html draw one engine's timeline; for a fleet (--replicas, "
+                "--router) write --records and --json"
+            )
+        fleet, summary = run_fleet(
+            scenario, 1 if replicas is None else replicas, router or "round_robin"
+        )
+        _render_fleet(scenario, fleet, summary, json_out, records_out, router or "round_robin")
+        return
     result, summary = run_scenario(scenario)
     _render_simulation(scenario, result, summary, json_out, records_out, plot, html)
 
@@ -264,3 +301,36 @@ def _render_simulation(
     for path in (records_out, plot, html):
         if path:
             err.print(f"wrote {path}", highlight=False)
+
+
+def _render_fleet(
+    scenario: Scenario,
+    fleet: FleetResult,
+    summary: dict[str, float],
+    json_out: Path | None,
+    records_out: Path | None,
+    router: str,
+) -> None:
+    from llmsizer import report
+
+    replicas = len(fleet.instances)
+    title = f"llmsizer simulate: {scenario.name}, {replicas} instances, router {router}"
+    report.print_summary(out, summary, title=title)
+    counts = fleet.num_requests_per_instance
+    out.print(
+        f"requests per instance: min {counts.min()}  max {counts.max()}  "
+        f"(max / mean {counts.max() / counts.mean():.2f})   preemptions: "
+        f"{sum(i.num_preemptions for i in fleet.instances)}",
+        highlight=False,
+    )
+    if json_out:
+        fleet_keys = {
+            "replicas": replicas,
+            "router": router,
+            "requests_per_instance": counts.tolist(),
+        }
+        payload = {"scenario": scenario.model_dump(mode="json"), **fleet_keys, **summary}
+        write_json(json_out, payload)
+    if records_out:
+        write_records(fleet.records, records_out)
+        err.print(f"wrote {records_out}", highlight=False)

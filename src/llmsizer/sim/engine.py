@@ -50,6 +50,14 @@ class Engine:
     def run(self, workload: Workload, progress: Progress | None = None) -> SimResult:
         return _Run(self, workload, progress).run()
 
+    def start(self, workload: Workload, arrivals: Arrivals) -> _Run:
+        """A run its caller drives: `advance(until_s)` as often as it likes, then `result()`.
+
+        How a fleet interleaves its instances: `workload` is every request that may come
+        (checked to fit), `arrivals` the ones routed here, added while the run goes.
+        """
+        return _Run(self, workload, None, arrivals)
+
 
 def simulate(engine: Engine, workload: Workload) -> list[RequestRecord]:
     """Run `workload` through `engine`; one record per request, in request-id order."""
@@ -74,14 +82,22 @@ def make_scheduler(cfg: EngineConfig, kv: KVCacheManager) -> Scheduler:
 class _Run:
     """One simulation: mutable state kept apart from the immutable `Engine`."""
 
-    def __init__(self, engine: Engine, workload: Workload, progress: Progress | None) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        workload: Workload,
+        progress: Progress | None,
+        arrivals: Arrivals | None = None,
+    ) -> None:
         cfg = engine.config
         check_fits(cfg, workload)
         self.cost = engine.step_cost
         self.first_token_delay_s = engine.first_token_delay_s
         self.cfg = cfg
         self.progress = progress
-        self.arrivals = Arrivals(workload, cfg.block_size, cfg.enable_prefix_caching)
+        if arrivals is None:
+            arrivals = Arrivals(workload, cfg.block_size, cfg.enable_prefix_caching)
+        self.arrivals = arrivals
         self.kv = KVCacheManager(
             cfg.num_gpu_blocks,
             cfg.block_size,
@@ -92,13 +108,22 @@ class _Run:
         self.log = StepLogBuilder()
         self.finished: list[SimRequest] = []
         self.num_requests = workload.num_requests
+        self.now = 0.0
 
     def run(self) -> SimResult:
-        """Decide a batch, price it, apply it; when idle, jump to the next event."""
+        self.advance(None)
+        return self.result()
+
+    def advance(self, until_s: float | None) -> None:
+        """Decide a batch, price it, apply it; when idle, jump to the next event.
+
+        Stops before the first step that would start at or after `until_s` (an idle engine
+        waits at `until_s`); `None` runs until nothing is left to do.
+        """
         arrivals, scheduler = self.arrivals, self.scheduler
-        now = 0.0
+        now = self.now
         next_arrival = arrivals.next_s()
-        while True:
+        while until_s is None or now < until_s:
             if next_arrival is not None and next_arrival <= now:
                 for r in arrivals.pop_until(now):
                     scheduler.add(r)
@@ -106,6 +131,9 @@ class _Run:
             out = scheduler.schedule(now, next_arrival)
             if out is None:
                 wake = self._next_wakeup(now)
+                if until_s is not None and (wake is None or wake > until_s):
+                    now = until_s
+                    break
                 if wake is None:
                     break
                 now = wake
@@ -117,7 +145,7 @@ class _Run:
                 self._finish(finished, end)
                 next_arrival = arrivals.next_s()
             now = end
-        return self._result()
+        self.now = now
 
     def _finish(self, finished: list[SimRequest], now: float) -> None:
         self.finished.extend(finished)
@@ -152,7 +180,7 @@ class _Run:
             )
         )
 
-    def _result(self) -> SimResult:
+    def result(self) -> SimResult:
         steps = self.log.build()
         if self.progress is not None:
             self.progress(len(self.finished), self.num_requests)

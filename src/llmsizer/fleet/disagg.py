@@ -1,0 +1,229 @@
+"""Disaggregated serving: a prefill pool hands each request's KV cache to a decode pool.
+
+A request is routed to a prefill instance, which computes its prompt and its first token
+(the request runs there with one output token). Its KV cache then crosses the link
+(`KvTransfer`); the first token reaches the client with it, through the decode worker that
+streams the rest (SGLang and Dynamo stream from the decode side). The decode pool admits the
+request only when the transfer is done, with the prompt's KV already in place: its prompt is
+the original prompt plus the first token, of which all but that token is computed, so its
+first step computes the first token's KV (as an aggregated engine's first decode step does)
+and yields token 1.
+
+Both pools are `sim.Engine` runs on one clock. The loop takes events in time order (ties:
+arrivals first): an arrival is routed; an instance runs until the next event's time (at
+least one step), and what it finished becomes new events, a handoff arrival at the decode
+pool after the transfer, or in a closed loop the client's next request. An instance never
+runs a step past the earliest time another could send it work, so no request is late.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import heapq
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from llmsizer.fleet.fleet import check_fleet, label_instances
+from llmsizer.fleet.pool import Pool
+from llmsizer.records import RequestRecord
+from llmsizer.sim import Engine, SimResult
+from llmsizer.workload import Workload
+
+
+@dataclass(frozen=True, slots=True)
+class KvTransfer:
+    """Seconds to move a request's KV cache from its prefill to its decode instance:
+    `latency_s + prompt tokens x bytes_per_token / bytes_per_s`, starting when the prefill
+    ends (no overlap with it). `bytes_per_s` may be `inf` (a free link)."""
+
+    bytes_per_token: float
+    bytes_per_s: float
+    latency_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not self.bytes_per_token >= 0 or not self.latency_s >= 0:
+            raise ValueError(
+                f"KV transfer bytes_per_token ({self.bytes_per_token}) and latency_s "
+                f"({self.latency_s}) must be >= 0"
+            )
+        if not self.bytes_per_s > 0:
+            raise ValueError(f"KV transfer bytes_per_s must be > 0, got {self.bytes_per_s}")
+
+    def seconds(self, num_tokens: int) -> float:
+        return self.latency_s + num_tokens * self.bytes_per_token / self.bytes_per_s
+
+
+FREE_LINK = KvTransfer(bytes_per_token=0.0, bytes_per_s=math.inf)
+
+
+@dataclass(frozen=True, slots=True)
+class DisaggResult:
+    """Every request's record (request-id order; `instance_id` numbers the prefill
+    instances 0..P-1 and the decode instances P..P+D-1, and names the decode instance, or
+    the prefill one for a one-token output) and each pool's runs."""
+
+    records: list[RequestRecord]
+    prefill: list[SimResult]
+    decode: list[SimResult]
+
+
+_ARRIVAL, _HANDOFF, _INSTANCE = 0, 1, 2
+
+
+class _Disagg:
+    def __init__(
+        self,
+        prefill: Sequence[Engine],
+        decode: Sequence[Engine],
+        workload: Workload,
+        transfer: KvTransfer,
+        routers: tuple[str, str],
+        seed: int,
+    ) -> None:
+        check_fleet(prefill, _open(workload))
+        check_fleet(decode, _open(workload))
+        rng = np.random.default_rng(seed)
+        self.w, self.transfer = workload, transfer
+        isl, osl = workload.num_prompt_tokens, workload.num_output_tokens
+        one = np.ones_like(osl)
+        self.prefill = Pool(
+            prefill, dataclasses.replace(workload, num_output_tokens=one), routers[0], rng
+        )
+        handoff = dataclasses.replace(
+            workload,
+            num_prompt_tokens=isl + 1,
+            num_output_tokens=np.maximum(osl - 1, 1),
+            prefix_hashes=None,
+            system_prompt_tokens=0,
+        )
+        self.decode = Pool([_chunked(e) for e in decode], handoff, routers[1], rng, isl.tolist())
+        self.events: list[tuple[float, int, int, int]] = []  # (time, kind, seq, what)
+        self.seq = 0
+        self.in_heap = {id(p): np.zeros(p.num_instances, dtype=bool) for p in self.pools}
+        self.handoff_s = np.full(workload.num_requests, np.nan)
+        self.next_request = 0
+
+    @property
+    def pools(self) -> tuple[Pool, Pool]:
+        return self.prefill, self.decode
+
+    def _push(self, t: float, kind: int, what: int) -> None:
+        heapq.heappush(self.events, (t, kind, self.seq, what))
+        self.seq += 1
+
+    def _arrive(self, t: float) -> None:
+        """The next request of the workload arrives now (closed loop) or at its time."""
+        if self.next_request < self.w.num_requests:
+            self._push(t, _ARRIVAL, self.next_request)
+            self.next_request += 1
+
+    def run(self) -> DisaggResult:
+        if self.w.arrival_s is None:
+            for _ in range(min(self.w.concurrency or 1, self.w.num_requests)):
+                self._arrive(0.0)
+        else:
+            for i, t in enumerate(self.w.arrival_s.tolist()):
+                self._push(t, _ARRIVAL, i)
+        while self.events:
+            t, kind, _, what = heapq.heappop(self.events)
+            if kind == _INSTANCE:
+                self._run_instance(t, what)
+            else:
+                pool = self.prefill if kind == _ARRIVAL else self.decode
+                i = pool.route(what, t)
+                self._wake(pool, i, t)
+        return self._result()
+
+    def _wake(self, pool: Pool, i: int, t: float) -> None:
+        flags = self.in_heap[id(pool)]
+        if not flags[i]:
+            flags[i] = True
+            self._push(t, _INSTANCE, i if pool is self.prefill else ~i)
+
+    def _run_instance(self, t: float, what: int) -> None:
+        pool, i = (self.prefill, what) if what >= 0 else (self.decode, ~what)
+        until = self.events[0][0] if self.events else None
+        if until is not None and until <= t:
+            until = math.nextafter(t, math.inf)  # at least the step starting now
+        pool.advance(i, until)
+        for r, end in pool.new_finishes(i):
+            self._finished(pool, r.request_id, end)
+        self.in_heap[id(pool)][i] = False
+        if pool.has_work(i):
+            self._wake(pool, i, pool.runs[i].now)
+
+    def _finished(self, pool: Pool, request_id: int, end: float) -> None:
+        if pool is self.prefill and self.w.num_output_tokens[request_id] > 1:
+            handoff = end + self.transfer.seconds(int(self.w.num_prompt_tokens[request_id]))
+            self.handoff_s[request_id] = handoff
+            self._push(handoff, _HANDOFF, request_id)
+        elif self.w.arrival_s is None:
+            self._arrive(end)  # closed loop: the client sends its next request
+
+    def _result(self) -> DisaggResult:
+        n = self.w.num_requests
+        pre = [run.result() for run in self.prefill.runs]
+        dec = [run.result() for run in self.decode.runs]
+        first = label_instances(pre, n)
+        then: list[RequestRecord | None] = [None] * n
+        offset = len(pre)
+        for j, res in enumerate(dec):
+            for r in res.records:
+                then[r.request_id] = dataclasses.replace(r, instance_id=offset + j)
+        records = [
+            _join(p, d, self.handoff_s[p.request_id]) for p, d in zip(first, then, strict=True)
+        ]
+        return DisaggResult(records=records, prefill=pre, decode=dec)
+
+
+def _chunked(engine: Engine) -> Engine:
+    """A decode worker schedules one new token per handed-off request; only a preempted
+    request's recompute prefills more, and it does so in chunks even where the engine's
+    prefill pool would not (so a prompt over `max_num_batched_tokens` is not refused)."""
+    if engine.config.enable_chunked_prefill:
+        return engine
+    config = engine.config.model_copy(update={"enable_chunked_prefill": True})
+    return dataclasses.replace(engine, config=config)
+
+
+def _join(p: RequestRecord, d: RequestRecord | None, handoff_s: float) -> RequestRecord:
+    """The client's view: prefill's record, the first token at the handoff, then decode's."""
+    if d is None:
+        return p
+    return dataclasses.replace(
+        p,
+        num_output_tokens_requested=p.num_output_tokens_requested + d.num_output_tokens_requested,
+        token_times_s=np.concatenate(([handoff_s], d.token_times_s)),
+        finish_s=d.finish_s,
+        num_preemptions=p.num_preemptions + d.num_preemptions,
+        instance_id=d.instance_id,
+    )
+
+
+def _open(workload: Workload) -> Workload:
+    """A stand-in with arrival times, for the checks that a closed loop would fail: the
+    disaggregated loop runs closed loops itself."""
+    if workload.arrival_s is not None:
+        return workload
+    return dataclasses.replace(
+        workload, arrival_s=np.zeros(workload.num_requests), concurrency=None
+    )
+
+
+def simulate_disaggregated(
+    prefill: Sequence[Engine],
+    decode: Sequence[Engine],
+    workload: Workload,
+    transfer: KvTransfer = FREE_LINK,
+    *,
+    prefill_router: str = "least_outstanding",
+    decode_router: str = "least_outstanding",
+    seed: int = 0,
+) -> DisaggResult:
+    """Run `workload` (open or closed loop) on a prefill pool and a decode pool joined by
+    `transfer` (module docstring). `seed` seeds the routers' own random choices."""
+    routers = (prefill_router, decode_router)
+    return _Disagg(prefill, decode, workload, transfer, routers, seed).run()

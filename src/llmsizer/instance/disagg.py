@@ -1,0 +1,126 @@
+"""Disaggregated deployments joined with the catalog: each pool's engines, and the KV link.
+
+`kv_transfer` times the handoff from the catalog's fabrics: each GPU of the prefill
+instance sends its own shard of a request's KV cache and each decode GPU receives its
+shard, all in parallel, so a token costs the larger per-GPU KV share of the two instances
+over one GPU's link. `nvlink`: both pools in one scale-up domain (an 8-GPU NVLink node, an
+NVL72 rack), the GPU's `scale_up_bytes_per_s`. `network`: between systems, the system's
+`scale_out_bytes_per_s_per_gpu` (InfiniBand / RoCE NICs, one per GPU). Only bandwidth is
+modelled: a transfer's setup latency (NIXL / UCX, microseconds) is left at 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from llmsizer.fleet import DisaggResult, KvTransfer, simulate_disaggregated
+from llmsizer.instance.deployment import DeploymentSpec
+from llmsizer.instance.instance import Instance, make_instance
+from llmsizer.sim import Engine
+from llmsizer.specs import SystemSpec, system_catalog
+from llmsizer.workload import Workload
+
+Link = Literal["nvlink", "network"]
+_GB_S = 1e9  # bytes/s per GB/s, for messages
+
+
+def slowest_catalog_link_bytes_per_s() -> float:
+    """The slowest per-GPU link in the system catalog (scale-out NICs)."""
+    links = [s.scale_out_bytes_per_s_per_gpu for s in system_catalog().values()]
+    return min(b for b in links if b is not None)
+
+
+def link_bytes_per_s(link: Link | float, prefill: Instance, system: SystemSpec | None) -> float:
+    """Per-GPU bandwidth of `link`: a catalog fabric by name, or bytes/s given outright
+    (refused when slower than every link in the catalog)."""
+    if not isinstance(link, str):
+        slowest = slowest_catalog_link_bytes_per_s()
+        if not link >= slowest:
+            raise ValueError(
+                f"a KV link of {link / _GB_S:g} GB/s per GPU is slower than every link in the "
+                f"system catalog (slowest {slowest / _GB_S:g} GB/s); give at least that"
+            )
+        return float(link)
+    if link == "nvlink":
+        gpu = prefill.deployment.gpu
+        if gpu.scale_up_bytes_per_s is None:
+            raise ValueError(f"{gpu.display_name} has no NVLink-class fabric: use link network")
+        return gpu.scale_up_bytes_per_s
+    if link == "network":
+        if system is None or system.scale_out_bytes_per_s_per_gpu is None:
+            name = "no system" if system is None else system.display_name
+            raise ValueError(f"link network needs a system with a scale-out network, got {name}")
+        return system.scale_out_bytes_per_s_per_gpu
+    raise ValueError(f"unknown KV link {link!r}; choose nvlink, network or a bandwidth")
+
+
+def kv_transfer(
+    prefill: Instance, decode: Instance, link: Link | float, system: SystemSpec | None = None
+) -> KvTransfer:
+    """The handoff's cost (module docstring)."""
+    per_gpu = max(prefill.memory.kv_bytes_per_token, decode.memory.kv_bytes_per_token)
+    return KvTransfer(bytes_per_token=per_gpu, bytes_per_s=link_bytes_per_s(link, prefill, system))
+
+
+@dataclass(frozen=True, slots=True)
+class Disaggregated:
+    """A prefill pool, a decode pool and the link between them, ready to simulate."""
+
+    prefill: list[Engine]
+    decode: list[Engine]
+    transfer: KvTransfer
+    prefill_instance: Instance
+    decode_instance: Instance
+
+    def run(self, workload: Workload, router: str = "least_outstanding") -> DisaggResult:
+        """Simulate `workload` on the two pools, `router` in each."""
+        return simulate_disaggregated(
+            self.prefill,
+            self.decode,
+            workload,
+            self.transfer,
+            prefill_router=router,
+            decode_router=router,
+        )
+
+    @property
+    def num_gpus(self) -> int:
+        return (
+            len(self.prefill) * self.prefill_instance.num_gpus
+            + len(self.decode) * self.decode_instance.num_gpus
+        )
+
+
+def make_disaggregated(
+    prefill: DeploymentSpec,
+    decode: DeploymentSpec,
+    *,
+    num_prefill: int,
+    num_decode: int,
+    link: Link | float,
+    system: SystemSpec | None = None,
+    max_model_len: int | None = None,
+) -> Disaggregated:
+    """`num_prefill` instances of `prefill` and `num_decode` of `decode` (a P:D ratio of
+    at least 1:1 worker each), priced by the GPU model, and their KV link."""
+    if num_prefill < 1 or num_decode < 1:
+        raise ValueError(
+            f"a disaggregated deployment needs >= 1 prefill and >= 1 decode worker, got "
+            f"P:D = {num_prefill}:{num_decode}"
+        )
+    for role, spec in (("prefill", prefill), ("decode", decode)):
+        if spec.pipeline_parallel_size > 1:
+            raise ValueError(
+                f"the {role} pool has pipeline_parallel_size {spec.pipeline_parallel_size}; "
+                "disaggregated pools are simulated with tensor parallelism only (pp 1)"
+            )
+    p = make_instance(prefill, max_model_len=max_model_len)
+    d = make_instance(decode, max_model_len=max_model_len)
+    return Disaggregated(
+        prefill=[Engine(p.engine, p.step)] * num_prefill,
+        decode=[Engine(d.engine, d.step)] * num_decode,
+        transfer=kv_transfer(p, d, link, system),
+        prefill_instance=p,
+        decode_instance=d,
+    )
