@@ -15,6 +15,7 @@ from llmsizer.perf import EfficiencyFactors, default_efficiency
 from llmsizer.report.plan_html import plan_html
 from llmsizer.report.plan_text import plan_text
 from llmsizer.sizing.lengths import build_lengths
+from llmsizer.sizing.limits import Metric
 from llmsizer.sizing.plan import PlanResult, plan, search_space
 from llmsizer.sizing.plan_data import plan_data
 from llmsizer.sizing.probe import Probe
@@ -197,3 +198,13 @@ def test_efficiency_is_injectable_and_a_slower_engine_needs_more_gpus() -> None:
     as_function = sized(plan(u, efficiency=lambda engine: slow))
     assert as_factors == as_function
     assert as_factors > sized(plan(u))
+
+
+def test_one_token_outputs_have_no_tpot_and_meet_a_tpot_limit() -> None:
+    # every request stops at its first token: vLLM reports no TPOT; the plan used to raise
+    # KeyError('p50_tpot_ms') (found by the fuzz campaign)
+    one = usecase(input={"user": 100}, output=1, limits={"ttft_ms": 500, "tpot_ms": 10})
+    result = plan(one)
+    assert result.winner is not None and result.winner.best is not None
+    at = result.winner.best.at_rate
+    assert at is not None and at.latencies.at(Metric.TPOT, 95.0) == 0.0

@@ -52,11 +52,16 @@ class Latencies:
     @classmethod
     def from_summary(cls, summary: Mapping[str, float], percentiles: Iterable[float]) -> Latencies:
         """The `percentiles` of every metric from a `llmsizer.metrics.summarize` summary (ms);
-        a summary without them is a `KeyError` naming the key."""
+        a summary without them is a `KeyError` naming the key. A run whose requests all
+        stop at their first token has no TPOT (vLLM leaves it out): no token waits after the
+        first, so it counts as 0 and a TPOT limit holds."""
         values = {}
         for metric in METRICS:
             for p in percentiles:
                 key = summary_key(metric, p)
+                if key not in summary and metric is Metric.TPOT:
+                    values[metric, float(p)] = 0.0
+                    continue
                 if key not in summary:
                     raise KeyError(f"the run's summary has no {key}")
                 values[metric, float(p)] = summary[key] * MS
