@@ -70,9 +70,9 @@ BUDGET = {
     "workload": 1300,
     "bench": 2700,
     "report": 2100,
-    "instance": 900,  # + speculative decoding runs (issue 11); EP, per-architecture fit (issue 10)
+    "instance": 980,  # + speculative decoding runs (issue 11); EP, per-architecture fit (issue 10)
     # + disaggregated pools and their KV link (issue 12)
-    "sizing": 3500,  # the plan pipeline only; + levers, arrivals, price models (issue 11)
+    "sizing": 3600,  # the plan pipeline only; + levers, arrivals, price models (issue 11)
     # + the probe cache and quick plans the studio needs (issue 15); fleet check (issue 12)
     "calibrate": 3300,  # + the AIC launch settings, per-architecture fit and cross-validation
     # + disaggregated AIC rows (issue 12)
