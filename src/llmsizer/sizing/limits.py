@@ -55,7 +55,7 @@ class Latencies:
         a summary without them is a `KeyError` naming the key. A run whose requests all
         stop at their first token has no TPOT (vLLM leaves it out): no token waits after the
         first, so it counts as 0 and a TPOT limit holds."""
-        values = {}
+        values: dict[tuple[Metric, float], float] = {}
         for metric in METRICS:
             for p in percentiles:
                 key = summary_key(metric, p)
