@@ -228,11 +228,12 @@ def main() -> None:
         digest = hashlib.sha256(args.csv.read_bytes()).hexdigest()
         for (engine, arch), fit in fits.items():
             rows = sum(1 for c in cases if group_of(c) == (engine, arch))
-            held = [
-                Result(c, runs["leave one GPU out"][i])
-                for i, c in enumerate(cases)
-                if group_of(c) == (engine, arch)
-            ]
+
+            def held(run: str, group: tuple[str, str] = (engine, arch)) -> list[Result]:
+                return [
+                    Result(c, runs[run][i]) for i, c in enumerate(cases) if group_of(c) == group
+                ]
+
             beside = sum(1 for c in tables if group_of(c) == (engine, arch))
             fitted_on = {
                 "data": "shared/calibration/aic_silicon_calibration.csv",
@@ -240,7 +241,8 @@ def main() -> None:
                 "num_rows": rows,
                 "also": f"{beside} rows of shared/calibration/measurements.csv on these GPUs",
                 "by": "bench/fit_aic.py --write",
-                "leave_one_gpu_out": cross_validated(held),
+                "leave_one_gpu_out": cross_validated(held("leave one GPU out")),
+                "leave_one_model_out": cross_validated(held("leave one model out")),
             }
             path = DATA / f"calibrated_{engine}_{arch}.yaml"
             save_calibration(path, calibration_file(fit, engine, fitted_on))

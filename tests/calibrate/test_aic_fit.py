@@ -76,7 +76,7 @@ def test_blackwell_ships_its_own_fit_and_hopper_keeps_the_general_one(engine: st
 
 def test_the_band_uses_the_cross_validated_error_where_there_is_one() -> None:
     b200, source = measured_uncertainty(DeploymentSpec(model="llama-3.1-8b", gpu="b200"))
-    held = packaged_calibration("vllm", "blackwell").fitted_on["leave_one_gpu_out"]
+    held = packaged_calibration("vllm", "blackwell").fitted_on["leave_one_model_out"]
     expected = held["mean_ttft_ms"]["median_ape_pct"] + held["mean_tpot_ms"]["median_ape_pct"]
     assert b200 == pytest.approx(expected / 200) and "cross-validated" in source
     h100, source = measured_uncertainty(DeploymentSpec(model="llama-3.1-8b", gpu="h100"))

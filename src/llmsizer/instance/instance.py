@@ -113,18 +113,20 @@ DEFAULT_UNCERTAINTY = 0.15  # where no cross-validated error is shipped
 
 def measured_uncertainty(spec: DeploymentSpec) -> tuple[float, str]:
     """How far the shipped fit for `spec` is typically off, as a fraction, and where that
-    figure comes from: the mean of the leave-one-GPU-out median absolute errors of TTFT and
-    TPOT for its engine and GPU architecture (`bench/fit_aic.py`), else 0.15 (a prior)."""
+    figure comes from: the mean of the leave-one-model-out median absolute errors of TTFT
+    and TPOT for its engine and GPU architecture (`bench/fit_aic.py`), else 0.15 (a prior).
+    Leaving a model out is a plan's situation: a model the fit has not seen, on GPUs it has
+    (the fit ships only for architectures it saw)."""
     architecture = get_gpu(spec.gpu).architecture
     calibration = packaged_calibration(spec.preset, architecture)
-    held = calibration.fitted_on.get("leave_one_gpu_out")
+    held = calibration.fitted_on.get("leave_one_model_out")
     if not isinstance(held, dict) or not held:
         return DEFAULT_UNCERTAINTY, "a prior: no cross-validated error for this engine and GPU"
     errors = [float(m["median_ape_pct"]) / 100 for m in held.values()]
     value = min(0.9, sum(errors) / len(errors))
     return value, (
         f"the median error of the shipped fit for {spec.preset} on {architecture} GPUs, "
-        "cross-validated leaving each GPU out"
+        "cross-validated leaving each model out"
     )
 
 
