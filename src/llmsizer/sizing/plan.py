@@ -101,7 +101,9 @@ def plan(
     result = dataclasses.replace(result, notes=notes)
     if not quick:
         result = _with_band_and_timeline(result, space, priced, probes)
-        levers = _levers(usecase, space, results, candidates, priced)
+        if progress is not None:  # a checkpoint: a caller may stop here (the studio's cancel)
+            progress(len(space.configs), len(space.configs))
+        levers = _levers(usecase, space, results, candidates, priced, progress)
         result = dataclasses.replace(result, levers=levers)
     return dataclasses.replace(result, explanation=explain(result))
 
@@ -112,11 +114,12 @@ def _levers(
     results: tuple[ConfigResult, ...],
     candidates: tuple[CandidatePlan, ...],
     efficiency: SpecEfficiency,
+    progress: Progress | None,
 ) -> tuple[LeverRow, ...]:
     """What each lever buys on the winner's GPU (the first candidate's when none wins)."""
     if not usecase.search.levers:
         return ()
-    return lever_table(usecase, space, results, candidates[0].gpu, efficiency)
+    return lever_table(usecase, space, results, candidates[0].gpu, efficiency, progress)
 
 
 def _with_band_and_timeline(
