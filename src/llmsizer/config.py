@@ -154,8 +154,7 @@ class Scenario(_Strict):
         speculative = cost.speculative
         if speculative is None:
             return inst.simulator()
-        step = step_cost_of(speculative, inst.step)
-        engine = Engine(inst.engine, step, inst.first_token_delay_s)
+        engine = inst.simulator(step_cost=step_cost_of(speculative, inst.step))
         share = kv_fraction_of(speculative, inst.step, inst.memory.kv_cache_bytes)
         return SpeculativeEngine(engine, speculative, share, self.workload.seed)
 

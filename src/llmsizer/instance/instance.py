@@ -18,7 +18,7 @@ from llmsizer.instance.deployment import DeploymentSpec
 from llmsizer.perf import Deployment, EfficiencyFactors, MemoryPlan, StepModel, plan_memory
 from llmsizer.perf.calibrated import calibrated_efficiency, packaged_calibration
 from llmsizer.perf.sparsity import StructuredSparsity
-from llmsizer.sim import Engine, EngineConfig
+from llmsizer.sim import Engine, EngineConfig, StepCost
 from llmsizer.specs import ModelSpec, get_gpu
 
 
@@ -46,10 +46,14 @@ class Instance:
         """The front end's hold on each stream's first chunk (`EfficiencyFactors`)."""
         return self.step.efficiency.first_token_delay_s
 
-    def simulator(self, config: EngineConfig | None = None) -> Engine:
+    def simulator(
+        self, config: EngineConfig | None = None, step_cost: StepCost | None = None
+    ) -> Engine:
         """A simulated engine of this instance: `config` (default: its own engine config),
-        its step model and its front end's first-token delay."""
-        return Engine(config or self.engine, self.step, self.first_token_delay_s)
+        `step_cost` (default: its step model; a metered or speculating wrapper of it) and its
+        front end's first-token delay."""
+        step = self.step if step_cost is None else step_cost
+        return Engine(config or self.engine, step, self.first_token_delay_s)
 
     def check_request_tokens(self, num_tokens: int, what: str) -> None:
         """`check_context` for this instance's model."""

@@ -21,7 +21,7 @@ from llmsizer.instance.speculation import kv_fraction_of, run_instance, step_cos
 from llmsizer.metrics import summarize
 from llmsizer.perf import EfficiencyFactors, StepModel
 from llmsizer.perf.speculative import SpeculativeStepCost
-from llmsizer.sim import Batch, Engine
+from llmsizer.sim import Batch
 
 THROUGHPUT_KEYS = ("request_throughput", "output_throughput", "total_token_throughput")
 
@@ -76,7 +76,7 @@ def predict(spec: PredictSpec, efficiency: EfficiencyFactors | None = None) -> P
     inst.check_request_tokens(spec.isl + spec.osl, f"isl + osl = {spec.isl} + {spec.osl}")
     speculative = spec.speculative
     metered = _Metered(step_cost_of(speculative, inst.step))
-    engine = Engine(setup.engine, metered, inst.first_token_delay_s)
+    engine = inst.simulator(setup.engine, metered)
     share = kv_fraction_of(speculative, inst.step, inst.memory.kv_cache_bytes)
     result = run_instance(engine, setup.workload, speculative, share)
     # one engine's records; per-GPU normalisation uses that engine's share of GPUs

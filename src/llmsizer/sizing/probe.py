@@ -41,7 +41,7 @@ from llmsizer.instance.speculation import (
     tokens_per_step,
 )
 from llmsizer.metrics import summarize
-from llmsizer.sim import Batch, Engine, PrefillChunk, SimResult, StepCost
+from llmsizer.sim import Batch, PrefillChunk, SimResult, StepCost
 from llmsizer.sizing.arrivals import ArrivalPattern
 from llmsizer.sizing.limits import Latencies, Limits, Metric
 from llmsizer.workload import Workload
@@ -125,7 +125,7 @@ class Probe:
         self.pp = instance.deployment.pipeline_parallel_size
         self.speculative = instance.spec.speculative
         cost = step_cost_of(self.speculative, instance.step)
-        self.engine = Engine(instance.virtual_engine(), cost, instance.first_token_delay_s)
+        self.engine = instance.simulator(instance.virtual_engine(), cost)
         self.seed = seed
         kv_bytes = instance.memory.kv_cache_bytes
         self._kv_fraction = kv_fraction_of(self.speculative, instance.step, kv_bytes)
