@@ -7,8 +7,9 @@ report their cross-validated accuracy (leave one GPU out, leave one model out).
              --report PATH (default examples/validation/aic_accuracy.md),
              --plot PATH (default examples/validation/aic_accuracy.png),
              --rows PATH (per-row CSV, default examples/validation/aic_accuracy_rows.csv),
-             --cache PATH (the recorded schedules: read when present, else written; the
-             recording is most of the time, the fits and folds take a few minutes)
+             --cache PATH (the recorded schedules: rows held with the same spec are read,
+             the others recorded and added; recording is most of the time, the fits and
+             folds take a few minutes)
 
 Every mapped row is simulated once and its schedule re-priced for each fit
 (`llmsizer.calibrate.aic_fit`). `--write` stores each (engine, architecture) group's fit as
@@ -39,6 +40,8 @@ from llmsizer.calibrate.aic_fit import (
 )
 from llmsizer.calibrate.gpu_fit import calibration_file
 from llmsizer.calibrate.measurements import load_measurements
+from llmsizer.calibrate.replay import ScheduleTrace
+from llmsizer.instance import PredictSpec
 from llmsizer.perf.calibrated import save_calibration
 
 REPO = Path(__file__).resolve().parents[1]
@@ -264,20 +267,31 @@ def cross_validated(results: Sequence[Result]) -> dict[str, dict[str, float]]:
 
 
 def _recorded(cases: Sequence[AicCase], workers: int, cache: Path | None) -> Recorded:
-    """The cases' recorded schedules, from `cache` when it holds the same rows (by id: the
-    cache is the user's to delete when the mapping or the simulator changes)."""
+    """The cases' recorded schedules: from `cache` for every row it holds with the same spec
+    (by id and spec), the rest recorded and added to it. A closed loop's schedule does not
+    depend on the factors, but the features do depend on the step formula: the cache is the
+    user's to delete when `llmsizer.perf` changes."""
+    held: dict[str, tuple[PredictSpec, ScheduleTrace]] = {}
     if cache is not None and cache.exists():
         recorded = pickle.loads(cache.read_bytes())
-        ids = [c.row_id for c in cases]
-        if isinstance(recorded, Recorded) and [c.row_id for c in recorded.cases] == ids:
-            say(f"read {len(cases)} recorded rows from {cache}")
-            return Recorded(tuple(cases), recorded.traces)
-        say(f"{cache} holds other rows: recording again")
-    say(f"recording {len(cases)} rows")
-    recorded = Recorded.record(cases, workers)
-    if cache is not None:
-        cache.write_bytes(pickle.dumps(recorded))
-    return recorded
+        if isinstance(recorded, Recorded):
+            held = {
+                c.row_id: (c.spec, t) for c, t in zip(recorded.cases, recorded.traces, strict=True)
+            }
+    fresh = [c for c in cases if c.row_id not in held or held[c.row_id][0] != c.spec]
+    say(f"{len(cases) - len(fresh)} rows from the cache, recording {len(fresh)}")
+    if fresh:
+        new = Recorded.record(fresh, workers)
+        held |= {c.row_id: (c.spec, t) for c, t in zip(new.cases, new.traces, strict=True)}
+        if cache is not None:
+            cache.write_bytes(pickle.dumps(Recorded(tuple(cases), _traces(cases, held))))
+    return Recorded(tuple(cases), _traces(cases, held))
+
+
+def _traces(
+    cases: Sequence[AicCase], held: dict[str, tuple[PredictSpec, ScheduleTrace]]
+) -> tuple[ScheduleTrace, ...]:
+    return tuple(held[c.row_id][1] for c in cases)
 
 
 def _factors_text(factors: dict[str, float]) -> str:

@@ -115,6 +115,40 @@ def test_expert_parallel_rows_split_the_experts_over_ep_ranks() -> None:
     assert case.spec.expert_parallel_size == 4 and case.spec.tensor_parallel_size == 8
 
 
+DEEPSEEK = {"model_path": "deepseek-ai/DeepSeek-R1", "gemm_quant_mode": "fp8"}
+
+
+@pytest.mark.parametrize(
+    ("backend", "aic_layout", "launched"),
+    [
+        # (tp_size, attention_dp_size, moe_tp_size, moe_ep_size) -> (tp, ep)
+        ("sglang", ("16", "1", "4", "4"), (4, 4)),  # id ..._tp4_ep4_...
+        ("trtllm", ("64", "1", "8", "8"), (8, 8)),  # id ..._tp8_ep8_...
+        ("vllm", ("4", "4", "1", "16"), (4, 4)),  # id ..._tp4_ep4_...
+        ("sglang", ("8", "1", "2", "4"), (8, 4)),  # fits the node: as written
+    ],
+)
+def test_a_layout_written_as_a_product_is_read_as_launched(
+    backend: str, aic_layout: tuple[str, ...], launched: tuple[int, int]
+) -> None:
+    tp, dp, moe_tp, ep = aic_layout
+    case = mapped(
+        **DEEPSEEK, backend=backend, tp_size=tp, attention_dp_size=dp, moe_tp_size=moe_tp,
+        moe_ep_size=ep, batch_size="8",
+    )  # fmt: skip
+    spec = case.spec
+    assert (spec.tensor_parallel_size, spec.expert_parallel_size) == launched
+    assert spec.concurrency == 8 * int(dp)  # the clients are the row's silicon_concurrency
+
+
+def test_a_product_layout_with_attention_data_parallelism_is_still_skipped() -> None:
+    reason = skip_reason(
+        **DEEPSEEK, backend="trtllm", tp_size="1", attention_dp_size="64", moe_tp_size="8",
+        moe_ep_size="8",
+    )  # fmt: skip
+    assert reason == "attention data parallelism (attention_dp_size 8) not modelled yet"
+
+
 @pytest.mark.parametrize(
     ("changes", "reason"),
     [

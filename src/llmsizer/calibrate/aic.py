@@ -22,6 +22,15 @@ TPOT) or an `AicSkipped` with a one-line reason. How the rows were measured is i
   (`2 c` requests, since 2026-01-21) drains before it, so nothing is dropped.
 - **Expert parallelism.** `moe_ep_size` is the spec's `expert_parallel_size` (experts split
   whole over that many of the TP ranks, each over `moe_tp_size` = tp / ep of them).
+- **Layouts written as products** (`_layout`). In 254 agg rows of InferenceX's expert-parallel
+  runs on 8-GPU HGX nodes, `tp_size x attention_dp_size` equals `moe_tp_size x moe_ep_size`
+  and exceeds the node: 16 or 64 GPUs on one B200 / B300 / H100 node. The rows' ids name
+  the launch, `..._tp4_ep4_...` for every 16 and `..._tp8_ep8_...` for every 64, so AIC's
+  import wrote TP x EP where it meant TP. Such a row is read as launched: TP `moe_tp_size`
+  with EP `moe_ep_size` (SGLang, TensorRT-LLM), or TP `tp_size` with EP over all of it
+  (vLLM's `enable_expert_parallel`, where AIC wrote `moe_tp_size` 1); TensorRT-LLM rows with
+  `tp_size` 1 ran attention data-parallel over the node. The clients stay
+  `batch_size x attention_dp_size` (the rows' `silicon_concurrency`).
 - **Skipped.** Disaggregated rows; attention data parallelism (`attention_dp_size > 1`); GPUs
   and models outside the catalog; deployments the model rejects (weights that do not fit,
   heads not divisible by TP).
@@ -100,18 +109,18 @@ def map_aic_row(row: Mapping[str, str], *, check_fit: bool = True) -> AicCase | 
 def _map(row: Mapping[str, str], check_fit: bool) -> AicCase:
     if row["mode"] != "agg":
         raise _Skip(f"{row['mode']} mode (separate prefill and decode pools) not modelled yet")
-    ep, dp = _int(row, "moe_ep_size", 1), _int(row, "attention_dp_size", 1)
-    if dp > 1:
-        raise _Skip(f"attention data parallelism (attention_dp_size {dp}) not modelled yet")
     gpu = AIC_GPUS.get(row["system"])
     if gpu is None:
         raise _Skip(f"GPU {row['system']} not in the catalog")
+    tp, ep, dp = _layout(row, get_gpu(gpu).scale_up_domain_size)
+    if dp > 1:
+        raise _Skip(f"attention data parallelism (attention_dp_size {dp}) not modelled yet")
     try:
         model = get_model(row["model_path"]).name
     except (ValueError, OSError) as e:
         raise _Skip(f"model {row['model_path']} not in the catalog") from e
     precision, note = _precision(row)
-    concurrency = _int(row, "batch_size", 0) * dp
+    concurrency = _int(row, "batch_size", 0) * _int(row, "attention_dp_size", 1)
     if concurrency < 1:
         raise _Skip("batch_size not given")
     gap = any(marker in row["silicon_data_source"] for marker in _GAP_MARKERS)
@@ -121,7 +130,7 @@ def _map(row: Mapping[str, str], check_fit: bool) -> AicCase:
         "gpu": gpu,
         "precision": precision.value,
         "kv_cache_dtype": "fp8" if precision in _FP8_KV else None,
-        "tp": _int(row, "tp_size", 1),
+        "tp": tp,
         "pp": _int(row, "pp_size", 1),
         "expert_parallel_size": ep,
         "engine": row["backend"],
@@ -152,6 +161,19 @@ def _map(row: Mapping[str, str], check_fit: bool) -> AicCase:
         "mean_tpot_ms": float(row["silicon_tpot_ms"]),
     }
     return AicCase(row["id"], row["backend"], row["system"], model, spec, measured, note)
+
+
+def _layout(row: Mapping[str, str], gpus_per_node: int) -> tuple[int, int, int]:
+    """(tensor parallel, expert parallel, attention data parallel) as the row was launched
+    (module docstring: a layout AIC wrote as a product is read back)."""
+    tp, dp = _int(row, "tp_size", 1), _int(row, "attention_dp_size", 1)
+    moe_tp, ep = _int(row, "moe_tp_size", 1), _int(row, "moe_ep_size", 1)
+    world = tp * dp
+    if ep == 1 or world != moe_tp * ep or world <= gpus_per_node:
+        return tp, ep, dp
+    if moe_tp > 1:  # SGLang / TensorRT-LLM: TP moe_tp with EP moe_ep, attention DP if tp is 1
+        return moe_tp, ep, moe_tp if tp == 1 else 1
+    return tp, tp, 1  # vLLM: expert parallel over the TP group
 
 
 def _int(row: Mapping[str, str], column: str, default: int) -> int:

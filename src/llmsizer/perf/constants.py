@@ -117,11 +117,12 @@ def build_constants(d: Deployment, eff: EfficiencyFactors) -> StepConstants:
         # each layer reads Q and writes O for every token
         attention_act_bytes_per_token=act * m.num_layers * (m.q_dim + m.attention_output_dim) / tp,
         elementwise_bytes_per_token=act * _elementwise_elements(d),
-        # ring all-reduces (roofline.ring_allreduce_time_s), two per layer when tp > 1, each
-        # 2 (tp - 1) hops and 2 (tp - 1) / tp of the T h activations over each link; and one
-        # hop and one send of the T h activations between consecutive pipeline stages
+        # all-reduces, two per layer when tp > 1, each `allreduce_hops` of latency (2 on the
+        # scale-up fabric, a ring's 2 (tp - 1) over PCIe) and 2 (tp - 1) / tp of the T h
+        # activations over each link; and one hop and one send of the T h activations
+        # between consecutive pipeline stages
         num_allreduces=2 * m.num_layers if tp > 1 else 0,
-        allreduce_latency_s=2 * (tp - 1) * eff.collective_hop_latency_s,
+        allreduce_latency_s=d.allreduce_hops(tp) * eff.collective_hop_latency_s,
         allreduce_s_per_token=2 * (tp - 1) / tp * h * act / link,
         num_pipeline_sends=pp - 1,
         send_latency_s=eff.collective_hop_latency_s,

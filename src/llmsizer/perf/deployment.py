@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from llmsizer.perf.roofline import allreduce_hops
 from llmsizer.perf.sparsity import StructuredSparsity
 from llmsizer.specs.dtypes import Precision
 from llmsizer.specs.gpus import GpuSpec, get_gpu
@@ -149,6 +150,14 @@ class Deployment:
         if self.model.mla is not None:
             return per_layer
         return per_layer * self.kv_heads_per_gpu / self.model.num_key_value_heads
+
+    def allreduce_hops(self, group_size: int) -> int:
+        """Latency hops of one all-reduce over `group_size` GPUs (`roofline.allreduce_hops`):
+        inside the scale-up domain every GPU is one hop from every other (NVSwitch, or a full
+        mesh), outside it the ring runs over PCIe."""
+        gpu = self.gpu
+        one_hop = gpu.scale_up_bytes_per_s is not None and group_size <= gpu.scale_up_domain_size
+        return allreduce_hops(group_size, one_hop=one_hop)
 
     def link_bytes_per_s(self, group_size: int) -> float:
         """Per-direction bandwidth between `group_size` GPUs: the scale-up fabric when the

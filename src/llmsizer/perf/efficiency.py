@@ -20,8 +20,9 @@ calibration set by `bench/validate_perf.py --fit`. The priors:
   below dense streaming.
 - `interconnect_efficiency` 0.75: NCCL all-reduce bus bandwidth on NVLink reaches ~70-85 % of
   the per-direction link rate (nccl-tests).
-- `collective_hop_latency_s` 2 us: small all-reduces take ~10-30 us on 4-8 GPUs, i.e.
-  2 (n - 1) ring steps of ~2 us.
+- `collective_hop_latency_s` 2 us: one hop of a collective. A decode-sized all-reduce on an
+  NVSwitch fabric is two hops whatever the group size (`roofline.allreduce_hops`); over
+  PCIe a ring takes 2 (n - 1) hops.
 - `layer_overhead_s` 50 us: a decode layer runs ~12 kernels (4 GEMMs, attention, norms,
   rotary, activation, residuals, all-reduces), each with a few microseconds of launch gap,
   ramp-up and tail that no byte count captures.

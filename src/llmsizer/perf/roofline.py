@@ -53,6 +53,18 @@ def ring_allreduce_time_s(
     return steps * hop_latency_s + steps / num_ranks * message_bytes / link_bytes_per_s
 
 
+def allreduce_hops(num_ranks: int, *, one_hop: bool) -> int:
+    """Latency hops of one all-reduce over `num_ranks` GPUs. A ring takes 2(n-1). Where every
+    GPU is one hop from every other (`one_hop`: an NVSwitch fabric or a full mesh), the
+    engines' all-reduce for decode-sized messages is a reduce-scatter and an all-gather of
+    one hop each, whatever n: vLLM's custom all-reduce (one-shot / two-shot kernels,
+    `csrc/custom_all_reduce.cuh`), TensorRT-LLM's `AllReduceStrategy` ONESHOT / TWOSHOT and
+    NCCL's NVLS algorithm. Its bytes per link stay the ring's 2(n-1)/n of the message."""
+    if num_ranks <= 1:
+        return 0
+    return 2 if one_hop else 2 * (num_ranks - 1)
+
+
 def expected_experts_touched(num_tokens: float, num_experts: int, top_k: int) -> float:
     """Distinct experts a layer reads for `num_tokens` tokens routed to `top_k` of them."""
     if num_tokens <= 0:
