@@ -278,7 +278,7 @@ def _recorded(cases: Sequence[AicCase], workers: int, cache: Path | None) -> Rec
             held = {
                 c.row_id: (c.spec, t) for c, t in zip(recorded.cases, recorded.traces, strict=True)
             }
-    fresh = [c for c in cases if c.row_id not in held or held[c.row_id][0] != c.spec]
+    fresh = [c for c in cases if c.row_id not in held or not _same(held[c.row_id][0], c.spec)]
     say(f"{len(cases) - len(fresh)} rows from the cache, recording {len(fresh)}")
     if fresh:
         new = Recorded.record(fresh, workers)
@@ -286,6 +286,11 @@ def _recorded(cases: Sequence[AicCase], workers: int, cache: Path | None) -> Rec
         if cache is not None:
             cache.write_bytes(pickle.dumps(Recorded(tuple(cases), _traces(cases, held))))
     return Recorded(tuple(cases), _traces(cases, held))
+
+
+def _same(a: PredictSpec, b: PredictSpec) -> bool:
+    """The same spec, fields added since `a` was pickled taking their defaults."""
+    return a.model_dump(exclude_defaults=True) == b.model_dump(exclude_defaults=True)
 
 
 def _traces(
