@@ -22,6 +22,7 @@ import io
 import json
 import math
 import random
+import re
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -606,4 +607,25 @@ def run_command(argv: list[str]) -> tuple[int, str]:
         raise Crash(f"{' '.join(argv)}: exit {code}: {text[-400:]}")
     if code == 2 and not text.strip():
         raise Crash(f"{' '.join(argv)}: exit 2 without a message")
+    if code == 2 and (internal := internal_names(argv, text)):
+        raise Crash(f"{' '.join(argv)}: names {internal}, not the flags: {text[-400:]}")
     return code, text
+
+
+SCHEMA_PATH = re.compile(
+    r"(?<![\w./'-])(workload|engine|step_cost|slo|limits|load|candidates|search|input)\.\w"
+)
+VLLM_NAMES = frozenset({"gpu_memory_utilization", "tensor_parallel_size"})  # also flags
+
+
+def internal_names(argv: list[str], text: str) -> list[str]:
+    """What a message about flags-only input names that the user did not type (issue 14):
+    a schema path (`workload.osl`), a field under `invalid flags:` that is not a flag, or a
+    flag's field name (`num_requests` for `--num-requests`)."""
+    found = [m.group(0)[:-2] for m in SCHEMA_PATH.finditer(text)]
+    if "invalid flags:" in text:
+        block = text.split("invalid flags:", 1)[1].splitlines()
+        found += [line for line in block if line.startswith("  ") and "--" not in line]
+    fields = {a[2:].replace("-", "_") for a in argv if a.startswith("--") and "-" in a[2:]}
+    found += [f for f in sorted(fields - VLLM_NAMES) if re.search(rf"\b{f}\b", text)]
+    return found

@@ -256,13 +256,19 @@ PREDICT = ["predict", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--concurr
     ("args", "message"),
     [
         (["simulate", "--isl", str(HUGE), "--num-requests", "1"], "less than or equal to"),
-        (["simulate", "--osl", "1000000000", "--num-requests", "1"], "osl.value = 1000000000"),
+        (
+            ["simulate", "--osl", "1000000000", "--num-requests", "1"],
+            "--osl 1000000000: Input should be less than or equal to 10000000",
+        ),
         (["simulate", "--num-requests", "1", "--plot", "x.jpg"], "--plot x.jpg: the timeline"),
         ([*PREDICT, "--isl", "200000", "--osl", "10"], "max_position_embeddings"),
-        (["plan", "--model", "llama-3.1-8b", "--isl", "inf", "--osl", "1"], "input.user = inf"),
+        (
+            ["plan", "--model", "llama-3.1-8b", "--isl", "inf", "--osl", "1"],
+            "--isl inf: Input should be a finite number",
+        ),
         (
             ["plan", "--model", "llama-3.1-8b", "--isl", "1", "--osl", "1", "--peak-rps", "inf"],
-            "peak_rps = inf",
+            "--peak-rps inf: Input should be a finite number",
         ),
     ],
 )

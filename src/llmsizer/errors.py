@@ -9,7 +9,8 @@ import csv
 import io
 import json
 import math
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,24 +19,78 @@ from pydantic import ValidationError
 
 
 def format_validation_error(
-    err: ValidationError, source: str, *, allowed_keys: Iterable[str] | None = None
+    err: ValidationError,
+    source: str,
+    *,
+    allowed_keys: Iterable[str] | None = None,
+    flags: Mapping[str, str] | None = None,
 ) -> str:
     """`invalid <source>:` then `  <dotted.key> = <value>: <rule>` per problem.
 
-    An unknown key says so, listing `allowed_keys` when given.
+    An unknown key says so, listing `allowed_keys` when given. `flags` maps a field's dotted
+    path to the command-line flag that set it (`{"workload.osl": "--osl"}`): a problem at
+    that path or below it names the flag as the user typed it (`  --osl 0: ...`), and in a
+    check across fields (a problem at the fields' parent) their names become the flags.
+    Paths not in `flags` keep their dotted keys, the keys of the user's YAML file.
     """
     allowed = f" (allowed: {', '.join(allowed_keys)})" if allowed_keys is not None else ""
+    flags = flags or {}
     lines = [f"invalid {source}:"]
     for e in err.errors():
-        where = ".".join(str(p) for p in e["loc"]) or "(top level)"
+        path = [str(p) for p in e["loc"]]
+        where = ".".join(path) or "(top level)"
         msg = e["msg"].removeprefix("Value error, ")
-        if e["type"] == "extra_forbidden":
+        flag = _flag_of(path, flags)
+        value = e.get("input")
+        shown = value is not None and not isinstance(value, dict)
+        if isinstance(value, Path):
+            value = str(value)
+        elif isinstance(value, list) and flag is not None:  # a comma-separated flag
+            value = ",".join(map(str, value))
+        if flag is not None:
+            if e["type"] == "extra_forbidden":
+                lines.append(f"  {flag}: does not apply here")
+            elif e["type"] == "missing":
+                lines.append(f"  {flag}: required, not given")
+            else:
+                given = str(value) or "''"
+                lines.append(f"  {flag} {given}: {msg}" if shown else f"  {flag}: {msg}")
+            continue
+        translated = name_flags(msg, flags, under=path)
+        if translated != msg:  # a check across flags: the flags say where
+            lines.append(f"  {translated}")
+        elif e["type"] == "extra_forbidden":
             lines.append(f"  {where}: unknown key{allowed}")
-        elif "input" in e and e["input"] is not None and not isinstance(e["input"], dict):
-            lines.append(f"  {where} = {e['input']!r}: {msg}")
+        elif shown:
+            lines.append(f"  {where} = {value!r}: {msg}")
         else:
             lines.append(f"  {where}: {msg}")
     return "\n".join(lines)
+
+
+def _flag_of(path: list[str], flags: Mapping[str, str]) -> str | None:
+    """The flag that sets `path` or the field it lies in, if one does."""
+    for n in range(len(path), 0, -1):
+        flag = flags.get(".".join(path[:n]))
+        if flag is not None:
+            return flag
+    return None
+
+
+_BEFORE, _AFTER = r"(?<![\w./'-])", r"(?![\w'/-]|\.\w)"  # a word, not in a path or 'value'
+
+
+def name_flags(msg: str, flags: Mapping[str, str], *, under: Iterable[str] = ()) -> str:
+    """`msg` (about the fields under the path `under`) with each field a flag sets named by
+    it (`flags`, as in `format_validation_error`): its full dotted path anywhere, its bare
+    name when it lies right under `under`."""
+    prefix = "".join(f"{p}." for p in under)
+    for field, flag in sorted(flags.items(), key=lambda item: -len(item[0])):
+        msg = re.sub(rf"{_BEFORE}{re.escape(field)}{_AFTER}", flag, msg)
+        name = field.removeprefix(prefix)
+        if field.startswith(prefix) and "." not in name:
+            msg = re.sub(rf"{_BEFORE}{re.escape(name)}{_AFTER}", flag, msg)
+    return msg
 
 
 def read_yaml_mapping(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -54,6 +54,35 @@ def progress_bar(label: str) -> Iterator[Callable[[int, int], None] | None]:
 def fail(message: str, code: int = 2) -> None:
     err.print(f"[bold red]error:[/] {message}", highlight=False)
     raise typer.Exit(code)
+
+
+def dashed(*fields: str, section: str = "", **renamed: str) -> dict[str, str]:
+    """Field path -> flag for flags named after their field (`max_num_seqs`:
+    `--max-num-seqs`), under `section` ("engine." makes `engine.max_num_seqs`), plus the
+    `renamed` ones (`tensor_parallel_size="--tp"`)."""
+    named = {f: "--" + f.replace("_", "-") for f in fields} | renamed
+    return {section + f: flag for f, flag in named.items()}
+
+
+def given_flags(
+    table: Mapping[str, str], overrides: Mapping[str, Any], *, every: bool
+) -> dict[str, str]:
+    """The flags a validation error may name (`errors.format_validation_error`): all of
+    `table` (field path -> flag) when flags are the only input (`every`), else those whose
+    field `overrides` sets (the rest came from the user's file and keep its keys). A part of
+    a path that is a union's tag (`step_cost.gpu.model`, tag `kind: gpu`) is passed over."""
+    if every:
+        return dict(table)
+    return {path: flag for path, flag in table.items() if _sets(overrides, path.split("."))}
+
+
+def _sets(node: Any, parts: list[str]) -> bool:
+    for part in parts:
+        if isinstance(node, Mapping) and part in node:
+            node = node[part]
+        elif not (isinstance(node, Mapping) and node.get("kind") == part):
+            return False
+    return node is not None
 
 
 def put(d: dict[str, Any], section: str, key: str, value: Any) -> None:
