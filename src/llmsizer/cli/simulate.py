@@ -25,7 +25,7 @@ from llmsizer.config import FixedStepCostSpec, GpuStepCostSpec, Scenario, load_s
 from llmsizer.errors import name_flags
 from llmsizer.fleet import ROUTERS, FleetResult, simulate_fleet
 from llmsizer.metrics import summarize
-from llmsizer.output import refuse_existing
+from llmsizer.output import atomic_path, refuse_existing
 from llmsizer.records import write_records
 from llmsizer.sim import Engine, EngineConfig, SimResult
 from llmsizer.workload import Workload, WorkloadSpec, make_workload
@@ -314,7 +314,8 @@ def _render_simulation(
     if json_out:
         write_json(json_out, {"scenario": scenario.model_dump(mode="json"), **summary})
     if records_out:
-        write_records(result.records, records_out)
+        with atomic_path(records_out) as tmp:  # a kill leaves no half file
+            write_records(result.records, tmp)
     if plot:
         report.timeline_png(
             result.records,
@@ -367,5 +368,6 @@ def _render_fleet(
         payload = {"scenario": scenario.model_dump(mode="json"), **fleet_keys, **summary}
         write_json(json_out, payload)
     if records_out:
-        write_records(fleet.records, records_out)
+        with atomic_path(records_out) as tmp:
+            write_records(fleet.records, tmp)
         err.print(f"wrote {records_out}", highlight=False)
