@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,9 +30,35 @@ def interactive() -> bool:
     return err.is_terminal and not os.environ.get("CI")
 
 
+class Eta:
+    """Time left at the pace so far: `done` of `total` in `elapsed` leaves
+    elapsed / done * (total - done). A search reports in stages (`plan`: the search, then
+    each lever's), so a total that changes, or a count that goes back, starts a new stage,
+    timed from the previous report (the end of the stage before). Times in seconds."""
+
+    def __init__(self, start_s: float) -> None:
+        self.stage = (start_s, -1)  # (start, total) of the current stage
+        self.last = (start_s, 0)  # (time, count) last reported
+
+    def left_s(self, now_s: float, done: int, total: int) -> float | None:
+        """Seconds left in this stage, `None` while nothing of it is done."""
+        (last_s, last_done), (start_s, stage_total) = self.last, self.stage
+        if stage_total not in (-1, total) or done < last_done:  # a new stage
+            start_s = last_s
+        self.stage, self.last = (start_s, total), (now_s, done)
+        if done <= 0 or total <= 0:
+            return None
+        return (now_s - start_s) / done * max(total - done, 0)
+
+    def text(self, now_s: float, done: int, total: int) -> str:
+        left = self.left_s(now_s, done, total)
+        return "" if left is None else f"~{left:,.0f} s left"
+
+
 @contextmanager
 def progress_bar(label: str) -> Iterator[Callable[[int, int], None] | None]:
-    """A live bar on a terminal; nothing when output is piped or under CI."""
+    """A live bar on a terminal, with the time left at the pace so far (`Eta`); nothing
+    when output is piped or under CI."""
     if not interactive():
         yield None
         return
@@ -40,13 +67,16 @@ def progress_bar(label: str) -> Iterator[Callable[[int, int], None] | None]:
         BarColumn(),
         TextColumn("{task.completed}/{task.total}"),
         TimeElapsedColumn(),
+        TextColumn("{task.fields[eta]}"),
         console=err,
         transient=True,
     ) as bar:
-        task = bar.add_task(label, total=None)
+        task = bar.add_task(label, total=None, eta="")
+        eta = Eta(time.monotonic())
 
         def update(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total)
+            left = eta.text(time.monotonic(), done, total)
+            bar.update(task, completed=done, total=total, eta=left)
 
         yield update
 
