@@ -19,7 +19,7 @@ def test_a_new_stage_is_timed_from_the_end_of_the_one_before() -> None:
     eta = Eta(start_s=0.0)
     eta.left_s(50.0, 5, 5)  # the search: done at 50 s
     assert eta.left_s(56.0, 1, 3) == pytest.approx(12.0)  # a lever's search: 6 s a step
-    assert eta.left_s(70.0, 2, 4) == pytest.approx(28.0)  # another total: a stage from 56 s
+    assert eta.left_s(70.0, 2, 4) == pytest.approx(14.0)  # another total: a stage from 56 s
     assert eta.left_s(71.0, 0, 4) is None and eta.text(71.0, 0, 4) == ""
 
 
