@@ -40,7 +40,7 @@ def format_validation_error(
         path = [str(p) for p in e["loc"]]
         where = ".".join(path) or "(top level)"
         msg = e["msg"].removeprefix("Value error, ")
-        flag = _flag_of(path, flags)
+        flag = _flag_of(path, flags, missing=e["type"] == "missing")
         value = e.get("input")
         shown = value is not None and not isinstance(value, dict)
         if isinstance(value, Path):
@@ -68,11 +68,15 @@ def format_validation_error(
     return "\n".join(lines)
 
 
-def _flag_of(path: list[str], flags: Mapping[str, str]) -> str | None:
-    """The flag that sets `path` or the field it lies in, if one does."""
+def _flag_of(path: list[str], flags: Mapping[str, str], *, missing: bool) -> str | None:
+    """The flag that sets `path` or the field it lies in, if one does. An entry for a group
+    of flags (`load`: `--peak-rps/--average-rps/...`) names only the group's absence: a
+    check on the group is worded by `name_flags`."""
     for n in range(len(path), 0, -1):
-        flag = flags.get(".".join(path[:n]))
-        if flag is not None:
+        where = ".".join(path[:n])
+        flag = flags.get(where)
+        group = any(other.startswith(f"{where}.") for other in flags)
+        if flag is not None and (not group or (missing and n == len(path))):
             return flag
     return None
 
