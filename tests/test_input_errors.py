@@ -448,3 +448,16 @@ def test_sparsity_on_a_device_without_sparse_tensor_cores_exits_2(
     assert code == 2 and "has none, so sparse weights would run as dense math" in " ".join(
         err.split()
     )
+
+
+def test_flag_names_never_replace_words_in_paths_or_quoted_values() -> None:
+    from llmsizer.errors import name_flags
+
+    flags = {"workload.trace": "--trace", "workload.arrival": "--arrival"}
+    msg = "arrival 'trace' needs a trace file, not '/data/trace.csv' or trace.csv"
+    assert name_flags(msg, flags, under=["workload"]) == (
+        "--arrival 'trace' needs a --trace file, not '/data/trace.csv' or trace.csv"
+    )
+    assert name_flags(
+        "load.burstiness needs load.arrival gamma", {"load.arrival": "--arrival"}
+    ) == ("load.burstiness needs --arrival gamma")

@@ -43,18 +43,8 @@ def format_validation_error(
         flag = _flag_of(path, flags, missing=e["type"] == "missing")
         value = e.get("input")
         shown = value is not None and not isinstance(value, dict)
-        if isinstance(value, Path):
-            value = str(value)
-        elif isinstance(value, list) and flag is not None:  # a comma-separated flag
-            value = ",".join(map(str, value))
         if flag is not None:
-            if e["type"] == "extra_forbidden":
-                lines.append(f"  {flag}: does not apply here")
-            elif e["type"] == "missing":
-                lines.append(f"  {flag}: required, not given")
-            else:
-                given = str(value) or "''"
-                lines.append(f"  {flag} {given}: {msg}" if shown else f"  {flag}: {msg}")
+            lines.append(f"  {_flag_problem(flag, e['type'], value if shown else None, msg)}")
             continue
         translated = name_flags(msg, flags, under=path)
         if translated != msg:  # a check across flags: the flags say where
@@ -62,10 +52,23 @@ def format_validation_error(
         elif e["type"] == "extra_forbidden":
             lines.append(f"  {where}: unknown key{allowed}")
         elif shown:
-            lines.append(f"  {where} = {value!r}: {msg}")
+            shown_value = str(value) if isinstance(value, Path) else value
+            lines.append(f"  {where} = {shown_value!r}: {msg}")
         else:
             lines.append(f"  {where}: {msg}")
     return "\n".join(lines)
+
+
+def _flag_problem(flag: str, kind: str, value: Any, msg: str) -> str:
+    """`--osl 0: <rule>` as the user typed it (a list as its comma-separated text)."""
+    if kind == "extra_forbidden":
+        return f"{flag}: does not apply here"
+    if kind == "missing":
+        return f"{flag}: required, not given"
+    if value is None:
+        return f"{flag}: {msg}"
+    typed = ",".join(map(str, value)) if isinstance(value, list) else str(value)
+    return f"{flag} {typed or repr(typed)}: {msg}"
 
 
 def _flag_of(path: list[str], flags: Mapping[str, str], *, missing: bool) -> str | None:
