@@ -86,7 +86,7 @@ def plan(
     table = {path: "--" + flag.replace("_", "-") for flag, path in FLAG_FIELDS.items()}
     table |= {"limits": "--ttft-ms/--tpot-ms/--e2el-ms", "mode": "--offline"}
     table |= {"unit": "--words", "streaming": "--sequential"}
-    table |= {"load": "--peak-rps/--average-rps/--daily-active-users"}
+    table |= {"load": "--peak-rps/--average-rps/--daily-active-users", "input": "--isl"}
     usecase = load_usecase(
         usecase_file, flags, given_flags(table, flags, every=usecase_file is None)
     )
