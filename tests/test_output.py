@@ -76,3 +76,23 @@ def test_the_html_report_is_renamed_into_place(
     path = tmp_path / "report.html"
     report.write_html_report(path, title="t", parameters={}, summary={}, records=_records())
     assert renamed == [path] and "<html" in path.read_text()
+
+
+@pytest.mark.parametrize(
+    ("flag", "name", "magic"), [("--plot", "t.png", b"\x89PNG"), ("--html", "t.html", b"<")]
+)
+def test_simulate_never_replaces_a_picture_unasked(
+    flag: str, name: str, magic: bytes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from llmsizer.cli import main
+
+    target = tmp_path / name
+    target.write_bytes(b"earlier")
+    args = ["llmsizer", "simulate", "--num-requests", "5", flag, str(target)]
+    for extra, code in (([], 2), (["--overwrite"], 0)):
+        monkeypatch.setattr("sys.argv", [*args, *extra])
+        with pytest.raises(SystemExit) as e:
+            main()
+        assert (e.value.code or 0) == code
+        assert target.read_bytes().startswith(b"earlier" if code else magic)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]  # no temporary left
