@@ -22,6 +22,7 @@ import io
 import json
 import math
 import random
+import re
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,6 +32,8 @@ from typing import Any
 import numpy as np
 import yaml
 from pydantic import ValidationError
+
+from tests.bench.fault_server import Fault, FaultServer
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -49,6 +52,10 @@ SPECIAL: tuple[Any, ...] = (
 
 class Crash(AssertionError):
     """The property failed: another exception type, or a value that is silently wrong."""
+
+
+class Misnamed(Crash):
+    """A message about flags names what the user did not type (a schema path, a field)."""
 
 
 # --- mutations -------------------------------------------------------------------------
@@ -508,6 +515,25 @@ COMMANDS: dict[str, dict[str, tuple[str, ...]]] = {
         "--no-context-term": (),
         "--out": ("@out",),
     },
+    "bench": {  # against the fault server (tests/bench/fault_server.py): `@server`
+        "--base-url": ("@server", "@server", "@server", "http://127.0.0.1:9", "localhost", ""),
+        "--num-prompts": ("1", "3", "8", "0", "-1", "x"),
+        "--num-warmups": ("0", "1", "-1"),
+        "--concurrency": ("1", "2", "1,4", "0", "2,x", ""),
+        "--request-rate": ("10", "1000", "inf", "-1", "nan", "5,x"),
+        "--isl": ("1", "8", "64", "0", "-1", "x", "1e400", "9223372036854775808"),
+        "--osl": ("1", "4", "16", "0", "x", "9223372036854775808"),
+        "--burstiness": ("1", "0.5", "0", "nan"),
+        "--endpoint": ("completions", "chat", "nope"),
+        "--timeout-s": ("1", "2", "0", "-1", "nan"),
+        "--request-timeout-s": ("2", "0", "inf"),
+        "--seed": ("0", "1", "-1", "9223372036854775808"),
+        "--system-prompt-tokens": ("0", "16", "-1"),
+        "--prompt-tokens-from": ("auto", "usage", "tokenize-endpoint", "x"),
+        "--json": ("@bench-json", "/nonexistent/dir/r.json"),
+        "--records": ("@bench-records", "@bench-records-gz", "t.jpg"),
+        "--trace": ("@trace", "/nonexistent.csv"),
+    },
     "compare": {
         "@measured": ("@light", "@garbage", "@empty", "@heavy"),
         "@predicted": ("@predicted-light", "@predicted-heavy", "@garbage", "@empty", "@light"),
@@ -524,15 +550,35 @@ BASE: dict[str, list[str]] = {
     "plan": [*GPU, "--engine", "vllm", "--isl", "500", "--osl", "50", "--peak-rps", "2"],
     "calibrate": [],
     "compare": [],
+    "bench": [
+        "--base-url",
+        "@server",
+        "--num-prompts",
+        "4",
+        "--num-warmups",
+        "0",
+        "--isl",
+        "8",
+        "--osl",
+        "4",
+        "--timeout-s",
+        "2",
+        "--request-timeout-s",
+        "10",
+    ],
 }  # a valid command line that the chosen flags then change (a later flag wins)
 
 
-def command_argv(command: str, rng: random.Random, folder: Path) -> list[str]:
+def command_argv(
+    command: str, rng: random.Random, folder: Path, server_url: str | None = None
+) -> list[str]:
     """A random command line for `command`: a few of its flags with values from the
-    vocabulary; `@name` stands for a file made in `folder`."""
+    vocabulary; `@name` stands for a file made in `folder`, `@server` for `server_url` (a
+    fault server's: `bench` needs one)."""
     vocabulary = COMMANDS[command]
-    files = _command_files(folder)
-    argv = [command, *(BASE[command] if rng.random() < 0.8 else [])]
+    files = _command_files(folder) | ({"@server": server_url} if server_url else {})
+    base = [files.get(a, a) for a in BASE[command]]
+    argv = [command, *(base if rng.random() < 0.8 else [])]
     positional = [flag for flag in vocabulary if flag.startswith("@")]
     options = [flag for flag in vocabulary if not flag.startswith("@")]
     for flag in positional:
@@ -549,7 +595,21 @@ def command_argv(command: str, rng: random.Random, folder: Path) -> list[str]:
         argv += ["--out", files["@out"]]
     if command == "simulate" and "--num-requests" not in argv:
         argv += ["--num-requests", "16"]  # a default run is 1000 requests: keep each short
+    if command == "bench":  # the defaults (port 8000, 200 prompts, 60 s timeout): too slow
+        defaults = {"--base-url": server_url or "http://127.0.0.1:9", "--num-prompts": "4"}
+        for flag, value in (defaults | {"--timeout-s": "2", "--osl": "4"}).items():
+            if flag not in argv:
+                argv += [flag, value]
     return [*argv, "--overwrite"]  # outputs share a scratch folder: each run may replace them
+
+
+FUZZ_FAULTS = tuple(f for f in Fault if f not in (Fault.STALL, Fault.SILENT))  # the fast ones
+
+
+def fault_server(lifetime_s: float = 3600.0) -> FaultServer:
+    """A fault server for fuzzing `bench`: every fault but the slow ones (a stall, a silent
+    server: the fault campaign's), cycled per request; enter it to start it."""
+    return FaultServer(FUZZ_FAULTS, huge_bytes=2**16, max_requests=10**6, lifetime_s=lifetime_s)
 
 
 def _command_files(folder: Path) -> dict[str, str]:
@@ -571,6 +631,9 @@ def _command_files(folder: Path) -> dict[str, str]:
         "@predicted-heavy": str(REFERENCE / "predicted-heavy.json"),
         "@out": str(folder / "calibration.yaml"),
         "@md": str(folder / "comparison.md"),
+        "@bench-json": str(folder / "bench.json"),
+        "@bench-records": str(folder / "records.jsonl"),
+        "@bench-records-gz": str(folder / "records.jsonl.gz"),
         "t.png": str(folder / "t.png"),
         "t.jpg": str(folder / "t.jpg"),
         "t": str(folder / "t"),
@@ -606,4 +669,25 @@ def run_command(argv: list[str]) -> tuple[int, str]:
         raise Crash(f"{' '.join(argv)}: exit {code}: {text[-400:]}")
     if code == 2 and not text.strip():
         raise Crash(f"{' '.join(argv)}: exit 2 without a message")
+    if code == 2 and (internal := internal_names(argv, text)):
+        raise Misnamed(f"{' '.join(argv)}: names {internal}, not the flags: {text[-400:]}")
     return code, text
+
+
+SCHEMA_PATH = re.compile(
+    r"(?<![\w./'-])(workload|engine|step_cost|slo|limits|load|candidates|search|input)\.\w"
+)
+VLLM_NAMES = frozenset({"gpu_memory_utilization", "tensor_parallel_size"})  # also flags
+
+
+def internal_names(argv: list[str], text: str) -> list[str]:
+    """What a message about flags-only input names that the user did not type (issue 14):
+    a schema path (`workload.osl`), a field under `invalid flags:` that is not a flag, or a
+    flag's field name (`num_requests` for `--num-requests`)."""
+    found = [m.group(0)[:-2] for m in SCHEMA_PATH.finditer(text)]
+    if "invalid flags:" in text:
+        block = text.split("invalid flags:", 1)[1].splitlines()
+        found += [line for line in block if line.startswith("  ") and "--" not in line]
+    fields = {a[2:].replace("-", "_") for a in argv if a.startswith("--") and "-" in a[2:]}
+    found += [f for f in sorted(fields - VLLM_NAMES) if re.search(rf"\b{f}\b", text)]
+    return found

@@ -70,7 +70,8 @@ BUDGET = {
     "workload": 1300,
     "bench": 2700,
     "report": 2100,
-    "instance": 980,  # + speculative decoding runs (issue 11); EP, per-architecture fit (issue 10)
+    "instance": 1000,  # + speculative decoding runs (issue 11); EP, per-architecture fit (issue 10)
+    # + 11: the speculative KV over-commit bound (issue 11)
     # + disaggregated pools and their KV link (issue 12)
     "sizing": 3600,  # the plan pipeline only; + levers, arrivals, price models (issue 11)
     # + the probe cache and quick plans the studio needs (issue 15); fleet check (issue 12)
@@ -78,7 +79,8 @@ BUDGET = {
     # + disaggregated AIC rows (issue 12)
     "collect": 1300,  # issue 16: kernel timing, roofline fit, device entry, decode check
     "fleet": 1200,  # routers, fleet loop, disaggregated pools, autoscaler (issue 12)
-    "cli": 1540,  # + --overwrite on every command that writes, input checks at the edges
+    "cli": 1660,  # + --overwrite on every command that writes, input checks at the edges
+    # + 115: errors name flags as typed (a flag table per command), time left on progress
     # + 130: `collect` (issue 16) and `gpus --factors`; + lever and EP flags (issues 10, 11);
     # + serve (issue 15); + simulate --replicas/--router, plan --router (issue 12)
     "serve": 1300,  # the studio: form, jobs, views, uploads, app (templates not counted)

@@ -256,13 +256,19 @@ PREDICT = ["predict", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--concurr
     ("args", "message"),
     [
         (["simulate", "--isl", str(HUGE), "--num-requests", "1"], "less than or equal to"),
-        (["simulate", "--osl", "1000000000", "--num-requests", "1"], "osl.value = 1000000000"),
+        (
+            ["simulate", "--osl", "1000000000", "--num-requests", "1"],
+            "--osl 1000000000: Input should be less than or equal to 10000000",
+        ),
         (["simulate", "--num-requests", "1", "--plot", "x.jpg"], "--plot x.jpg: the timeline"),
         ([*PREDICT, "--isl", "200000", "--osl", "10"], "max_position_embeddings"),
-        (["plan", "--model", "llama-3.1-8b", "--isl", "inf", "--osl", "1"], "input.user = inf"),
+        (
+            ["plan", "--model", "llama-3.1-8b", "--isl", "inf", "--osl", "1"],
+            "--isl inf: Input should be a finite number",
+        ),
         (
             ["plan", "--model", "llama-3.1-8b", "--isl", "1", "--osl", "1", "--peak-rps", "inf"],
-            "peak_rps = inf",
+            "--peak-rps inf: Input should be a finite number",
         ),
     ],
 )
@@ -357,3 +363,101 @@ def test_plan_without_limits_shows_its_own_ttft_percentile() -> None:
         "p99_ttft_ms",
         "meets",
     ]
+
+
+# --- messages name the flag as typed, or the YAML key for file input ---------------------
+
+PRED = ["predict", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--isl", "10", "--osl", "5"]
+FIT = ["predict", "--calibration", str(FITTED), "--isl", "4", "--osl", "4", "--concurrency", "1"]
+NOWHERE = ["--out", "/nonexistent/calibration.yaml"]  # never written: the flags fail first
+PLAN = ["plan", "--model", "llama-3.1-8b", "--isl", "9", "--osl", "5", "--peak-rps", "1"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["simulate", "--osl", "0"], "--osl 0: Input should be greater than or equal to 1"),
+        (["simulate", "--gpu", "h100-sxm"], "--model: required, not given"),
+        (
+            ["simulate", "--max-num-batched-tokens", "16"],
+            "--max-num-batched-tokens (16) must be >= --max-num-seqs (256)",
+        ),
+        (
+            ["simulate", "--burstiness", "0.5"],
+            "--burstiness=0.5 applies only to --arrival gamma, not 'poisson'",
+        ),
+        (["simulate", "--step-time-ms", "5", "--gpu", "h100-sxm"], "give one or the other"),
+        ([*PRED, "--concurrency", "-2"], "--concurrency -2: Input should be greater than"),
+        ([*PRED, "--engine", "tgi", "--concurrency", "1"], "--engine tgi: Input should be 'vllm'"),
+        ([*PRED], "give exactly one load: --concurrency, --request-rate, or --offline"),
+        ([*FIT, "--request-rate", "2"], "give exactly one load: --concurrency or --request-rate"),
+        (
+            ["plan", "--model", "llama-3.1-8b", "--isl", "10", "--osl", "5"],
+            "--peak-rps/--average-rps/--daily-active-users: required, not given",
+        ),
+        (
+            [*PLAN, "--burstiness", "0.3"],
+            "--burstiness applies to gamma arrivals: set --arrival gamma",
+        ),
+        ([*PLAN, "--precision", "int3,fp8"], "--precision int3,fp8: unknown precision 'int3'"),
+        (
+            [
+                "calibrate",
+                str(REFERENCE / "round1" / "sweep.json"),
+                "--max-num-seqs",
+                "0",
+                *NOWHERE,
+            ],
+            "--max-num-seqs 0: Input should be greater than or equal to 1",
+        ),
+    ],
+)
+def test_flag_errors_name_the_flag_as_typed(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    args: list[str],
+    message: str,
+) -> None:
+    from tests.fuzz_targets import internal_names
+
+    code, err = run_cli(monkeypatch, capsys, *args)
+    text = " ".join(err.split())
+    assert code == 2 and message in text, text
+    assert not internal_names(args, err)
+
+
+def test_a_scenario_file_keeps_its_keys_beside_the_flags(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text("engine: {max_num_seqs: 0}\n")
+    code, err = run_cli(monkeypatch, capsys, "simulate", str(path), "--isl", "-3")
+    text = " ".join(err.split())
+    assert code == 2 and f"invalid scenario '{path}':" in text
+    assert "engine.max_num_seqs = 0" in text and "--isl -3: Input should be" in text
+
+
+def test_sparsity_on_a_device_without_sparse_tensor_cores_exits_2(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from tests.collect.test_device_file import _write
+
+    device = str(_write(tmp_path))
+    args = [*PRED[:3], "--gpu", device, *PRED[5:], "--concurrency", "1", "--sparsity"]
+    code, err = run_cli(monkeypatch, capsys, *args)
+    assert code == 2 and "has none, so sparse weights would run as dense math" in " ".join(
+        err.split()
+    )
+
+
+def test_flag_names_never_replace_words_in_paths_or_quoted_values() -> None:
+    from llmsizer.errors import name_flags
+
+    flags = {"workload.trace": "--trace", "workload.arrival": "--arrival"}
+    msg = "arrival 'trace' needs a trace file, not '/data/trace.csv' or trace.csv"
+    assert name_flags(msg, flags, under=["workload"]) == (
+        "--arrival 'trace' needs a --trace file, not '/data/trace.csv' or trace.csv"
+    )
+    assert name_flags(
+        "load.burstiness needs load.arrival gamma", {"load.arrival": "--arrival"}
+    ) == ("load.burstiness needs --arrival gamma")

@@ -7,13 +7,14 @@ shrinks a failure to a few changes. `bench/fuzz_campaign.py` runs the same targe
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.fuzz_targets import COMMANDS, command_argv, reader_targets, run_command
+from tests.fuzz_targets import COMMANDS, command_argv, fault_server, reader_targets, run_command
 
 TARGETS = {t.name: t for t in reader_targets()}
 SETTINGS = settings(
@@ -40,7 +41,7 @@ def test_every_reader_takes_random_bytes(data: bytes, tmp_path: Path) -> None:
         target.check(data, tmp_path)
 
 
-FAST_COMMANDS = sorted(set(COMMANDS) - {"plan", "calibrate"})
+FAST_COMMANDS = sorted(set(COMMANDS) - {"plan", "calibrate", "bench"})
 
 
 @pytest.mark.parametrize("command", FAST_COMMANDS)
@@ -54,6 +55,24 @@ def test_a_command_exits_0_1_or_2_never_with_a_traceback(
     command: str, rng: random.Random, tmp_path: Path
 ) -> None:
     run_command(command_argv(command, rng, tmp_path))
+
+
+@pytest.fixture(scope="module")
+def server_url() -> Iterator[str]:
+    with fault_server(lifetime_s=600.0) as server:
+        yield server.url
+
+
+@settings(
+    max_examples=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(rng=st.randoms(use_true_random=False))
+def test_bench_against_a_faulty_server_exits_0_1_or_2(
+    rng: random.Random, tmp_path: Path, server_url: str
+) -> None:
+    run_command(command_argv("bench", rng, tmp_path, server_url))
 
 
 @pytest.mark.slow

@@ -14,6 +14,7 @@ Every key is optional; unknown keys are errors. CLI flags override the file's va
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -198,20 +199,32 @@ def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]
     return out
 
 
-def load_scenario(path: Path | None, overrides: dict[str, Any] | None = None) -> Scenario:
-    """Read a scenario file (or the defaults), apply flag overrides, validate everything."""
+def load_scenario(
+    path: Path | None,
+    overrides: dict[str, Any] | None = None,
+    flags: Mapping[str, str] | None = None,
+) -> Scenario:
+    """Read a scenario file (or the defaults), apply flag overrides, validate everything.
+    `flags` names the flag of each field path (`format_validation_error`)."""
     data = read_yaml(path) if path is not None else {}
     data = deep_merge(data, overrides or {})
     try:
         return Scenario.model_validate(data)
     except ValidationError as e:
-        raise ConfigError(format_validation_error(e, f"scenario '{path or 'defaults'}'")) from e
+        source = f"scenario '{path}'" if path is not None else "flags"
+        raise ConfigError(format_validation_error(e, source, flags=flags)) from e
 
 
-def load_usecase(path: Path | None, overrides: dict[str, Any] | None = None) -> UseCase:
-    """A sizing use case from a YAML file and/or flag overrides, validated as one."""
+def load_usecase(
+    path: Path | None,
+    overrides: dict[str, Any] | None = None,
+    flags: Mapping[str, str] | None = None,
+) -> UseCase:
+    """A sizing use case from a YAML file and/or flag overrides, validated as one. `flags`
+    names the flag of each field path (`format_validation_error`)."""
     data = deep_merge(read_yaml(path) if path is not None else {}, overrides or {})
     try:
         return usecase_from_mapping(data, base_dir=path.parent if path is not None else None)
     except ValidationError as e:
-        raise ConfigError(format_validation_error(e, f"use case '{path or 'flags'}'")) from e
+        source = f"use case '{path}'" if path is not None else "flags"
+        raise ConfigError(format_validation_error(e, source, flags=flags)) from e

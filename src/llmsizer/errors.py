@@ -9,7 +9,8 @@ import csv
 import io
 import json
 import math
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,24 +19,85 @@ from pydantic import ValidationError
 
 
 def format_validation_error(
-    err: ValidationError, source: str, *, allowed_keys: Iterable[str] | None = None
+    err: ValidationError,
+    source: str,
+    *,
+    allowed_keys: Iterable[str] | None = None,
+    flags: Mapping[str, str] | None = None,
 ) -> str:
     """`invalid <source>:` then `  <dotted.key> = <value>: <rule>` per problem.
 
-    An unknown key says so, listing `allowed_keys` when given.
+    An unknown key says so, listing `allowed_keys` when given. `flags` maps a field's dotted
+    path to the command-line flag that set it (`{"workload.osl": "--osl"}`): a problem at
+    that path or below it names the flag as the user typed it (`  --osl 0: ...`), and in a
+    check across fields (a problem at the fields' parent) their names become the flags.
+    Paths not in `flags` keep their dotted keys, the keys of the user's YAML file.
     """
     allowed = f" (allowed: {', '.join(allowed_keys)})" if allowed_keys is not None else ""
+    flags = flags or {}
     lines = [f"invalid {source}:"]
     for e in err.errors():
-        where = ".".join(str(p) for p in e["loc"]) or "(top level)"
+        path = [str(p) for p in e["loc"]]
+        where = ".".join(path) or "(top level)"
         msg = e["msg"].removeprefix("Value error, ")
-        if e["type"] == "extra_forbidden":
+        flag = _flag_of(path, flags, missing=e["type"] == "missing")
+        value = e.get("input")
+        shown = value is not None and not isinstance(value, dict)
+        if flag is not None:
+            lines.append(f"  {_flag_problem(flag, e['type'], value if shown else None, msg)}")
+            continue
+        translated = name_flags(msg, flags, under=path)
+        if translated != msg:  # a check across flags: the flags say where
+            lines.append(f"  {translated}")
+        elif e["type"] == "extra_forbidden":
             lines.append(f"  {where}: unknown key{allowed}")
-        elif "input" in e and e["input"] is not None and not isinstance(e["input"], dict):
-            lines.append(f"  {where} = {e['input']!r}: {msg}")
+        elif shown:
+            shown_value = str(value) if isinstance(value, Path) else value
+            lines.append(f"  {where} = {shown_value!r}: {msg}")
         else:
             lines.append(f"  {where}: {msg}")
     return "\n".join(lines)
+
+
+def _flag_problem(flag: str, kind: str, value: Any, msg: str) -> str:
+    """`--osl 0: <rule>` as the user typed it (a list as its comma-separated text)."""
+    if kind == "extra_forbidden":
+        return f"{flag}: does not apply here"
+    if kind == "missing":
+        return f"{flag}: required, not given"
+    if value is None:
+        return f"{flag}: {msg}"
+    typed = ",".join(map(str, value)) if isinstance(value, list) else str(value)
+    return f"{flag} {typed or repr(typed)}: {msg}"
+
+
+def _flag_of(path: list[str], flags: Mapping[str, str], *, missing: bool) -> str | None:
+    """The flag that sets `path` or the field it lies in, if one does. An entry for a group
+    of flags (`load`: `--peak-rps/--average-rps/...`) names only the group's absence: a
+    check on the group is worded by `name_flags`."""
+    for n in range(len(path), 0, -1):
+        where = ".".join(path[:n])
+        flag = flags.get(where)
+        group = any(other.startswith(f"{where}.") for other in flags)
+        if flag is not None and (not group or (missing and n == len(path))):
+            return flag
+    return None
+
+
+_BEFORE, _AFTER = r"(?<![\w./'-])", r"(?![\w'/-]|\.\w)"  # a word, not in a path or 'value'
+
+
+def name_flags(msg: str, flags: Mapping[str, str], *, under: Iterable[str] = ()) -> str:
+    """`msg` (about the fields under the path `under`) with each field a flag sets named by
+    it (`flags`, as in `format_validation_error`): its full dotted path anywhere, its bare
+    name when it lies right under `under`."""
+    prefix = "".join(f"{p}." for p in under)
+    for field, flag in sorted(flags.items(), key=lambda item: -len(item[0])):
+        msg = re.sub(rf"{_BEFORE}{re.escape(field)}{_AFTER}", flag, msg)
+        name = field.removeprefix(prefix)
+        if field.startswith(prefix) and "." not in name:
+            msg = re.sub(rf"{_BEFORE}{re.escape(name)}{_AFTER}", flag, msg)
+    return msg
 
 
 def read_yaml_mapping(

@@ -4,8 +4,9 @@ a kill mid-write leaves the previous whole file (or none), never half of one."""
 from __future__ import annotations
 
 import os
-import tempfile
-from collections.abc import Iterable
+import secrets
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -21,17 +22,28 @@ def refuse_existing(
             raise error(f"'{path}' exists: pass --overwrite to replace it, or choose another file")
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write `text` into a temporary file in `path`'s folder, flush it to the disk, then
-    rename it over `path` (a rename within one file system is atomic on POSIX)."""
+@contextmanager
+def atomic_path(path: Path) -> Iterator[Path]:
+    """A temporary file in `path`'s folder for any writer to fill (matplotlib's `savefig`,
+    plotly's `write_html`, a records writer); when the block ends without an error it is
+    flushed to the disk and renamed over `path` (a rename within one file system is atomic
+    on POSIX), else removed. Its name ends with `path`'s, so writers that choose a format by
+    suffix (`.jsonl.gz`) choose the same one."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    tmp = path.with_name(f".tmp-{secrets.token_hex(6)}-{path.name}")
+    # O_EXCL: never someone else's file; mode 0o666 less the umask, as a plain open gives
+    os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-            f.flush()
+        yield tmp
+        with tmp.open("rb") as f:
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write `text` (UTF-8) to `path` through `atomic_path`."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8", newline="")

@@ -45,3 +45,45 @@ def test_speedups_follow_the_course_table_within_15_percent():
         assert predicted[batch_size] == pytest.approx(course, rel=0.15)
     # the gain shrinks as the batch grows: memory-bound at 32, compute- and KV-bound at 896
     assert list(predicted.values()) == sorted(predicted.values(), reverse=True)
+
+
+def _collected(tmp_path, architecture: str):
+    """A device file from `llmsizer collect` (tests/collect/test_device_file.py's shape)."""
+    from tests.collect.test_device_file import _write
+
+    return str(_write(tmp_path, architecture=architecture))
+
+
+def test_every_catalog_gpu_has_sparse_tensor_cores():
+    """Every catalogued GPU is Ampere or later or CDNA 3: its datasheet lists sparse peaks."""
+    from llmsizer.perf.sparsity import has_sparse_tensor_cores
+    from llmsizer.specs.gpus import gpu_catalog
+
+    assert all(has_sparse_tensor_cores(g) for g in gpu_catalog().values())
+
+
+@pytest.mark.parametrize("architecture", ["cpu", "sm_75"])
+def test_sparsity_on_a_device_without_sparse_tensor_cores_is_refused(tmp_path, architecture):
+    """A CPU or a Turing GPU measured by `collect`: a clear error, never a phantom speed-up."""
+    from llmsizer.perf.levers import sparsity_note
+
+    device = _collected(tmp_path, architecture)
+    dense = Deployment.from_names("llama-3.1-8b", device)
+    with pytest.raises(ValueError, match=rf"sparse tensor cores.*architecture {architecture}"):
+        Deployment.from_names("llama-3.1-8b", device, sparsity=StructuredSparsity())
+    assert "no sparse tensor cores" in sparsity_note(dense.gpu)
+    assert sparsity_note(Deployment.from_names("llama-3.1-8b", "h100").gpu) is None
+
+
+def test_plan_says_why_a_device_gets_no_sparse_configurations(tmp_path):
+    from llmsizer.sizing.candidates import CandidatesSpec
+
+    device = _collected(tmp_path, "cpu")
+    both = CandidatesSpec(gpus=[device, "h100-sxm"], sparsity=[False, True])
+    notes = both.fallback_notes("llama-3.1-8b")
+    assert [n for n in notes if "sparse" in n] == [
+        "Test CPU (measured) has no sparse tensor cores: its 2:4 sparse configurations are "
+        "left out (they would run as dense math)"
+    ]
+    dense_only = CandidatesSpec(gpus=[device], sparsity=[False])
+    assert not [n for n in dense_only.fallback_notes("llama-3.1-8b") if "sparse" in n]

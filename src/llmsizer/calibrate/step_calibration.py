@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from llmsizer.calibrate.step_fit import MeasuredPoint, StepFit
 from llmsizer.errors import format_validation_error, read_yaml_mapping
 from llmsizer.metrics import summarize
+from llmsizer.output import write_atomic
 from llmsizer.perf import EfficiencyFactors
 from llmsizer.sim import Engine, EngineConfig, LinearStepCost
 from llmsizer.units import MS
@@ -149,7 +150,7 @@ def fitted_point(point: MeasuredPoint, source: str) -> FittedPoint:
 def save_step_calibration(calibration: StepCalibration, path: Path) -> None:
     data = calibration.model_dump(mode="json")
     data["engine"] = calibration.engine.model_dump(mode="json", exclude_none=True)
-    path.write_text(yaml.safe_dump(data, sort_keys=False, width=100))
+    write_atomic(path, yaml.safe_dump(data, sort_keys=False, width=100))
 
 
 def _read(path: Path) -> dict[str, Any]:

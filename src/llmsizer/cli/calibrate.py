@@ -18,7 +18,7 @@ from llmsizer.calibrate.step_calibration import (
     save_step_calibration,
 )
 from llmsizer.calibrate.step_fit import MeasuredPoint, fit_step_cost, point_from_records
-from llmsizer.cli.common import OVERWRITE_HELP, err, field_help, out
+from llmsizer.cli.common import OVERWRITE_HELP, dashed, err, field_help, out
 from llmsizer.config import format_validation_error
 from llmsizer.errors import parse_json, read_text
 from llmsizer.output import refuse_existing, write_atomic
@@ -122,7 +122,8 @@ def calibrate(
     try:
         config = EngineConfig.model_validate({k: v for k, v in settings.items() if v is not None})
     except ValidationError as e:
-        raise ValueError(format_validation_error(e, "engine flags")) from e
+        flags = dashed(*settings, enable_chunked_prefill="--chunked-prefill")
+        raise ValueError(format_validation_error(e, "flags", flags=flags)) from e
     points = _points(results)
     err.print(f"fitting on {len(points)} runs (simulating each, about a minute)...")
     fit = fit_step_cost(

@@ -8,12 +8,12 @@ from typing import Annotated, Any
 
 import typer
 
-from llmsizer.cli.common import OVERWRITE_HELP, err, out, progress_bar
+from llmsizer.cli.common import OVERWRITE_HELP, err, given_flags, out, progress_bar
 from llmsizer.config import load_efficiency, load_usecase
 from llmsizer.fleet import ROUTERS
 from llmsizer.output import refuse_existing, write_atomic
 from llmsizer.report.plan_text import print_plan
-from llmsizer.sizing.inputs import usecase_dict
+from llmsizer.sizing.inputs import FLAG_FIELDS, usecase_dict
 from llmsizer.sizing.plan import plan as run_plan
 from llmsizer.sizing.plan_data import plan_data
 from llmsizer.sizing.result import PlanResult
@@ -83,7 +83,13 @@ def plan(
     refuse_existing((json_out, html), overwrite=overwrite)
     if router is not None and router not in ROUTERS:
         raise ValueError(f"unknown router {router!r}; choose one of {', '.join(ROUTERS)}")
-    usecase = load_usecase(usecase_file, flags)
+    table = {path: "--" + flag.replace("_", "-") for flag, path in FLAG_FIELDS.items()}
+    table |= {"limits": "--ttft-ms/--tpot-ms/--e2el-ms", "mode": "--offline"}
+    table |= {"unit": "--words", "streaming": "--sequential"}
+    table |= {"load": "--peak-rps/--average-rps/--daily-active-users", "input": "--isl"}
+    usecase = load_usecase(
+        usecase_file, flags, given_flags(table, flags, every=usecase_file is None)
+    )
     with progress_bar("sizing") as progress:
         result = run_plan(usecase, efficiency=load_efficiency(calibration), progress=progress)
     data = plan_data(result)

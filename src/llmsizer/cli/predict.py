@@ -23,6 +23,7 @@ from llmsizer.calibrate.step_calibration import (
 )
 from llmsizer.cli.common import (
     OVERWRITE_HELP,
+    dashed,
     err,
     field_help,
     out,
@@ -30,7 +31,7 @@ from llmsizer.cli.common import (
     write_json,
 )
 from llmsizer.config import format_validation_error, load_efficiency
-from llmsizer.errors import read_csv_rows
+from llmsizer.errors import name_flags, read_csv_rows
 from llmsizer.instance import Prediction, PredictSpec
 from llmsizer.instance import predict as run_predict
 from llmsizer.output import refuse_existing, write_atomic
@@ -89,15 +90,20 @@ def _predict_fitted(
     """`predict` with a step cost fitted to a server (`llmsizer calibrate`): no GPU model."""
     if isl is None or osl is None:
         raise ValueError("--isl and --osl are needed to predict with a fitted step cost")
-    summary = predict_calibrated(
-        load_step_calibration(path),
-        isl=isl,
-        osl=osl,
-        concurrency=concurrency,
-        request_rate=request_rate,
-        num_requests=num_requests or 200,
-        seed=seed,
-    )
+    try:
+        summary = predict_calibrated(
+            load_step_calibration(path),
+            isl=isl,
+            osl=osl,
+            concurrency=concurrency,
+            request_rate=request_rate,
+            num_requests=num_requests or 200,
+            seed=seed,
+        )
+    except ValidationError as e:  # the workload's checks on the flags
+        raise ValueError(format_validation_error(e, "flags", flags=FLAGS)) from e
+    except ValueError as e:
+        raise ValueError(name_flags(str(e), FLAGS)) from e
     print_summary(out, summary, title=f"predicted with the fitted step cost in {path}")
     if json_out:
         write_json(json_out, summary)
@@ -108,6 +114,12 @@ def _blank(value: str | None) -> Any:
 
 
 CASE_COLUMNS = PredictSpec.input_keys()
+FLAGS = {  # PredictSpec's input keys -> predict's flags, for errors
+    **dashed("model", "gpu", "tp", "pp", "ep", "precision", "isl", "osl", "concurrency"),
+    **dashed("request_rate", "offline", "engine", "sparsity", "num_requests", "seed"),
+    **dashed("gpu_memory_utilization", kv_precision="--kv-cache-dtype"),
+    **dashed(speculative="--num-speculative-tokens"),
+}
 
 
 def _spec_of(row: dict[str, str]) -> PredictSpec:
@@ -280,7 +292,7 @@ def predict(
     try:
         spec = PredictSpec.model_validate({k: v for k, v in given.items() if v is not None})
     except ValidationError as e:
-        raise ValueError(format_validation_error(e, "predict flags")) from e
+        raise ValueError(format_validation_error(e, "flags", flags=FLAGS)) from e
     note = fallback_note(Deployment.from_names(spec.model, spec.gpu, spec.precision))
     if note is not None:
         err.print(f"warning: {note}", highlight=False)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -11,35 +12,60 @@ from llmsizer.calibrate.step_calibration import KIND as FITTED_STEP_COST
 from llmsizer.calibrate.step_calibration import calibration_kind
 from llmsizer.cli.common import (
     OVERWRITE_HELP,
+    dashed,
     err,
     field_help,
+    given_flags,
     out,
     progress_bar,
     put,
     write_json,
 )
 from llmsizer.config import FixedStepCostSpec, GpuStepCostSpec, Scenario, load_scenario
+from llmsizer.errors import name_flags
 from llmsizer.fleet import ROUTERS, FleetResult, simulate_fleet
 from llmsizer.metrics import summarize
-from llmsizer.output import refuse_existing
+from llmsizer.output import atomic_path, refuse_existing
 from llmsizer.records import write_records
 from llmsizer.sim import Engine, EngineConfig, SimResult
-from llmsizer.workload import WorkloadSpec, make_workload
+from llmsizer.workload import Workload, WorkloadSpec, make_workload
 
 REPLICAS_HELP = (
     "Simulate a fleet of this many identical instances behind --router (>= 1); records "
     "then say which instance served each request."
 )
 ROUTER_HELP = "How a fleet routes requests: " + ", ".join(ROUTERS) + " (default round_robin)."
+ENGINE_KEYS = ("engine", "batching", "max_num_seqs", "max_num_batched_tokens", "num_gpu_blocks")
+WORKLOAD_KEYS = ("arrival", "num_requests", "request_rate", "burstiness", "concurrency", "isl")
+GPU_KEYS = ("model", "gpu", "precision", "kv_cache_dtype", "sparsity", "calibration")
+FLAGS = {  # field path -> flag, for errors (a step cost's kind is the union's tag)
+    **dashed(*ENGINE_KEYS, "block_size", section="engine."),
+    **dashed(section="engine.", enable_chunked_prefill="--chunked-prefill"),
+    **dashed(section="engine.", enable_prefix_caching="--prefix-caching"),
+    **dashed(*WORKLOAD_KEYS, "osl", "trace", "time_scale", "seed", section="workload."),
+    **dashed("step_time_ms", "prefill_ticks", section="step_cost.fixed."),
+    **dashed(*GPU_KEYS, section="step_cost.gpu.", tensor_parallel_size="--tp"),
+    **dashed(section="step_cost.gpu.", pipeline_parallel_size="--pp"),
+    **dashed(section="step_cost.gpu.", speculative="--num-speculative-tokens"),
+    **dashed("calibration", section="step_cost.calibrated."),
+}
+
+
+def workload_of(scenario: Scenario, flags: Mapping[str, str]) -> Workload:
+    """The scenario's workload; a problem found in building it names the `flags` given."""
+    try:
+        return make_workload(scenario.workload)
+    except ValueError as e:
+        raise ValueError(name_flags(str(e), flags, under=["workload"])) from e
 
 
 def run_fleet(
-    scenario: Scenario, replicas: int, router: str
+    scenario: Scenario, replicas: int, router: str, flags: Mapping[str, str]
 ) -> tuple[FleetResult, dict[str, float]]:
     """The scenario's engine `replicas` times behind `router`, on one workload."""
     if replicas < 1:
         raise ValueError(f"--replicas must be >= 1, got {replicas}")
-    workload = make_workload(scenario.workload)
+    workload = workload_of(scenario, flags)
     engine = scenario.build_engine(workload)
     if not isinstance(engine, Engine):  # a speculating engine maps steps to tokens per run
         raise ValueError("--replicas does not take speculative decoding yet: simulate one instance")
@@ -50,8 +76,10 @@ def run_fleet(
     return result, summary
 
 
-def run_scenario(scenario: Scenario) -> tuple[SimResult, dict[str, float]]:
-    workload = make_workload(scenario.workload)
+def run_scenario(
+    scenario: Scenario, flags: Mapping[str, str]
+) -> tuple[SimResult, dict[str, float]]:
+    workload = workload_of(scenario, flags)
     engine = scenario.build_engine(workload)
     with progress_bar("simulating") as progress:
         result = engine.run(workload, progress)
@@ -232,7 +260,14 @@ def simulate(
         o.setdefault("step_cost", {})["kind"] = "gpu"
         for key, value in gpu_flags.items():
             put(o, "step_cost", key, value)
-    scenario = load_scenario(scenario_file, o)
+    fixed = step_time_ms is not None or prefill_ticks is not None
+    if fixed and o["step_cost"]["kind"] != "fixed":
+        raise ValueError(
+            "--step-time-ms and --prefill-ticks set a fixed step time; --model, --gpu and "
+            "the other GPU flags price steps with the GPU model: give one or the other"
+        )
+    flags = given_flags(FLAGS, o, every=scenario_file is None)
+    scenario = load_scenario(scenario_file, o, flags)
     if replicas is not None or router is not None:
         if plot is not None or html is not None:
             raise ValueError(
@@ -240,11 +275,11 @@ def simulate(
                 "--router) write --records and --json"
             )
         fleet, summary = run_fleet(
-            scenario, 1 if replicas is None else replicas, router or "round_robin"
+            scenario, 1 if replicas is None else replicas, router or "round_robin", flags
         )
         _render_fleet(scenario, fleet, summary, json_out, records_out, router or "round_robin")
         return
-    result, summary = run_scenario(scenario)
+    result, summary = run_scenario(scenario, flags)
     _render_simulation(scenario, result, summary, json_out, records_out, plot, html)
 
 
@@ -279,7 +314,8 @@ def _render_simulation(
     if json_out:
         write_json(json_out, {"scenario": scenario.model_dump(mode="json"), **summary})
     if records_out:
-        write_records(result.records, records_out)
+        with atomic_path(records_out) as tmp:  # a kill leaves no half file
+            write_records(result.records, tmp)
     if plot:
         report.timeline_png(
             result.records,
@@ -332,5 +368,6 @@ def _render_fleet(
         payload = {"scenario": scenario.model_dump(mode="json"), **fleet_keys, **summary}
         write_json(json_out, payload)
     if records_out:
-        write_records(fleet.records, records_out)
+        with atomic_path(records_out) as tmp:
+            write_records(fleet.records, tmp)
         err.print(f"wrote {records_out}", highlight=False)

@@ -20,8 +20,17 @@ Memory: the drafter's weights (a one-layer head, or a draft model on the same GP
 KV (one layer's for a head; the draft model's per token) come out of the target's KV
 budget, and k lookahead slots per sequence are reserved. The simulator grows a request's KV
 by one token per step, so its blocks are scaled by the workload's simulated tokens over its
-real ones: an approximation in the mean (a request that accepts more than average holds
-slightly more KV than simulated).
+real ones: exact in the mean, not per request. Request i holds, real over simulated,
+
+    rho_i(j) = (p_i + 1 + j E_i + k) / (p_i + 1 + j)    after j verify steps
+
+(prompt p_i, k lookahead slots), monotone in j, so at most rho_i = the larger of its first
+step's and its last's. Whatever requests are in flight, their real KV is at most
+max_i rho_i times their simulated KV, which the engine keeps within the scaled capacity;
+so the real KV in flight is at most `kv_overcommit_bound` = max_i rho_i / (the workload's
+real over simulated tokens) times the real capacity. It is 1 when every request accepts
+alike; with a spread of acceptance, a batch of many requests averages it out and stays
+near 1 (tests/instance/test_speculation_kv.py measures both).
 """
 
 from __future__ import annotations
@@ -117,6 +126,18 @@ def decode_steps(num_output: np.ndarray, acceptance: np.ndarray, k: int) -> np.n
     a = np.clip(acceptance, 0.0, 1.0 - 1e-12)
     per_step = (1.0 - a ** (k + 1)) / (1.0 - a)
     return np.ceil((num_output - 1) / per_step - 1e-9).astype(np.int64).clip(min=0)
+
+
+def kv_overcommit_bound(
+    num_prompt: np.ndarray, num_output: np.ndarray, steps: np.ndarray, k: int
+) -> float:
+    """The most the real KV in flight can exceed the capacity, as a factor (module
+    docstring): requests of `num_prompt` and `num_output` tokens in `steps` verify steps."""
+    simulated = num_prompt + 1 + steps
+    real = num_prompt + num_output + k
+    first = (num_prompt + 1 + k) / (num_prompt + 1)
+    worst = np.maximum(first, real / simulated).max()
+    return float(worst * simulated.sum() / real.sum())
 
 
 def kv_share(spec: SpeculativeSpec, cost: SpeculativeStepCost, kv_cache_bytes: float) -> float:

@@ -36,6 +36,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from llmsizer.errors import format_validation_error, read_yaml_mapping
+from llmsizer.output import write_atomic
 from llmsizer.perf.efficiency import EfficiencyFactors, EnginePreset, default_efficiency
 from llmsizer.specs.gpus import gpu_from_entry
 
@@ -95,7 +96,7 @@ class CalibrationFile(BaseModel):
 def save_calibration(path: Path, calibration: CalibrationFile) -> None:
     """Write `calibration` as YAML; `load_calibration` reads the same factors back."""
     data = calibration.model_dump(mode="json")
-    path.write_text(yaml.safe_dump(data, sort_keys=False, width=100))
+    write_atomic(path, yaml.safe_dump(data, sort_keys=False, width=100))
 
 
 def read_calibration(path: Path) -> CalibrationFile:

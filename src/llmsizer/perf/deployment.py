@@ -56,6 +56,8 @@ class Deployment:
         if pp > self.model.num_layers:
             raise ValueError(f"pipeline_parallel_size {pp} > {self.model.num_layers} layers")
         self._check_expert_parallel()
+        if self.sparsity is not None:
+            self.sparsity.check_gpu(self.gpu)
 
     def _check_expert_parallel(self) -> None:
         """Experts split whole over `ep` of the `tp` ranks, each expert over `tp / ep`."""

@@ -30,6 +30,7 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from llmsizer.perf.deployment import Deployment
+from llmsizer.perf.sparsity import has_sparse_tensor_cores
 from llmsizer.specs.dtypes import Precision
 from llmsizer.specs.gpus import GpuSpec
 
@@ -73,4 +74,15 @@ def fallback_note(deployment: Deployment) -> str | None:
     return (
         f"{gpu.key} has no {p.tensor_core_precision.value} tensor cores: {p.value} weights "
         f"run as weight-only ({math} math), only the weight bytes shrink"
+    )
+
+
+def sparsity_note(gpu: GpuSpec) -> str | None:
+    """A sentence when `gpu` has no sparse tensor cores (`perf.sparsity`), so 2:4 sparse
+    configurations on it are left out; `None` when it has them."""
+    if has_sparse_tensor_cores(gpu):
+        return None
+    return (
+        f"{gpu.display_name} has no sparse tensor cores: its 2:4 sparse configurations are "
+        "left out (they would run as dense math)"
     )

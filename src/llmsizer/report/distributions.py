@@ -21,6 +21,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from plotly.subplots import make_subplots
 
+from llmsizer.output import atomic_path
 from llmsizer.records import RequestRecord
 from llmsizer.report.style import PERCENTILE_STYLES, TimeUnit, time_unit
 
@@ -224,7 +225,8 @@ def distributions_png(
     """Write the latency histograms of `records` as a PNG at `path` and return the path."""
     out = Path(path)
     fig = distributions_figure(latency_histograms(records, bins=bins), title=title)
-    fig.savefig(out, format="png", dpi=dpi)
+    with atomic_path(out) as tmp:
+        fig.savefig(tmp, format="png", dpi=dpi)
     return out
 
 
@@ -239,5 +241,6 @@ def distributions_html(
     (plotly.js inline) at `path` and return the path."""
     out = Path(path)
     fig = distributions_plotly(latency_histograms(records, bins=bins), title=title)
-    fig.write_html(out, include_plotlyjs=True, full_html=True)
+    with atomic_path(out) as tmp:
+        fig.write_html(tmp, include_plotlyjs=True, full_html=True)
     return out

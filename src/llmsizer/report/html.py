@@ -16,6 +16,7 @@ from pathlib import Path
 
 import plotly.graph_objects as go
 
+from llmsizer.output import write_atomic
 from llmsizer.records import RequestRecord
 from llmsizer.report.distributions import distributions_plotly, latency_histograms
 from llmsizer.report.tables import summary_rows
@@ -158,5 +159,5 @@ def write_html_report(
         max_requests=max_requests,
         window_s=window_s,
     )
-    out.write_text(text, encoding="utf-8")
+    write_atomic(out, text)
     return out

@@ -51,7 +51,7 @@ def plan_html(data: dict[str, Any]) -> str:
     if data["timeline"] is not None:
         sections += [
             "<h2>The chosen configuration at its planned load</h2>",
-            _figure(_timeline_figure(data["timeline"]), "timeline"),
+            _figure(_timeline_figure(data["timeline"], arrivals(data)), "timeline"),
         ]
     if data.get("levers"):
         sections += ["<h2>What each lever buys</h2>", _levers_table(data["levers"])]
@@ -204,7 +204,7 @@ def curve_figure(data: dict[str, Any]) -> go.Figure:
             annotation_position="top left",
         )
     fig.update_layout(
-        xaxis_title="requests/s per GPU (offered, Poisson)",
+        xaxis_title=f"requests/s per GPU (offered, {arrivals(data)})",
         height=460,
         yaxis_title="latency at the limit's percentile (ms)",
         yaxis_type="log",
@@ -213,7 +213,13 @@ def curve_figure(data: dict[str, Any]) -> go.Figure:
     return fig
 
 
-def _timeline_figure(tl: dict[str, Any]) -> go.Figure:
+def arrivals(data: dict[str, Any]) -> str:
+    """The plan's arrival pattern in words ("Poisson arrivals", "gamma arrivals, burstiness
+    0.2", a trace's gaps): what the curves and the timeline were simulated under."""
+    return str(data["load"].get("arrivals") or "Poisson arrivals")
+
+
+def _timeline_figure(tl: dict[str, Any], pattern: str) -> go.Figure:
     t = tl["time_s"]
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=t, y=tl["num_running"], name="running requests"))
@@ -228,7 +234,7 @@ def _timeline_figure(tl: dict[str, Any]) -> go.Figure:
         )
     )
     fig.update_layout(
-        title=f"One instance at {tl['rate']:.3g} req/s (Poisson), engine step by step",
+        title=f"One instance at {tl['rate']:.3g} req/s ({pattern}), engine step by step",
         xaxis_title="simulated time (s)",
         yaxis_title="requests",
         height=380,

@@ -15,6 +15,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from llmsizer.output import atomic_path
 from llmsizer.records import RequestRecord
 from llmsizer.report.style import (
     E2E_COLOUR,
@@ -165,5 +166,6 @@ def timeline_html(
         window_s=window_s,
     )
     out = Path(path)
-    timeline_plotly(tl, title=title).write_html(out, include_plotlyjs=True, full_html=True)
+    with atomic_path(out) as tmp:
+        timeline_plotly(tl, title=title).write_html(tmp, include_plotlyjs=True, full_html=True)
     return out

@@ -19,6 +19,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
+from llmsizer.output import atomic_path
 from llmsizer.records import RequestRecord
 from llmsizer.report.style import (
     E2E_COLOUR,
@@ -171,5 +172,6 @@ def timeline_png(
         window_s=window_s,
     )
     out = Path(path)
-    timeline_figure(tl, title=title).savefig(out, format="png", dpi=dpi)
+    with atomic_path(out) as tmp:
+        timeline_figure(tl, title=title).savefig(tmp, format="png", dpi=dpi)
     return out

@@ -93,7 +93,7 @@ def _timeline_figure(jobs: Jobs, job: Job) -> tuple[str, str]:
     figure = timeline_plotly(timeline, title=title)
     html = figure.to_html(full_html=False, include_plotlyjs=False, div_id="timeline")
     caption = (
-        f"One instance under Poisson arrivals at {rate:.3g} req/s, the first "
+        f"One instance under {space.arrivals.source} at {rate:.3g} req/s, the first "
         f"{min(TIMELINE_REQUESTS, len(records)):,} of {len(records):,} simulated requests: "
         "slots over time, the queue, and each request's TTFT and E2E. "
         "Drag to zoom, double-click to reset, hover a bar for its request."

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from llmsizer.instance import DeploymentSpec
 from llmsizer.instance.speculation import DEFAULT_ACCEPTANCE, SpeculativeSpec
 from llmsizer.perf import Deployment
-from llmsizer.perf.levers import fallback_note, search_precisions
+from llmsizer.perf.levers import fallback_note, search_precisions, sparsity_note
 from llmsizer.specs import Precision, get_gpu, get_model
 
 AUTO = "auto"
@@ -159,13 +159,16 @@ class CandidatesSpec(BaseModel):
         )
 
     def fallback_notes(self, model: str) -> list[str]:
-        """One sentence per accepted (GPU, precision) pair that runs on a fallback."""
+        """One sentence per accepted (GPU, precision) pair that runs on a fallback, and per
+        GPU without sparse tensor cores when sparsity is tried."""
         notes = []
         for g in self.gpus:
             for p in self.precisions_for(g):
                 note = fallback_note(Deployment(get_model(model), get_gpu(g), Precision(p)))
                 if note is not None:
                     notes.append(note)
+            sparse = sparsity_note(get_gpu(g)) if True in self.sparsity else None
+            notes += [sparse] if sparse is not None else []
         return notes
 
 
