@@ -7,7 +7,7 @@ all randomness lives in the workload, so a run is a pure function of its inputs.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,11 +19,10 @@ from llmsizer.sim.batching.base import Scheduler, SchedulerOutput
 from llmsizer.sim.batching.continuous import ContinuousScheduler
 from llmsizer.sim.batching.static import StaticScheduler
 from llmsizer.sim.config import EngineConfig
-from llmsizer.sim.delivery import hold_first_token
 from llmsizer.sim.kv_cache import KVCacheManager
 from llmsizer.sim.request import SimRequest
 from llmsizer.sim.result import SimResult, StepLogBuilder
-from llmsizer.sim.token_times import token_times
+from llmsizer.sim.token_times import FinishedLog, record_table
 from llmsizer.units import MS
 from llmsizer.workload import Workload
 
@@ -59,7 +58,7 @@ class Engine:
         return _Run(self, workload, None, arrivals)
 
 
-def simulate(engine: Engine, workload: Workload) -> list[RequestRecord]:
+def simulate(engine: Engine, workload: Workload) -> Sequence[RequestRecord]:
     """Run `workload` through `engine`; one record per request, in request-id order."""
     return engine.run(workload).records
 
@@ -106,7 +105,7 @@ class _Run:
         )
         self.scheduler = make_scheduler(cfg, self.kv)
         self.log = StepLogBuilder()
-        self.finished: list[SimRequest] = []
+        self.finished = FinishedLog()
         self.num_requests = workload.num_requests
         self.now = 0.0
 
@@ -148,8 +147,8 @@ class _Run:
         self.now = now
 
     def _finish(self, finished: list[SimRequest], now: float) -> None:
-        self.finished.extend(finished)
-        for _ in finished:
+        for r in finished:
+            self.finished.add(r)
             self.arrivals.on_finish(now)
         done = len(self.finished)
         if self.progress is not None and done // 1000 != (done - len(finished)) // 1000:
@@ -184,11 +183,8 @@ class _Run:
         steps = self.log.build()
         if self.progress is not None:
             self.progress(len(self.finished), self.num_requests)
-        records = token_times(self.finished, steps)
-        if self.first_token_delay_s > 0:
-            records = [hold_first_token(r, self.first_token_delay_s) for r in records]
         return SimResult(
-            records=records,
+            records=record_table(self.finished, steps, self.first_token_delay_s),
             steps=steps,
             num_preemptions=self.scheduler.num_preemptions,
             peak_kv_blocks_used=self.kv.peak_used,

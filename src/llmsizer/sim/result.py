@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from llmsizer.records import RequestRecord
+from llmsizer.records import RecordTable, RequestRecord
 
 STEP_FIELDS = (
     "start_s",
@@ -66,9 +67,14 @@ class StepLog:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class SimResult:
-    """Records in request-id order, the step log, and the facts the pictures need."""
+    """Records in request-id order, the step log, and the facts the pictures need.
 
-    records: list[RequestRecord]
+    An engine's `records` are a `RecordTable`: `RequestRecord`s built on access, stored as
+    columns (what lets a million requests fit in memory and summarise in O(steps)); a run
+    that rewrites its records (speculative decoding) may hold a list.
+    """
+
+    records: Sequence[RequestRecord]
     steps: StepLog
     num_preemptions: int
     peak_kv_blocks_used: int
@@ -77,6 +83,9 @@ class SimResult:
 
     @property
     def duration_s(self) -> float:
-        if not self.records:
+        records = self.records
+        if not records:
             return 0.0
-        return max(r.finish_s or 0.0 for r in self.records) - min(r.arrival_s for r in self.records)
+        if isinstance(records, RecordTable):
+            return float(records.finish_s.max() - records.arrival_s.min())
+        return max(r.finish_s or 0.0 for r in records) - min(r.arrival_s for r in records)
