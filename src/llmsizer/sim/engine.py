@@ -7,6 +7,7 @@ all randomness lives in the workload, so a run is a pure function of its inputs.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -15,7 +16,7 @@ import numpy as np
 from llmsizer.records import RequestRecord
 from llmsizer.sim.arrivals import Arrivals
 from llmsizer.sim.batch import StepCost
-from llmsizer.sim.batching.base import Scheduler, SchedulerOutput
+from llmsizer.sim.batching.base import Scheduler
 from llmsizer.sim.batching.continuous import ContinuousScheduler
 from llmsizer.sim.batching.static import StaticScheduler
 from llmsizer.sim.config import EngineConfig
@@ -117,9 +118,29 @@ class _Run:
         """Decide a batch, price it, apply it; when idle, jump to the next event.
 
         Stops before the first step that would start at or after `until_s` (an idle engine
-        waits at `until_s`); `None` runs until nothing is left to do.
+        waits at `until_s`); `None` runs until nothing is left to do. Python's cyclic garbage
+        collector is paused meanwhile (and restored after): a run makes no reference cycles,
+        yet the collector would otherwise rescan every live request (40 % of a 1M-request
+        run's time, issue 13).
         """
-        arrivals, scheduler = self.arrivals, self.scheduler
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            self._advance(until_s)
+        finally:
+            if collecting:
+                gc.enable()
+
+    def _advance(self, until_s: float | None) -> None:
+        arrivals, scheduler, cost = self.arrivals, self.scheduler, self.cost
+        # The step log's row, written inline: this loop runs once per simulated step.
+        log_row, running, waiting, kv = (
+            self.log.data.extend,
+            scheduler.running,
+            scheduler.waiting,
+            self.kv,
+        )
+        step = self.log.num_steps
         now = self.now
         next_arrival = arrivals.next_s()
         while until_s is None or now < until_s:
@@ -137,9 +158,23 @@ class _Run:
                     break
                 now = wake
                 continue
-            end = now + self.cost(out.batch)
-            self._log(now, end, out)
-            finished = scheduler.update(out, self.log.num_steps - 1)
+            end = now + cost(out.batch)
+            padding = out.num_padding_seqs
+            log_row(
+                (
+                    now,
+                    end,
+                    out.num_prefill_tokens,
+                    out.batch.num_decode_seqs,
+                    padding,
+                    len(running) + padding,
+                    len(waiting),
+                    kv.num_used,
+                    1.0 if out.decoded else 0.0,
+                )
+            )
+            finished = scheduler.update(out, step)
+            step += 1
             if finished:
                 self._finish(finished, end)
                 next_arrival = arrivals.next_s()
@@ -161,23 +196,6 @@ class _Run:
         if self.scheduler.has_unfinished():  # pragma: no cover - guarded by check_fits
             raise RuntimeError("simulation stalled with requests that can never be scheduled")
         return None
-
-    def _log(self, start: float, end: float, out: SchedulerOutput) -> None:
-        s = self.scheduler
-        padding = out.num_padding_seqs
-        self.log.append(
-            (
-                start,
-                end,
-                out.num_prefill_tokens,
-                out.batch.num_decode_seqs,
-                padding,
-                len(s.running) + padding,
-                len(s.waiting),
-                self.kv.num_used,
-                1.0 if out.decoded else 0.0,
-            )
-        )
 
     def result(self) -> SimResult:
         steps = self.log.build()

@@ -23,18 +23,20 @@ STEP_FIELDS = (
 
 
 class StepLogBuilder:
-    """Appends one row per step to a flat typed array (8 bytes a value, one C call a step)."""
+    """Appends one row per step to a flat typed array (8 bytes a value, one C call a step).
 
-    width = len(STEP_FIELDS) + 1  # the fields, then `decoded` as 0.0 / 1.0
+    A row is the STEP_FIELDS values in order, then 1.0 if decodes ran else 0.0; the engine
+    extends `data` with it directly.
+    """
+
+    width = len(STEP_FIELDS) + 1
 
     def __init__(self) -> None:
         self.data = array("d")
-        self.num_steps = 0
 
-    def append(self, row: tuple[float, ...]) -> None:
-        """`row`: the STEP_FIELDS values in order, then 1.0 if decodes ran else 0.0."""
-        self.data.extend(row)
-        self.num_steps += 1
+    @property
+    def num_steps(self) -> int:
+        return len(self.data) // self.width
 
     def build(self) -> StepLog:
         table = np.frombuffer(self.data, dtype=np.float64).reshape(-1, self.width)

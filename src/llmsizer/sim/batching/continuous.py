@@ -72,6 +72,9 @@ class ContinuousScheduler(Scheduler):
         if not prefills and not run_decodes:
             return None
         self.num_steps += 1
+        if not prefills:  # most steps: decodes only
+            batch = Batch((), len(decoding), self.decoding.num_context_tokens)
+            return SchedulerOutput(batch, prefills, True, 0, 0)
         chunks = tuple([PrefillChunk(n, r.num_computed_tokens) for r, n in prefills])
         num_prefill = sum([n for _, n in prefills])
         if not run_decodes:
