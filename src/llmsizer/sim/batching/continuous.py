@@ -51,13 +51,15 @@ class ContinuousScheduler(Scheduler):
         self.enable_chunked_prefill = enable_chunked_prefill
         self.policy = policy
         self.kv_reservation = kv_reservation
+        self.decode_first = policy == "decode_first"  # read every step: compared once here
+        self.reserve_full = kv_reservation == "full"
 
     def schedule(self, now: float, next_arrival_s: float | None) -> SchedulerOutput | None:
         self.decode_blocks_reserved = False
         preemptions_before = self.num_preemptions
         budget = self.max_num_batched_tokens
         decoding = self.decoding.members
-        decode_first = self.policy == "decode_first"
+        decode_first = self.decode_first
         if decoding and decode_first:
             self._grow_decodes()
             budget -= len(decoding)
@@ -84,9 +86,10 @@ class ContinuousScheduler(Scheduler):
 
     def _grow_decodes(self) -> None:
         """Find a KV slot for every decoding request's next token, preempting when short."""
-        if self.kv_reservation == "full":
+        if self.reserve_full:
             return
-        while (need := self.decoding.num_blocks_needed()) and not self.kv.allocate(need):
+        decoding, kv = self.decoding, self.kv
+        while (need := decoding.num_blocks_needed()) and not kv.allocate(need):
             self._preempt_last()
         # Booked in aggregate: each member's share is recovered from its token count when it
         # leaves the decode set (see `Scheduler._release`).
@@ -136,7 +139,7 @@ class ContinuousScheduler(Scheduler):
 
     def _blocks_to_admit(self, r: SimRequest, n: int) -> int:
         total = r.num_tokens + r.num_output_tokens - r.num_generated
-        tokens = total if self.kv_reservation == "full" else r.num_computed_tokens + n
+        tokens = total if self.reserve_full else r.num_computed_tokens + n
         return self.kv.blocks_for(tokens) - self._num_blocks_held(r)
 
     def _allocate_for(self, r: SimRequest, n: int) -> bool:
