@@ -63,26 +63,28 @@ def percentile_key(p: float) -> str:
 
 @dataclass(frozen=True, slots=True)
 class WeightedSample:
-    """A pooled sample stored as sorted distinct-or-not values and how often each occurs."""
+    """A pooled sample stored as ascending values and how often each occurs."""
 
     values: np.ndarray  # ascending
     counts: np.ndarray  # int64, each > 0
+    cumulative: np.ndarray  # running sum of counts: values[j] holds ranks cum[j-1] .. cum[j]-1
 
     @classmethod
     def of(cls, values: np.ndarray, counts: np.ndarray) -> WeightedSample:
-        order = np.argsort(values, kind="stable")
-        return cls(values[order], counts[order])
+        order = np.argsort(values)  # ties are equal values: their order cannot matter
+        counts = counts[order]
+        return cls(values[order], counts, np.cumsum(counts))
 
     @property
     def size(self) -> int:
-        return int(self.counts.sum())
+        return int(self.cumulative[-1]) if self.cumulative.size else 0
 
     def scaled(self, factor: float) -> WeightedSample:
-        return WeightedSample(self.values * factor, self.counts)
+        return WeightedSample(self.values * factor, self.counts, self.cumulative)
 
-    def order_statistic(self, cum: np.ndarray, k: int) -> float:
+    def order_statistic(self, k: int) -> float:
         """The k-th smallest (0-based) value of the pooled sample."""
-        return float(self.values[int(np.searchsorted(cum, k, side="right"))])
+        return float(self.values[int(np.searchsorted(self.cumulative, k, side="right"))])
 
     def mean(self) -> float:
         return float((self.values * self.counts).sum() / self.size)
@@ -93,20 +95,20 @@ class WeightedSample:
 
     def median(self) -> float:
         """`numpy.median` of the pooled sample: the middle value, or the mean of the two."""
-        n, cum = self.size, np.cumsum(self.counts)
+        n = self.size
         if n % 2:
-            return self.order_statistic(cum, (n - 1) // 2)
-        return (self.order_statistic(cum, n // 2 - 1) + self.order_statistic(cum, n // 2)) / 2
+            return self.order_statistic((n - 1) // 2)
+        return (self.order_statistic(n // 2 - 1) + self.order_statistic(n // 2)) / 2
 
     def percentile(self, p: float) -> float:
         """`numpy.percentile(pooled, p)` (method 'linear'), with numpy's own rounding steps."""
-        n, cum = self.size, np.cumsum(self.counts)
+        n = self.size
         virtual = (n - 1) * (p / 100)
         if virtual >= n - 1:
             return float(self.values[-1])
         below = math.floor(virtual)
         gamma = virtual - below
-        a, b = self.order_statistic(cum, below), self.order_statistic(cum, below + 1)
+        a, b = self.order_statistic(below), self.order_statistic(below + 1)
         diff = b - a
         if gamma >= 0.5:
             return b - diff * (1 - gamma)
@@ -298,6 +300,8 @@ def _summary(
         out[f"mean_{name}_ms"] = float(ms.mean())
         out[f"median_{name}_ms"] = float(np.median(ms))
         out[f"std_{name}_ms"] = float(ms.std())
-        for p in percentiles:
-            out[f"{percentile_key(p)}_{name}_ms"] = float(np.percentile(ms, p))
+        # One call for every percentile: one partition of the sample, the same values.
+        at = np.percentile(ms, list(percentiles)) if percentiles else ()
+        for p, value in zip(percentiles, at, strict=True):
+            out[f"{percentile_key(p)}_{name}_ms"] = float(value)
     return out
