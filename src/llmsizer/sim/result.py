@@ -40,8 +40,9 @@ class StepLogBuilder:
 
     def build(self) -> StepLog:
         table = np.frombuffer(self.data, dtype=np.float64).reshape(-1, self.width)
-        cols = {name: np.ascontiguousarray(table[:, i]) for i, name in enumerate(STEP_FIELDS)}
-        return StepLog(**cols, decoded=table[:, -1] > 0.5)
+        columns = np.ascontiguousarray(table.T)  # one transposing copy: each row a column
+        cols = {name: columns[i] for i, name in enumerate(STEP_FIELDS)}
+        return StepLog(**cols, decoded=columns[-1] > 0.5)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
