@@ -134,12 +134,8 @@ class _Run:
     def _advance(self, until_s: float | None) -> None:
         arrivals, scheduler, cost = self.arrivals, self.scheduler, self.cost
         # The step log's row, written inline: this loop runs once per simulated step.
-        log_row, running, waiting, kv = (
-            self.log.data.extend,
-            scheduler.running,
-            scheduler.waiting,
-            self.kv,
-        )
+        log_times, log_counts = self.log.times.extend, self.log.counts.extend
+        running, waiting, kv = scheduler.running, scheduler.waiting, self.kv
         step = self.log.num_steps
         now = self.now
         next_arrival = arrivals.next_s()
@@ -160,17 +156,16 @@ class _Run:
                 continue
             end = now + cost(out.batch)
             padding = out.num_padding_seqs
-            log_row(
+            log_times((now, end))
+            log_counts(
                 (
-                    now,
-                    end,
                     out.num_prefill_tokens,
                     out.batch.num_decode_seqs,
                     padding,
                     len(running) + padding,
                     len(waiting),
                     kv.num_used,
-                    1.0 if out.decoded else 0.0,
+                    out.decoded,
                 )
             )
             finished = scheduler.update(out, step)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from llmsizer.sim.batch import Batch, PrefillChunk
+from llmsizer.sim.batch import Batch, PrefillChunk, make_batch
 from llmsizer.sim.batching.base import Scheduler, SchedulerOutput
 from llmsizer.sim.kv_cache import KVCacheManager
 from llmsizer.sim.request import SimRequest
@@ -75,13 +75,13 @@ class ContinuousScheduler(Scheduler):
             return None
         self.num_steps += 1
         if not prefills:  # most steps: decodes only
-            batch = Batch((), len(decoding), self.decoding.num_context_tokens)
+            batch = make_batch((), len(decoding), self.decoding.num_context_tokens)
             return SchedulerOutput(batch, prefills, True, 0, 0)
         chunks = tuple([PrefillChunk(n, r.num_computed_tokens) for r, n in prefills])
         num_prefill = sum([n for _, n in prefills])
         if not run_decodes:
             return SchedulerOutput(Batch(chunks), prefills, False, 0, num_prefill)
-        batch = Batch(chunks, len(decoding), self.decoding.num_context_tokens)
+        batch = make_batch(chunks, len(decoding), self.decoding.num_context_tokens)
         return SchedulerOutput(batch, prefills, True, 0, num_prefill)
 
     def _grow_decodes(self) -> None:
