@@ -26,7 +26,8 @@ each counted once per request whose span covers it (a difference array over span
 Percentiles and the median of that weighted sample are the ones `numpy.percentile` and
 `numpy.median` give on the pooled sample, bit for bit (same order statistics, same linear
 interpolation); its mean and std are sums in another order, within a relative 1e-12 of the
-pooled ones. A table whose first token is held (`first_token_delay_s`) pools per token.
+pooled ones. A held first token (`first_token_delay_s`) adds a gap of its own per request
+and zeros for the tokens it holds back (`_table_itl`).
 """
 
 from __future__ import annotations
@@ -238,23 +239,55 @@ def _table_facts(t: RecordTable, slo: Slo | None) -> _Facts:
     )
 
 
-def _table_itl(t: RecordTable, multi: np.ndarray) -> np.ndarray | WeightedSample:
+def _table_itl(t: RecordTable, multi: np.ndarray) -> WeightedSample:
     """The pooled ITL gaps (seconds) of a table: per step, not per token (module doc).
 
     Request i's gaps are diff(buffer)[start_i : start_i + n_i - 1]; the number of requests
     covering each difference is a running sum of +1 at span starts and -1 at span ends.
+
+    A first token held until h = t_0 + D (`first_token_delay_s`) changes only the gaps up to
+    the first token made after h, the m-th (m tokens are made by h):
+
+        client times  h, h, ..., h (m of them), t_m, t_m+1, ...
+        gaps          0 (m - 1 of them), t_m - h, then diff(buffer) from start + m on
+
+    so those are counted apart and the span covered starts m tokens later.
     """
-    if t.first_token_delay_s > 0:  # held tokens make their own gaps: pool them per token
-        idx = np.flatnonzero(multi).tolist()
-        return _itl_pooled([t[i] for i in idx])
     buffer = t.token_buffer
     size = buffer.shape[0]
     start = t.token_start[multi]
-    stop = start + t.num_output_tokens[multi] - 1
+    num = t.num_output_tokens[multi]
+    stop = start + num - 1  # one past the last difference of the span
+    values = [np.diff(buffer)]
+    counts: list[np.ndarray] = []
+    if t.first_token_delay_s > 0:
+        hold = buffer[start] + t.first_token_delay_s  # as `hold_first_token` computes it
+        made = _num_at_or_before(buffer, start, num, hold)
+        late = made < num
+        values += [np.zeros(1), buffer[start[late] + made[late]] - hold[late]]
+        counts += [np.array([int((made - 1).sum())]), np.ones(int(late.sum()), dtype=np.int64)]
+        start = start + made
+        spans = start < stop
+        start, stop = start[spans], stop[spans]
     cover = np.cumsum(np.bincount(start, minlength=size) - np.bincount(stop, minlength=size))
-    cover = cover[: size - 1]
-    used = cover > 0
-    return WeightedSample.of(np.diff(buffer)[used], cover[used])
+    counts.insert(0, cover[: size - 1])
+    value, count = np.concatenate(values), np.concatenate(counts)
+    used = count > 0
+    return WeightedSample.of(value[used], count[used])
+
+
+def _num_at_or_before(
+    buffer: np.ndarray, start: np.ndarray, num: np.ndarray, t: np.ndarray
+) -> np.ndarray:
+    """Per span (ascending times `buffer[start : start + num]`), how many are <= its `t`:
+    bisection on every span at once (log2 of the longest span rounds)."""
+    lo, hi = np.zeros_like(num), num.copy()
+    while (active := lo < hi).any():
+        mid = (lo + hi) // 2
+        at_or_before = buffer[start + np.minimum(mid, num - 1)] <= t
+        lo = np.where(active & at_or_before, mid + 1, lo)
+        hi = np.where(active & ~at_or_before, mid, hi)
+    return lo
 
 
 def _summary(
