@@ -12,6 +12,7 @@ an interpreted class subclasses (`sim/arrivals.py`: `fleet.RoutedArrivals`) is l
 """
 
 import os
+import sys
 
 from setuptools import setup
 
@@ -33,6 +34,12 @@ COMPILED = [
 def ext_modules() -> list:
     if os.environ.get("LLMSIZER_COMPILE", "0") != "1":
         return []
+    if {"editable_wheel", "develop"} & set(sys.argv):
+        sys.exit(
+            "LLMSIZER_COMPILE=1 with an editable install would put compiled modules beside "
+            "the sources, shadowing every later edit: use "
+            "`LLMSIZER_COMPILE=1 pip install --no-build-isolation .`"
+        )
     from mypyc.build import mypycify
 
     return mypycify(COMPILED, opt_level="3")
