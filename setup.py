@@ -1,8 +1,9 @@
-"""Packaging hook for the optional compiled simulator core (issue 13; DESIGN.md, "Speed and scale of one engine").
+"""Packaging hook for the optional compiled simulator core (issue 13; DESIGN.md, "Speed
+and scale of one engine").
 
 `pip install .` (and `-e .`) builds plain Python, as pyproject.toml alone would. With
 `LLMSIZER_COMPILE=1` the engine loop's modules (below) are compiled with mypyc, unchanged,
-into C extensions that shadow the .py files: runs take 1.7–1.9x less CPU. It needs a C
+into C extensions that shadow the .py files: runs take 1.7-1.9x less CPU. It needs a C
 compiler and mypy with the runtime dependencies installed (`pip install -e '.[dev]'`), so:
 
     LLMSIZER_COMPILE=1 pip install --no-build-isolation .
