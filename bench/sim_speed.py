@@ -7,7 +7,10 @@ prompt and output lengths drawn from the Azure LLM inference conversation trace,
 arrivals at 80 % of the engine's measured capacity, steps priced by the GPU performance
 model (Llama 3.1 8B, FP8, one H100 SXM; KV-cache blocks from its memory). Each size runs
 in its own process so that its peak memory (max RSS) is its own. Prints one row per size:
-wall time, engine steps, steps per second, requests per second of wall time, peak memory.
+CPU seconds of the run, of the summary (`summarize` over every record) and of both (issue
+13's bar: 1M requests <= 10 s, 100k <= 1 s, CPU time because this machine is shared), wall
+time, engine steps, steps per CPU second, peak memory (issue 13: <= 1.5 GB at 1M), and
+whether the engine ran compiled (`LLMSIZER_COMPILE=1 pip install .`) or as plain Python.
 
 Capacity is measured, not assumed: a saturated run (all requests at t=0) gives the
 engine's maximum request throughput with this step cost.
@@ -25,6 +28,7 @@ from pathlib import Path
 from llmsizer.instance import DeploymentSpec, make_instance
 from llmsizer.metrics import summarize
 from llmsizer.sim import Engine, EngineConfig, LinearStepCost
+from llmsizer.sim import engine as engine_module
 from llmsizer.workload import Workload, WorkloadSpec, make_workload
 
 TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
@@ -60,20 +64,26 @@ def capacity_req_s() -> float:
     return summarize(res.records)["request_throughput"]
 
 
-def one(n: int, rate: float) -> dict[str, float]:
+def one(n: int, rate: float) -> dict[str, float | bool]:
     w = lengths_workload(n, rate)
-    t0 = time.perf_counter()
+    wall0, cpu0 = time.perf_counter(), time.process_time()
     res = Engine(CONFIG, COST).run(w)
-    wall = time.perf_counter() - t0
+    cpu1 = time.process_time()
+    s = summarize(res.records)
+    cpu2 = time.process_time()
+    wall = time.perf_counter() - wall0
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    s = summarize(res.records[:100_000])
     return {
         "num_requests": n,
+        "run_cpu_s": cpu1 - cpu0,
+        "summary_cpu_s": cpu2 - cpu1,
+        "cpu_s": cpu2 - cpu0,
         "wall_s": wall,
         "num_steps": res.steps.num_steps,
-        "steps_per_s": res.steps.num_steps / wall,
-        "requests_per_wall_s": n / wall,
+        "steps_per_cpu_s": res.steps.num_steps / (cpu1 - cpu0),
         "peak_rss_mib": peak_mib,
+        "compiled": engine_module.__file__ is not None
+        and not engine_module.__file__.endswith(".py"),
         "offered_req_s": rate,
         "achieved_req_s": n / res.duration_s,
         "mean_batch": float(res.steps.num_decode_seqs.mean()),
@@ -84,14 +94,18 @@ def one(n: int, rate: float) -> dict[str, float]:
 def main(sizes: list[int]) -> None:
     rate = 0.8 * capacity_req_s()
     print(f"capacity {rate / 0.8:.1f} req/s; offering {rate:.1f} req/s (80 %)")
-    print(f"{'requests':>9} {'wall s':>8} {'steps':>9} {'steps/s':>9} {'req/s':>9} {'peak MiB':>9}")
+    print(
+        f"{'requests':>9} {'run cpu s':>9} {'summary':>8} {'total':>7} {'wall s':>7} "
+        f"{'steps':>9} {'steps/cpu s':>11} {'peak MiB':>9}  engine"
+    )
     for n in sizes:
         cmd = [sys.executable, __file__, "--one", str(n), str(rate), *(["--linear"] * LINEAR)]
         row = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
         print(
-            f"{row['num_requests']:>9} {row['wall_s']:>8.1f} {row['num_steps']:>9} "
-            f"{row['steps_per_s']:>9.0f} {row['requests_per_wall_s']:>9.0f} "
-            f"{row['peak_rss_mib']:>9.0f}   mean batch {row['mean_batch']:.0f}, "
+            f"{row['num_requests']:>9} {row['run_cpu_s']:>9.2f} {row['summary_cpu_s']:>8.2f} "
+            f"{row['cpu_s']:>7.2f} {row['wall_s']:>7.2f} {row['num_steps']:>9} "
+            f"{row['steps_per_cpu_s']:>11.0f} {row['peak_rss_mib']:>9.0f}  "
+            f"{'compiled' if row['compiled'] else 'python'}, mean batch {row['mean_batch']:.0f}, "
             f"mean TTFT {row['mean_ttft_ms']:.0f} ms"
         )
 

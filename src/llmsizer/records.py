@@ -13,10 +13,10 @@ from __future__ import annotations
 import csv
 import gzip
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, Any, cast, overload
 
 import numpy as np
 
@@ -75,6 +75,123 @@ class RequestRecord:
     def queue_s(self) -> float | None:
         return None if self.scheduled_s is None else self.scheduled_s - self.arrival_s
 
+
+class RecordTable(Sequence[RequestRecord]):
+    """A simulated run's records as columns: a `Sequence[RequestRecord]` that builds each
+    record when asked, so a million requests cost arrays, not a million objects.
+
+    Token times are spans of one shared buffer: request i's engine times are
+    `token_buffer[token_start[i] : token_start[i] + num_output_tokens[i]]` (the simulator's
+    buffer is its step end times followed by the few runs that are not one slice of them).
+    With `first_token_delay_s` D > 0 the client sees token j at max(t_j, t_0 + D), as
+    `llmsizer.sim.delivery.hold_first_token`; `finish_s` is already the held last token.
+    Every request completed (a simulator has no failed requests). Slicing gives a table
+    over the same buffer, indexing a `RequestRecord` equal field by field to the one the
+    list form held.
+    """
+
+    __slots__ = (
+        "arrival_s",
+        "finish_s",
+        "first_token_delay_s",
+        "num_cached_tokens",
+        "num_output_tokens",
+        "num_output_tokens_requested",
+        "num_preemptions",
+        "num_prompt_tokens",
+        "request_id",
+        "scheduled_s",
+        "token_buffer",
+        "token_start",
+    )
+
+    def __init__(
+        self,
+        *,
+        request_id: np.ndarray,
+        arrival_s: np.ndarray,
+        scheduled_s: np.ndarray,
+        finish_s: np.ndarray,
+        num_prompt_tokens: np.ndarray,
+        num_output_tokens_requested: np.ndarray,
+        num_cached_tokens: np.ndarray,
+        num_preemptions: np.ndarray,
+        token_start: np.ndarray,
+        num_output_tokens: np.ndarray,
+        token_buffer: np.ndarray,
+        first_token_delay_s: float = 0.0,
+    ) -> None:
+        self.request_id = request_id
+        self.arrival_s = arrival_s
+        self.scheduled_s = scheduled_s
+        self.finish_s = finish_s
+        self.num_prompt_tokens = num_prompt_tokens
+        self.num_output_tokens_requested = num_output_tokens_requested
+        self.num_cached_tokens = num_cached_tokens
+        self.num_preemptions = num_preemptions
+        self.token_start = token_start
+        self.num_output_tokens = num_output_tokens
+        self.token_buffer = token_buffer
+        self.first_token_delay_s = first_token_delay_s
+
+    def __len__(self) -> int:
+        return int(self.request_id.shape[0])
+
+    @overload
+    def __getitem__(self, index: int) -> RequestRecord: ...
+    @overload
+    def __getitem__(self, index: slice) -> RecordTable: ...
+    def __getitem__(self, index: int | slice) -> RequestRecord | RecordTable:
+        if isinstance(index, slice):
+            return self._rows(index)
+        i = range(len(self))[index]  # IndexError for an index out of range, as a list
+        times = self.token_times_s(i)
+        return RequestRecord(
+            request_id=int(self.request_id[i]),
+            arrival_s=float(self.arrival_s[i]),
+            num_prompt_tokens=int(self.num_prompt_tokens[i]),
+            num_output_tokens_requested=int(self.num_output_tokens_requested[i]),
+            token_times_s=times,
+            scheduled_s=float(self.scheduled_s[i]),
+            finish_s=float(self.finish_s[i]),
+            num_cached_tokens=int(self.num_cached_tokens[i]),
+            num_preemptions=int(self.num_preemptions[i]),
+        )
+
+    def __iter__(self) -> Iterator[RequestRecord]:
+        for i in range(len(self)):
+            yield self[i]
+
+    def token_times_s(self, i: int) -> np.ndarray:
+        """Request i's token times as the client sees them (a view when there is no hold)."""
+        start = int(self.token_start[i])
+        times = self.token_buffer[start : start + int(self.num_output_tokens[i])]
+        if self.first_token_delay_s > 0:
+            return np.maximum(times, times[0] + self.first_token_delay_s)
+        return times
+
+    def first_token_s(self) -> np.ndarray:
+        """Each request's first token time (after the hold), as an array."""
+        first = self.token_buffer[self.token_start]
+        return first + self.first_token_delay_s if self.first_token_delay_s > 0 else first
+
+    def last_token_s(self) -> np.ndarray:
+        """Each request's last token time (after the hold), as an array."""
+        if self.first_token_delay_s > 0:
+            return self.finish_s  # max(t_last, t_0 + D): the hold can reach the last token
+        return self.token_buffer[self.token_start + self.num_output_tokens - 1]
+
+    def _rows(self, index: slice) -> RecordTable:
+        return RecordTable(
+            **{name: getattr(self, name)[index] for name in _ROW_COLUMNS},
+            token_buffer=self.token_buffer,
+            first_token_delay_s=self.first_token_delay_s,
+        )
+
+
+_ROW_COLUMNS = tuple(
+    name for name in RecordTable.__slots__ if name not in ("token_buffer", "first_token_delay_s")
+)
 
 CSV_FIELDS = (
     "request_id",
@@ -223,7 +340,7 @@ def _record_on_line(value: Any) -> RequestRecord:
     return record_from_json(value)
 
 
-def write_records(records: list[RequestRecord], path: Path) -> None:
+def write_records(records: Sequence[RequestRecord], path: Path) -> None:
     """Write records as CSV (one flat row each) or JSONL (lossless), by the file's suffix."""
     if path.suffix.lower() == ".csv":
         write_csv(records, path)

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import gc
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llmsizer.sim import LinearStepCost
+from llmsizer.sim.engine import _Run
+from llmsizer.sim.request import SimRequest
 
 from .conftest import make_engine, make_workload, run_keeping_kv
 
@@ -82,3 +86,43 @@ def test_same_inputs_give_the_same_records(policy: dict[str, object]) -> None:
     for x, y in zip(a, b, strict=True):
         np.testing.assert_array_equal(x.token_times_s, y.token_times_s)
         assert x.arrival_s == y.arrival_s and x.scheduled_s == y.scheduled_s
+
+
+@pytest.mark.parametrize("collecting", [True, False])
+def test_a_run_pauses_the_garbage_collector_and_restores_it(collecting: bool) -> None:
+    """Paused while the engine steps (issue 13), as the caller had it after, even when the
+    step cost raises."""
+    seen: list[bool] = []
+
+    def cost(batch: object) -> float:
+        seen.append(gc.isenabled())
+        if len(seen) == 3:
+            raise RuntimeError("step cost failed")
+        return 0.01
+
+    w = make_workload(10, 5, n=2)
+    was = gc.isenabled()
+    try:
+        gc.enable() if collecting else gc.disable()
+        assert make_engine(**{"engine": "vllm"}).run(w).records  # a normal run
+        assert gc.isenabled() is collecting
+        with pytest.raises(RuntimeError, match="step cost failed"):
+            make_engine(cost, engine="vllm").run(w)
+        assert gc.isenabled() is collecting
+    finally:
+        gc.enable() if was else gc.disable()
+    assert seen == [False, False, False]
+
+
+def test_a_run_keeps_only_the_requests_in_flight() -> None:
+    """Memory (issue 13): a finished request leaves the engine as a row of numbers, so after
+    a run no `SimRequest` of it is alive, while its records are all there."""
+    arrivals = 4321.0 + 0.01 * np.arange(200)
+    run = _Run(make_engine(engine="vllm"), make_workload(50, 20, arrival_s=arrivals), None)
+    result = run.run()
+    gc.collect()
+    # `type(o) is` rather than isinstance: some objects warn when asked for their __class__
+    alive = [o for o in gc.get_objects() if type(o) is SimRequest and o.arrival_s >= 4321.0]
+    assert alive == []
+    assert len(run.finished) == len(result.records) == 200
+    assert [r.num_output_tokens for r in result.records] == [20] * 200

@@ -149,8 +149,8 @@ class _Disagg:
         if until is not None and until <= t:
             until = math.nextafter(t, math.inf)  # at least the step starting now
         pool.advance(i, until)
-        for r, end in pool.new_finishes(i):
-            self._finished(pool, r.request_id, end)
+        for request_id, end in pool.new_finishes(i):
+            self._finished(pool, request_id, end)
         self.in_heap[id(pool)][i] = False
         if pool.has_work(i):
             self._wake(pool, i, pool.runs[i].now)

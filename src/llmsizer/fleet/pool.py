@@ -16,7 +16,6 @@ from llmsizer.fleet.routed import RoutedArrivals
 from llmsizer.fleet.router import make_router
 from llmsizer.sim import Engine
 from llmsizer.sim.arrivals import Arrivals
-from llmsizer.sim.request import SimRequest
 from llmsizer.workload import Workload
 
 
@@ -85,10 +84,11 @@ class Pool:
         finishing = self.outstanding[i] != self.routed[i] - self.arrivals[i].num_finished
         return finishing or run.scheduler.has_unfinished() or run.arrivals.next_s() is not None
 
-    def new_finishes(self, i: int) -> list[tuple[SimRequest, float]]:
-        """Requests instance `i` finished since the last call, with their finish times."""
+    def new_finishes(self, i: int) -> list[tuple[int, float]]:
+        """Ids of the requests instance `i` finished since the last call, with their finish
+        times."""
         start = self.num_seen[i]
-        finished = self.runs[i].finished[start:]
+        finished = self.runs[i].finished.request_ids(start)
         times = self.arrivals[i].finish_times[start:]
         self.num_seen[i] = start + len(finished)
         return list(zip(finished, times, strict=True))

@@ -10,7 +10,7 @@ own length and the context before it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 # NamedTuples rather than frozen dataclasses: equally immutable plain data, and five times
 # cheaper to build, which matters at one Batch per simulated step.
@@ -49,6 +49,19 @@ class Batch(NamedTuple):
     @property
     def num_seqs(self) -> int:
         return len(self.prefill_chunks) + self.num_decode_seqs
+
+
+_tuple_new = tuple.__new__
+
+
+def make_batch(
+    prefill_chunks: tuple[PrefillChunk, ...], num_decode_seqs: int, num_decode_context_tokens: int
+) -> Batch:
+    """`Batch(...)` without the NamedTuple's generated `__new__` (a Python function even in
+    a compiled engine): the engine builds one per simulated step."""
+    return cast(
+        Batch, _tuple_new(Batch, (prefill_chunks, num_decode_seqs, num_decode_context_tokens))
+    )
 
 
 StepCost = Callable[[Batch], float]

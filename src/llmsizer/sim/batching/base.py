@@ -9,7 +9,6 @@ computed tokens, a closed gap yields a token, decoding requests advance by the c
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
 
 from llmsizer.sim.batch import Batch
 from llmsizer.sim.decode_set import DecodeSet
@@ -17,15 +16,29 @@ from llmsizer.sim.kv_cache import KVCacheManager
 from llmsizer.sim.request import SimRequest, Status
 
 
-@dataclass(slots=True)
 class SchedulerOutput:
-    """One step as decided: the batch to price, the prompt chunks to apply, whether decodes ran."""
+    """One step as decided: the batch to price, the prompt chunks to apply, whether decodes ran.
 
-    batch: Batch
-    prefills: list[tuple[SimRequest, int]] = field(default_factory=list)
-    decoded: bool = False
-    num_padding_seqs: int = 0
-    num_prefill_tokens: int = 0
+    A plain class rather than a dataclass: one is built per simulated step, and a compiled
+    engine (`setup.py`) builds a plain class natively but calls a dataclass's generated
+    `__init__` as Python.
+    """
+
+    __slots__ = ("batch", "decoded", "num_padding_seqs", "num_prefill_tokens", "prefills")
+
+    def __init__(
+        self,
+        batch: Batch,
+        prefills: list[tuple[SimRequest, int]] | None = None,
+        decoded: bool = False,
+        num_padding_seqs: int = 0,
+        num_prefill_tokens: int = 0,
+    ) -> None:
+        self.batch = batch
+        self.prefills: list[tuple[SimRequest, int]] = [] if prefills is None else prefills
+        self.decoded = decoded
+        self.num_padding_seqs = num_padding_seqs
+        self.num_prefill_tokens = num_prefill_tokens
 
 
 class Scheduler:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from llmsizer.sim.batch import Batch, PrefillChunk
+from llmsizer.sim.batch import Batch, PrefillChunk, make_batch
 from llmsizer.sim.batching.base import Scheduler, SchedulerOutput
 from llmsizer.sim.kv_cache import KVCacheManager
 from llmsizer.sim.request import SimRequest
@@ -51,13 +51,15 @@ class ContinuousScheduler(Scheduler):
         self.enable_chunked_prefill = enable_chunked_prefill
         self.policy = policy
         self.kv_reservation = kv_reservation
+        self.decode_first = policy == "decode_first"  # read every step: compared once here
+        self.reserve_full = kv_reservation == "full"
 
     def schedule(self, now: float, next_arrival_s: float | None) -> SchedulerOutput | None:
         self.decode_blocks_reserved = False
         preemptions_before = self.num_preemptions
         budget = self.max_num_batched_tokens
         decoding = self.decoding.members
-        decode_first = self.policy == "decode_first"
+        decode_first = self.decode_first
         if decoding and decode_first:
             self._grow_decodes()
             budget -= len(decoding)
@@ -72,18 +74,22 @@ class ContinuousScheduler(Scheduler):
         if not prefills and not run_decodes:
             return None
         self.num_steps += 1
+        if not prefills:  # most steps: decodes only
+            batch = make_batch((), len(decoding), self.decoding.num_context_tokens)
+            return SchedulerOutput(batch, prefills, True, 0, 0)
         chunks = tuple([PrefillChunk(n, r.num_computed_tokens) for r, n in prefills])
         num_prefill = sum([n for _, n in prefills])
         if not run_decodes:
             return SchedulerOutput(Batch(chunks), prefills, False, 0, num_prefill)
-        batch = Batch(chunks, len(decoding), self.decoding.num_context_tokens)
+        batch = make_batch(chunks, len(decoding), self.decoding.num_context_tokens)
         return SchedulerOutput(batch, prefills, True, 0, num_prefill)
 
     def _grow_decodes(self) -> None:
         """Find a KV slot for every decoding request's next token, preempting when short."""
-        if self.kv_reservation == "full":
+        if self.reserve_full:
             return
-        while (need := self.decoding.num_blocks_needed()) and not self.kv.allocate(need):
+        decoding, kv = self.decoding, self.kv
+        while (need := decoding.num_blocks_needed()) and not kv.allocate(need):
             self._preempt_last()
         # Booked in aggregate: each member's share is recovered from its token count when it
         # leaves the decode set (see `Scheduler._release`).
@@ -133,7 +139,7 @@ class ContinuousScheduler(Scheduler):
 
     def _blocks_to_admit(self, r: SimRequest, n: int) -> int:
         total = r.num_tokens + r.num_output_tokens - r.num_generated
-        tokens = total if self.kv_reservation == "full" else r.num_computed_tokens + n
+        tokens = total if self.reserve_full else r.num_computed_tokens + n
         return self.kv.blocks_for(tokens) - self._num_blocks_held(r)
 
     def _allocate_for(self, r: SimRequest, n: int) -> bool:
