@@ -75,7 +75,7 @@ BUDGET = {
     # + disaggregated pools and their KV link (issue 12)
     "sizing": 3600,  # the plan pipeline only; + levers, arrivals, price models (issue 11)
     # + the probe cache and quick plans the studio needs (issue 15); fleet check (issue 12)
-    "calibrate": 3300,  # + the AIC launch settings, per-architecture fit and cross-validation
+    "calibrate": 3350,  # + AIC launch settings, per-architecture fit, layouts read as launched
     # + disaggregated AIC rows (issue 12)
     "collect": 1300,  # issue 16: kernel timing, roofline fit, device entry, decode check
     "fleet": 1200,  # routers, fleet loop, disaggregated pools, autoscaler (issue 12)
