@@ -89,10 +89,11 @@ def test_tensor_parallelism_shards_weights_and_adds_allreduces():
     assert tp1.breakdown(batch).part("allreduce").time_s == 0.0
     allreduce = tp4.breakdown(batch).part("allreduce")
     assert allreduce.bound is Bound.COMMUNICATION
-    # 160 all-reduces on NVSwitch: 2 hops of 2 us each (not a ring's 6), plus 3/4 of the 8 x
-    # 8192 BF16 activations over each link
-    link = tp4.deployment.link_bytes_per_s(4) * tp4.efficiency.interconnect_efficiency
-    expected = 160 * (2 * 2e-6 + 2 * 3 / 4 * 8 * 8192 * 2 / link)
+    # 160 all-reduces on NVSwitch: 2 hops each (not a ring's 6), plus 3/4 of the 8 x 8192
+    # BF16 activations over each link
+    eff = tp4.efficiency
+    link = tp4.deployment.link_bytes_per_s(4) * eff.interconnect_efficiency
+    expected = 160 * (2 * eff.collective_hop_latency_s + 2 * 3 / 4 * 8 * 8192 * 2 / link)
     assert allreduce.time_s == pytest.approx(expected, rel=1e-9)
 
 
@@ -100,8 +101,9 @@ def test_allreduce_hops_one_hop_fabric_against_a_ring_over_pcie():
     # H100 SXM: 8 GPUs on NVSwitch; L40S: no NVLink, a ring over PCIe
     on_switch = make_step_model("llama-3.1-70b", "h100-sxm", tensor_parallel_size=8)
     on_pcie = make_step_model("llama-3.1-70b", "l40s", tensor_parallel_size=8)
-    assert on_switch.constants.allreduce_latency_s == pytest.approx(2 * 2e-6)
-    assert on_pcie.constants.allreduce_latency_s == pytest.approx(14 * 2e-6)
+    hop_s = on_switch.efficiency.collective_hop_latency_s
+    assert on_switch.constants.allreduce_latency_s == pytest.approx(2 * hop_s)
+    assert on_pcie.constants.allreduce_latency_s == pytest.approx(14 * hop_s)
     assert allreduce_hops(1, one_hop=True) == 0
     assert allreduce_hops(4, one_hop=False) == 6
 

@@ -69,7 +69,13 @@ def test_doubling_tensor_parallelism_does_not_halve_decode_time():
     assert 0.5 * tp4(batch) < tp8(batch) < tp4(batch)
     allreduce4 = tp4.breakdown(batch).part("allreduce").time_s
     allreduce8 = tp8.breakdown(batch).part("allreduce").time_s
-    assert allreduce8 > 2 * allreduce4  # 2(n-1) ring steps: 14 against 6
+    # on NVSwitch every all-reduce is 2 hops whatever n; only the bytes per link grow, from
+    # 2 (n - 1) / n = 1.5 to 1.75 of the message
+    assert allreduce4 < allreduce8 < 1.1 * allreduce4
+    # over PCIe a ring's 2 (n - 1) hops: 14 against 6
+    ring4 = step_model("llama-3.1-70b", "l40s", tp=4).breakdown(batch).part("allreduce").time_s
+    ring8 = step_model("llama-3.1-70b", "l40s", tp=8).breakdown(batch).part("allreduce").time_s
+    assert ring8 > 2 * ring4
 
 
 def test_moe_decode_is_cheaper_than_its_total_size_suggests():

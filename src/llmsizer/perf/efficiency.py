@@ -20,9 +20,11 @@ calibration set by `bench/validate_perf.py --fit`. The priors:
   below dense streaming.
 - `interconnect_efficiency` 0.75: NCCL all-reduce bus bandwidth on NVLink reaches ~70-85 % of
   the per-direction link rate (nccl-tests).
-- `collective_hop_latency_s` 2 us: one hop of a collective. A decode-sized all-reduce on an
-  NVSwitch fabric is two hops whatever the group size (`roofline.allreduce_hops`); over
-  PCIe a ring takes 2 (n - 1) hops.
+- `collective_hop_latency_s` 4 us: one hop of a collective. A decode-sized all-reduce on an
+  NVSwitch fabric is two hops whatever the group size (`roofline.allreduce_hops`), ~8 us,
+  as vLLM's custom all-reduce takes on 4-8 H100s (NCCL: ~15 us); over PCIe a ring takes
+  2 (n - 1) hops. (Under the ring model of every group the prior was 2 us a hop, and the
+  fitted files that still say 2 us were fitted with it held.)
 - `layer_overhead_s` 50 us: a decode layer runs ~12 kernels (4 GEMMs, attention, norms,
   rotary, activation, residuals, all-reduces), each with a few microseconds of launch gap,
   ramp-up and tail that no byte count captures.
@@ -98,7 +100,7 @@ class EfficiencyFactors:
     attention_compute_efficiency: float = 0.5
     attention_bandwidth_efficiency: float = 0.7
     interconnect_efficiency: float = 0.75
-    collective_hop_latency_s: float = 2 * US
+    collective_hop_latency_s: float = 4 * US
     layer_overhead_s: float = 50 * US
     prefill_layer_overhead_s: float = 0.0
     step_overhead_s: float = 500 * US
