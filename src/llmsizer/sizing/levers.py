@@ -34,6 +34,7 @@ from llmsizer.sizing.search import (
     SearchSpace,
     SpecEfficiency,
     Status,
+    best_by_gpu,
     group,
     objective,
     search,
@@ -166,8 +167,16 @@ def _exact_groups(
     space: SearchSpace, results: tuple[ConfigResult, ...]
 ) -> dict[Group, ConfigResult]:
     """The groups whose best the main search settled exactly: none of their configurations
-    was dropped by the bound of another group (the main search bounds per GPU)."""
-    bounded = {group(r.config) for r in results if r.status is Status.BOUNDED}
+    was dropped by the bound of another group. The main search bounds per GPU, and a bound
+    only drops a configuration that cannot beat an incumbent, which is never better than
+    the GPU's final best: so drops inside the group of the GPU's best leave that group
+    exact (pruning: the baseline's group is not searched twice)."""
+    winners = {r.config.gpu: group(r.config) for r in best_by_gpu(space, results).values()}
+    bounded = {
+        group(r.config)
+        for r in results
+        if r.status is Status.BOUNDED and group(r.config) != winners.get(r.config.gpu)
+    }
     return {g: r for g, r in _best_by_group(space, results).items() if g not in bounded}
 
 
