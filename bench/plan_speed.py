@@ -10,7 +10,10 @@ separate its cost from the rest of the plan's.
 
 Each example runs in this process once, after the catalogs are loaded; prints one row per
 example: wall and CPU seconds (the machine may be shared: compare CPU seconds),
-configurations in the main search, probe points simulated in it.
+configurations in the main search, probe points simulated in it, and the engine steps
+simulated by the whole plan (every probe, capacity run, curve, band and lever search): the
+work itself, the same on any machine, which CPU seconds only measure when the cores are not
+shared.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Any
 
 import yaml
 
+from llmsizer.sizing import probe
 from llmsizer.sizing.inputs import usecase_from_mapping
 from llmsizer.sizing.plan import plan
 from llmsizer.specs import get_gpu, get_model
@@ -43,23 +47,39 @@ def usecase_data(name: str) -> dict[str, Any]:
     return data
 
 
+def count_steps() -> list[int]:
+    """Make every probe's simulation add its engine steps to the list returned (one total)."""
+    steps = [0]
+    run = probe.run_instance
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        result = run(*args, **kwargs)
+        steps[0] += result.steps.num_steps
+        return result
+
+    probe.run_instance = counted  # type: ignore[assignment]
+    return steps
+
+
 def main(args: list[str]) -> None:
     levers = "--no-levers" not in args
     names = [a for a in args if a != "--no-levers"]
     os.chdir(EXAMPLES)
     get_gpu("h100-sxm"), get_model("llama-3-8b")  # catalogs loaded before timing
-    print(f"{'example':<26} {'wall s':>8} {'CPU s':>8} {'configs':>8} {'points':>7}")
+    steps = count_steps()
+    head = f"{'example':<26} {'wall s':>8} {'CPU s':>8} {'configs':>8} {'points':>7}"
+    print(f"{head} {'steps':>10}")
     for name in names or NAMES:
         data = usecase_data(name)
         if not levers:
             data["search"] = {**data.get("search", {}), "levers": False}
         usecase = usecase_from_mapping(data)
-        start, cpu = time.perf_counter(), time.process_time()
+        start, cpu, steps[0] = time.perf_counter(), time.process_time(), 0
         result = plan(usecase)
         seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
         points = sum(len(r.points) + len(r.curve) for r in result.results)
         row = f"{name:<26} {seconds:>8.1f} {cpu:>8.1f} {len(result.results):>8} {points:>7}"
-        print(row, flush=True)
+        print(f"{row} {steps[0]:>10,}", flush=True)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Pruning in the lever table (issue 11): the main search's best is reused for its own group
 when every configuration the bound dropped on that GPU was of the same group, and what it
-reuses is what a search of that group alone finds."""
+reuses is what a search of that group alone finds; groups searched again, and the
+timeline, reuse the plan's probes."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from llmsizer.instance import calibrated_for
 from llmsizer.sizing import levers
 from llmsizer.sizing.levers import BASELINE
 from llmsizer.sizing.plan import plan, search_space
-from llmsizer.sizing.search import Group, Status, group, search
+from llmsizer.sizing.plan_data import plan_data
+from llmsizer.sizing.probe_cache import ProbeCache
+from llmsizer.sizing.search import Group, Status, group, make_probe, search
 from llmsizer.sizing.usecase import UseCase
 
 CASE: dict[str, Any] = {
@@ -51,3 +54,22 @@ def test_the_baseline_group_is_not_searched_again(monkeypatch: pytest.MonkeyPatc
     # what a search of the group alone, as the table did before, finds: the same count
     alone = search_missing(u, space, {BF16}, calibrated_for, lambda c: None)[BF16]
     assert alone.rate is not None and levers._rank(space, alone) == levers._rank(space, base.best)
+
+
+def test_a_plan_reuses_its_own_probes_and_gives_the_same_answer() -> None:
+    """A plan keeps its probes (a `ProbeCache` of its own): the timeline and a lever group
+    searched again (fp8 here, bounded by bf16 in the main search) reuse the search's
+    simulations, and the plan equals one that builds every probe afresh."""
+    u = UseCase.model_validate(
+        {**CASE, "candidates": {**CASE["candidates"], "precisions": ["bf16", "fp8"]}}
+    )
+    asked: list[Any] = []
+
+    def fresh(space: Any, config: Any, efficiency: Any) -> Any:
+        asked.append(config)
+        return make_probe(space, config, efficiency)
+
+    uncached = plan_data(plan(u, probes=fresh))
+    cache = ProbeCache()
+    assert plan_data(plan(u, probes=cache)) == uncached == plan_data(plan(u))
+    assert cache.hits > 0 and cache.misses < len(asked)
