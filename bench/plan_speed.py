@@ -1,14 +1,19 @@
 """Plan speed: wall time of `plan` on the sizing examples (issue 11: the lever search must
-stay within 2x of the plan before it).
+stay within 2x of the plan before it) and on `llama3_8b_3gpus` (issue 13: `plan` for 3 GPUs
+<= 2 s wall): the course's Llama 3 8B case (`llama3_8b_h100.yaml`) over H100 SXM, A100 SXM
+80 GB and L40S, priced 3, 2 and 1 $/GPU-hour (illustrative).
 
-    .venv/bin/python bench/plan_speed.py [--no-levers] [NAME ...]   (default: all three)
+    .venv/bin/python bench/plan_speed.py [--no-levers] [NAME ...]   (default: all four)
 
 `--no-levers` leaves out the "what each lever buys" search (`search.levers: false`), to
 separate its cost from the rest of the plan's.
 
 Each example runs in this process once, after the catalogs are loaded; prints one row per
 example: wall and CPU seconds (the machine may be shared: compare CPU seconds),
-configurations in the main search, probe points simulated in it.
+configurations in the main search, probe points simulated in it, and the engine steps
+simulated by the whole plan (every probe, capacity run, curve, band and lever search): the
+work itself, the same on any machine, which CPU seconds only measure when the cores are not
+shared.
 """
 
 from __future__ import annotations
@@ -17,15 +22,43 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import yaml
 
+from llmsizer.sizing import probe
 from llmsizer.sizing.inputs import usecase_from_mapping
 from llmsizer.sizing.plan import plan
 from llmsizer.specs import get_gpu, get_model
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "sizing"
-NAMES = ("llama3_8b_h100", "nemo43b_dgx_h100", "azure_chat_llama31_70b")
+NAMES = ("llama3_8b_3gpus", "llama3_8b_h100", "nemo43b_dgx_h100", "azure_chat_llama31_70b")
+THREE_GPUS = {"h100-sxm": 3.0, "a100-sxm-80gb": 2.0, "l40s": 1.0}  # $/GPU-hour, illustrative
+
+
+def usecase_data(name: str) -> dict[str, Any]:
+    """The use case `name` as a mapping (an example file, or the 3-GPU case built on one)."""
+    if name != "llama3_8b_3gpus":
+        return dict(yaml.safe_load(Path(f"{name}.yaml").read_text()))
+    data = dict(yaml.safe_load(Path("llama3_8b_h100.yaml").read_text()))
+    data["candidates"] = {**data["candidates"], "gpus": list(THREE_GPUS)}
+    source = "illustrative cloud price, not a quote"
+    data["prices"] = {g: {"usd_per_gpu_hour": p, "source": source} for g, p in THREE_GPUS.items()}
+    return data
+
+
+def count_steps() -> list[int]:
+    """Make every probe's simulation add its engine steps to the list returned (one total)."""
+    steps = [0]
+    run = probe.run_instance
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        result = run(*args, **kwargs)
+        steps[0] += result.steps.num_steps
+        return result
+
+    probe.run_instance = counted  # type: ignore[assignment]
+    return steps
 
 
 def main(args: list[str]) -> None:
@@ -33,18 +66,20 @@ def main(args: list[str]) -> None:
     names = [a for a in args if a != "--no-levers"]
     os.chdir(EXAMPLES)
     get_gpu("h100-sxm"), get_model("llama-3-8b")  # catalogs loaded before timing
-    print(f"{'example':<26} {'wall s':>8} {'CPU s':>8} {'configs':>8} {'points':>7}")
+    steps = count_steps()
+    head = f"{'example':<26} {'wall s':>8} {'CPU s':>8} {'configs':>8} {'points':>7}"
+    print(f"{head} {'steps':>10}")
     for name in names or NAMES:
-        data = yaml.safe_load(Path(f"{name}.yaml").read_text())
+        data = usecase_data(name)
         if not levers:
             data["search"] = {**data.get("search", {}), "levers": False}
         usecase = usecase_from_mapping(data)
-        start, cpu = time.perf_counter(), time.process_time()
+        start, cpu, steps[0] = time.perf_counter(), time.process_time(), 0
         result = plan(usecase)
         seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
         points = sum(len(r.points) + len(r.curve) for r in result.results)
         row = f"{name:<26} {seconds:>8.1f} {cpu:>8.1f} {len(result.results):>8} {points:>7}"
-        print(row, flush=True)
+        print(f"{row} {steps[0]:>10,}", flush=True)
 
 
 if __name__ == "__main__":

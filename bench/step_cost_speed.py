@@ -16,6 +16,12 @@ Measured on the development machine (2 shared cores), best of 7, microseconds pe
     before the single step formula (5a18a44):  call 1.50   breakdown 11.2   featurizer row 18.8
     after (step_terms, plain tuples):          call 1.49   breakdown 11.7   featurizer row  6.4
 
+With decode-only steps from a table per batch size (issue 13), on a busier machine, best of
+7 (the same commit's code without the table measured alongside):
+
+    without the table:                         call 1.70
+    with it:                                   call 1.16
+
 (The same mix with `BatchAggregates` and `StepTerms` built as NamedTuple instances in the
 call instead of plain tuples: 1.95 us, 1.3x; one of the two: 1.74 us.)
 """

@@ -73,14 +73,15 @@ BUDGET = {
     "instance": 1000,  # + speculative decoding runs (issue 11); EP, per-architecture fit (issue 10)
     # + 11: the speculative KV over-commit bound (issue 11)
     # + disaggregated pools and their KV link (issue 12)
-    "sizing": 3600,  # the plan pipeline only; + levers, arrivals, price models (issue 11)
+    "sizing": 3650,  # the plan pipeline only; + levers, arrivals, price models (issue 11), ETA
     # + the probe cache and quick plans the studio needs (issue 15); fleet check (issue 12)
     "calibrate": 3350,  # + AIC launch settings, per-architecture fit, layouts read as launched
     # + disaggregated AIC rows (issue 12)
     "collect": 1300,  # issue 16: kernel timing, roofline fit, device entry, decode check
     "fleet": 1200,  # routers, fleet loop, disaggregated pools, autoscaler (issue 12)
-    "cli": 1660,  # + --overwrite on every command that writes, input checks at the edges
+    "cli": 1720,  # + --overwrite on every command that writes, input checks at the edges
     # + 115: errors name flags as typed (a flag table per command), time left on progress
+    # + 47: each command's module imported only when it runs (issue 13, startup)
     # + 130: `collect` (issue 16) and `gpus --factors`; + lever and EP flags (issues 10, 11);
     # + serve (issue 15); + simulate --replicas/--router, plan --router (issue 12)
     "serve": 1300,  # the studio: form, jobs, views, uploads, app (templates not counted)

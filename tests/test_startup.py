@@ -1,5 +1,9 @@
 """Startup stays light: the CLI and a prediction load no plotting library and no scipy
-(about 1.3 s of imports on the development machine); pictures and fits load them on use."""
+(about 1.3 s of imports on the development machine); pictures and fits load them on use.
+
+A one-case `llmsizer predict` (issue 13: <= 0.5 s wall) loads only what it uses: the
+command's own module, not the plan pipeline, the fits, the benchmark client or the reports,
+and stays within a budget of modules (`bench/startup_speed.py` times it)."""
 
 from __future__ import annotations
 
@@ -10,13 +14,32 @@ import pytest
 
 HEAVY = ("matplotlib", "plotly", "scipy", "torch")  # torch: `collect` imports it on use
 
+PREDICT = [
+    *("predict", "--model", "llama-3.1-8b", "--gpu", "h100-sxm"),
+    *("--isl", "100", "--osl", "10", "--concurrency", "1", "--num-requests", "4"),
+]
+# parts of llmsizer and libraries a prediction does not use
+NOT_FOR_PREDICT = (
+    *("llmsizer.sizing", "llmsizer.calibrate", "llmsizer.bench", "llmsizer.report"),
+    *("llmsizer.serve", "llmsizer.fleet", "llmsizer.config", "llmsizer.collect"),
+    *("httpx", "asyncio", "starlette", "jinja2", *HEAVY),
+)
+# modules loaded by a one-case predict (interpreter, numpy, pydantic, typer, rich, yaml and
+# llmsizer's own): 524 on 2026-11-23 (`import llmsizer.cli` loaded 679 before issue 13)
+PREDICT_MODULE_BUDGET = 560
 
-def _loaded_after(code: str) -> set[str]:
-    probe = f"import sys\n{code}\nprint(' '.join(sorted(sys.modules)))"
+
+def _modules_after(code: str) -> set[str]:
+    probe = f"import sys\ntry:\n    {code}\nexcept SystemExit:\n    pass\n"
+    probe += "print('\\nMODULES', ' '.join(sorted(sys.modules)))"
     out = subprocess.run(
         [sys.executable, "-c", probe], check=True, capture_output=True, text=True
     ).stdout
-    return {name.split(".")[0] for name in out.split()}
+    return set(out.rpartition("\nMODULES ")[2].split())
+
+
+def _loaded_after(code: str) -> set[str]:
+    return {name.split(".")[0] for name in _modules_after(code)}
 
 
 @pytest.mark.parametrize(
@@ -34,3 +57,19 @@ def test_no_heavy_library_is_loaded(code: str) -> None:
 
 def test_a_picture_still_loads_its_library_on_demand() -> None:
     assert "matplotlib" in _loaded_after("from llmsizer.report import timeline_png")
+
+
+def test_a_prediction_loads_only_what_it_uses() -> None:
+    run = f"sys.argv = ['llmsizer', *{PREDICT!r}]; import llmsizer.cli; llmsizer.cli.main()"
+    loaded = _modules_after(run)
+    assert "llmsizer.instance.predict" in loaded  # it did predict
+    unused = {m for m in loaded if m.startswith(NOT_FOR_PREDICT)}
+    assert not unused, f"a one-case predict imported {sorted(unused)}"
+    assert len(loaded) <= PREDICT_MODULE_BUDGET
+
+
+def test_the_command_line_imports_no_command_before_it_runs() -> None:
+    loaded = _modules_after("import llmsizer.cli")
+    assert not {m for m in loaded if m.startswith(("llmsizer.cli.", "llmsizer.sizing"))} - {
+        "llmsizer.cli.common"
+    }

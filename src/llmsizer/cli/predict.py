@@ -15,12 +15,6 @@ import typer
 from pydantic import ValidationError
 from rich.table import Table
 
-from llmsizer.calibrate.step_calibration import KIND as FITTED_STEP_COST
-from llmsizer.calibrate.step_calibration import (
-    calibration_kind,
-    load_step_calibration,
-    predict_calibrated,
-)
 from llmsizer.cli.common import (
     OVERWRITE_HELP,
     dashed,
@@ -30,15 +24,13 @@ from llmsizer.cli.common import (
     progress_bar,
     write_json,
 )
-from llmsizer.config import format_validation_error, load_efficiency
-from llmsizer.errors import name_flags, read_csv_rows
+from llmsizer.errors import format_validation_error, name_flags, read_csv_rows
 from llmsizer.instance import Prediction, PredictSpec
 from llmsizer.instance import predict as run_predict
 from llmsizer.output import refuse_existing, write_atomic
 from llmsizer.perf import Deployment, EfficiencyFactors
-from llmsizer.perf.calibrated import read_calibration
+from llmsizer.perf.calibrated import load_calibration, read_calibration
 from llmsizer.perf.levers import fallback_note
-from llmsizer.report import print_summary
 
 SHOWN = (
     ("mean_ttft_ms", "mean TTFT (ms)"),
@@ -88,6 +80,9 @@ def _predict_fitted(
     seed: int,
 ) -> None:
     """`predict` with a step cost fitted to a server (`llmsizer calibrate`): no GPU model."""
+    from llmsizer.calibrate.step_calibration import load_step_calibration, predict_calibrated
+    from llmsizer.report import print_summary
+
     if isl is None or osl is None:
         raise ValueError("--isl and --osl are needed to predict with a fitted step cost")
     try:
@@ -107,6 +102,13 @@ def _predict_fitted(
     print_summary(out, summary, title=f"predicted with the fitted step cost in {path}")
     if json_out:
         write_json(json_out, summary)
+
+
+def _is_fitted_step_cost(path: Path) -> bool:
+    # imported here: `calibrate` is needed only with a calibration file (startup)
+    from llmsizer.calibrate.step_calibration import KIND, calibration_kind
+
+    return calibration_kind(path) == KIND
 
 
 def _blank(value: str | None) -> Any:
@@ -247,12 +249,12 @@ def predict(
     Poisson arrivals at --request-rate, or --offline (all requests at once).
     """
     refuse_existing((out_csv, json_out), overwrite=overwrite)
-    if calibration is not None and calibration_kind(calibration) == FITTED_STEP_COST:
+    if calibration is not None and _is_fitted_step_cost(calibration):
         _predict_fitted(
             calibration, isl, osl, concurrency, request_rate, json_out, num_requests, seed
         )
         return
-    efficiency = load_efficiency(calibration)
+    efficiency = None if calibration is None else load_calibration(calibration)
     if gpu is None and calibration is not None and read_calibration(calibration).device:
         gpu = str(calibration)  # a collected file prices the device it was measured on
     if cases is not None:

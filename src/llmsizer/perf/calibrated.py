@@ -35,7 +35,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from llmsizer.errors import format_validation_error, read_yaml_mapping
+from llmsizer.errors import format_validation_error, parse_yaml, read_yaml_mapping
 from llmsizer.output import write_atomic
 from llmsizer.perf.efficiency import EfficiencyFactors, EnginePreset, default_efficiency
 from llmsizer.specs.gpus import gpu_from_entry
@@ -138,7 +138,7 @@ def packaged_calibration(
     data = resources.files("llmsizer.perf").joinpath("data")
     specific = data.joinpath(f"{name}_{architecture}.yaml")
     chosen = specific if architecture and specific.is_file() else data.joinpath(f"{name}.yaml")
-    return parse_calibration(yaml.safe_load(chosen.read_text()), chosen.name)
+    return parse_calibration(parse_yaml(chosen.read_text()), chosen.name)
 
 
 def packaged_architectures(engine: EnginePreset | str) -> tuple[str, ...]:

@@ -215,6 +215,8 @@ class StepModel:
     efficiency: EfficiencyFactors = field(default_factory=default_efficiency)
     constants: StepConstants = field(init=False, repr=False, compare=False)
     part_rates: tuple[tuple[float, float], ...] = field(init=False, repr=False, compare=False)
+    # decode-only steps by number of sequences: everything but their attention (a cache)
+    _decode: dict[int, _DecodeStep] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         c = build_constants(self.deployment, self.efficiency)
@@ -223,11 +225,49 @@ class StepModel:
             (getattr(c, flops), getattr(c, bytes_)) for flops, bytes_ in PART_RATES.values()
         )
         object.__setattr__(self, "part_rates", rates)
+        object.__setattr__(self, "_decode", {})
 
     def __call__(self, batch: BatchLike) -> float:
         """Seconds for one step over `batch` (latency through all pipeline stages)."""
         c = self.constants
+        n = batch.num_decode_seqs
+        if n and not batch.prefill_chunks:  # decode only: most steps (`_decode_step`)
+            d = self._decode.get(n) or self._decode_step(n)
+            dec_c, dec_m = _decode_attention(c, n, batch.num_decode_context_tokens)
+            layer_work = d.layers_before_s + (dec_c if dec_c >= dec_m else dec_m) + d.elementwise_s
+            return layer_work + d.lm_head_s + d.communication_s + d.overhead_s
         return step_time_s(c, step_terms(c, aggregate(batch, c.window)))
+
+    def _decode_step(self, n: int) -> _DecodeStep:
+        """The parts of a step of `n` decoding sequences that do not depend on the context
+        they read, summed in the order `step_time_s` and `measure` sum them, so that a
+        decode-only step costs the same to the bit (tested) in a third of the time."""
+        c = self.constants
+        no_context = aggregate(decode_batch(n, 0), c.window)
+        (lin_c, lin_m, exp_c, exp_m, head_c, head_m, pre_c, pre_m, _, _,
+         elementwise_s, ar_link_s, ar_latency_s, send_link_s, send_latency_s,
+         step_s, layers_s, prefill_layers_s) = step_terms(c, no_context)  # fmt: skip
+        terms = (lin_c, lin_m, exp_c, exp_m, head_c, head_m, pre_c, pre_m)
+        flops = memory = 0.0
+        for i, (flops_per_s, bytes_per_s) in enumerate(self.part_rates[:4]):
+            flops += terms[2 * i] * flops_per_s
+            memory += terms[2 * i + 1] * bytes_per_s
+        d = _DecodeStep(
+            layers_before_s=(lin_c if lin_c >= lin_m else lin_m)
+            + (exp_c if exp_c >= exp_m else exp_m)
+            + prefill_layers_s
+            + (pre_c if pre_c >= pre_m else pre_m),
+            elementwise_s=elementwise_s,
+            lm_head_s=head_c if head_c >= head_m else head_m,
+            communication_s=c.num_allreduces * (ar_latency_s + ar_link_s)
+            + c.num_pipeline_sends * (send_latency_s + send_link_s),
+            overhead_s=step_s + layers_s,
+            flops_before=flops,
+            bytes_before=memory,
+            elementwise_bytes=elementwise_s * c.gemm_bytes_per_s,
+        )
+        self._decode[n] = d
+        return d
 
     def lm_head_time_s(self, num_rows: int) -> float:
         """Output-projection time for `num_rows` positions that need logits."""
@@ -242,6 +282,15 @@ class StepModel:
         `breakdown` counts, from the same terms, for MFU and MBU over every step (about
         1.5x a plain call; `breakdown` is 8x)."""
         c = self.constants
+        n = batch.num_decode_seqs
+        if n and not batch.prefill_chunks:  # decode only, as in `__call__`
+            d = self._decode.get(n) or self._decode_step(n)
+            dec_c, dec_m = _decode_attention(c, n, batch.num_decode_context_tokens)
+            layer_work = d.layers_before_s + (dec_c if dec_c >= dec_m else dec_m) + d.elementwise_s
+            time_s = layer_work + d.lm_head_s + d.communication_s + d.overhead_s
+            flops_rate, bytes_rate = self.part_rates[4]
+            memory = (d.bytes_before + dec_m * bytes_rate) + d.elementwise_bytes
+            return time_s, d.flops_before + dec_c * flops_rate, memory
         terms = step_terms(c, aggregate(batch, c.window))
         flops = memory = 0.0
         for i, (flops_per_s, bytes_per_s) in enumerate(self.part_rates):
@@ -261,6 +310,35 @@ class StepModel:
         return StepBreakdown(
             step_time_s(c, terms), stage_interval_s(c, terms), _parts(c, a, terms), a.num_tokens
         )
+
+
+class _DecodeStep(NamedTuple):
+    """A decode-only step of n sequences but for its attention (`StepModel._decode_step`):
+    seconds of the layers' parts before decode attention, elementwise, output projection,
+    collectives and overheads; FLOPs and bytes of the roofline parts before decode
+    attention, and the elementwise bytes."""
+
+    layers_before_s: float
+    elementwise_s: float
+    lm_head_s: float
+    communication_s: float
+    overhead_s: float
+    flops_before: float
+    bytes_before: float
+    elementwise_bytes: float
+
+
+def _decode_attention(c: StepConstants, n: int, context_tokens: int) -> tuple[float, float]:
+    """(compute, memory) seconds of decode attention: `aggregate` and `step_terms`' terms
+    for `n` sequences reading `context_tokens` keys in all, with the same operations."""
+    keys_full = float(context_tokens)
+    keys_window = min(keys_full, float(n * c.window)) if c.window else 0.0
+    keys = c.full_layers * keys_full + c.window_layers * keys_window
+    compute_s = keys * c.decode_flops_per_pair / c.attention_flops_per_s
+    memory_s = (
+        keys * c.kv_bytes_per_token_per_layer + n * c.attention_act_bytes_per_token
+    ) / c.attention_bytes_per_s
+    return compute_s, memory_s
 
 
 def _parts(c: StepConstants, a: BatchAggregates, t: StepTerms) -> tuple[PartCost, ...]:

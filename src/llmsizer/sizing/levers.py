@@ -30,10 +30,12 @@ from llmsizer.sizing.configuration import Sizing
 from llmsizer.sizing.search import (
     ConfigResult,
     Group,
+    MakeProbe,
     Progress,
     SearchSpace,
     SpecEfficiency,
     Status,
+    best_by_gpu,
     group,
     objective,
     search,
@@ -68,9 +70,11 @@ def lever_table(
     gpu: str,
     efficiency: SpecEfficiency,
     progress: Progress | None = None,
+    probes: MakeProbe | None = None,
 ) -> tuple[LeverRow, ...]:
     """The rows of the module docstring for `gpu`; `progress` is called as the searches
-    settle configurations (a caller may raise from it to stop the table)."""
+    settle configurations (a caller may raise from it to stop the table). `probes` builds
+    the probes (the plan's `ProbeCache`: a group searched again reuses its simulations)."""
     cands = usecase.candidates
     wanted: dict[str, list[Group]] = {BASELINE: [(gpu, "bf16", False, 0)]}
     own = [p.value for p in search_precisions(get_gpu(gpu))]
@@ -83,11 +87,11 @@ def lever_table(
     found = _exact_groups(space, results)
     missing = {g for groups in wanted.values() for g in groups} - set(found)
     starts = _warm_starts(results)
-    found.update(_search_missing(usecase, space, missing, efficiency, starts, progress))
+    found.update(_search_missing(usecase, space, missing, efficiency, starts, progress, probes))
     best = {name: _best_of(space, found, groups) for name, groups in wanted.items()}
     combo = _combination(best)
     if combo is not None and combo not in found:
-        found.update(_search_missing(usecase, space, {combo}, efficiency, starts, progress))
+        found.update(_search_missing(usecase, space, {combo}, efficiency, starts, progress, probes))
     rows = [_row(usecase, space, name, best[name]) for name in wanted]
     everything = [g for g in found if g[0] == gpu]
     rows.append(_row(usecase, space, COMBINED, _best_of(space, found, everything)))
@@ -125,6 +129,7 @@ def _search_missing(
     efficiency: SpecEfficiency,
     starts: Callable[[DeploymentSpec], float | None],
     progress: Progress | None = None,
+    probes: MakeProbe | None = None,
 ) -> dict[Group, ConfigResult]:
     """The best of each group in `groups`, from one search without curves, each
     configuration's rate search warm-started where `starts` knows a fraction."""
@@ -140,7 +145,7 @@ def _search_missing(
         space, configs=configs, curves=False, settle_on_objective=True, per_group=True
     )
     warm = {c: f for c in configs if (f := starts(c)) is not None}
-    found = _best_by_group(sub, search(sub, efficiency, progress, starts=warm))
+    found = _best_by_group(sub, search(sub, efficiency, progress, starts=warm, probes=probes))
     return {g: r for g, r in found.items() if g in groups}
 
 
@@ -166,8 +171,16 @@ def _exact_groups(
     space: SearchSpace, results: tuple[ConfigResult, ...]
 ) -> dict[Group, ConfigResult]:
     """The groups whose best the main search settled exactly: none of their configurations
-    was dropped by the bound of another group (the main search bounds per GPU)."""
-    bounded = {group(r.config) for r in results if r.status is Status.BOUNDED}
+    was dropped by the bound of another group. The main search bounds per GPU, and a bound
+    only drops a configuration that cannot beat an incumbent, which is never better than
+    the GPU's final best: so drops inside the group of the GPU's best leave that group
+    exact (pruning: the baseline's group is not searched twice)."""
+    winners = {r.config.gpu: group(r.config) for r in best_by_gpu(space, results).values()}
+    bounded = {
+        group(r.config)
+        for r in results
+        if r.status is Status.BOUNDED and group(r.config) != winners.get(r.config.gpu)
+    }
     return {g: r for g, r in _best_by_group(space, results).items() if g not in bounded}
 
 

@@ -40,6 +40,7 @@ from llmsizer.sizing.explain import explain
 from llmsizer.sizing.lengths import build_lengths, length_variants
 from llmsizer.sizing.levers import LeverRow, lever_table
 from llmsizer.sizing.probe import Lengths
+from llmsizer.sizing.probe_cache import ProbeCache
 from llmsizer.sizing.result import CandidatePlan, PlanResult, Timeline
 from llmsizer.sizing.search import (
     ConfigResult,
@@ -48,7 +49,6 @@ from llmsizer.sizing.search import (
     SearchSpace,
     SpecEfficiency,
     closest,
-    make_probe,
     objective,
     search,
 )
@@ -76,13 +76,14 @@ def plan(
     the unfitted `default_efficiency`), or `None`: the shipped fit per engine and GPU
     architecture (`calibrated_for`).
     `progress(done, total)` is called as configurations are settled. `probes` builds each
-    configuration's probe (default `make_probe`; a `ProbeCache` keeps them across plans).
+    configuration's probe (default: a `ProbeCache` of this plan's own, so that the timeline
+    and the lever table reuse the search's probes; a cache passed in keeps them across plans).
     `quick`: the answer only, without the uncertainty band and the timeline (both simulate
     the winner again): what the studio shows first.
     """
     priced = _efficiency_function(efficiency)
     space = search_space(usecase)
-    probes = make_probe if probes is None else probes
+    probes = ProbeCache() if probes is None else probes
     results = search(space, priced, progress, probes=probes)
     candidates = _rank(usecase, space, results)
     result = PlanResult(
@@ -103,7 +104,7 @@ def plan(
         result = _with_band_and_timeline(result, space, priced, probes)
         if progress is not None:  # a checkpoint: a caller may stop here (the studio's cancel)
             progress(len(space.configs), len(space.configs))
-        levers = _levers(usecase, space, results, candidates, priced, progress)
+        levers = _levers(usecase, space, results, candidates, priced, progress, probes)
         result = dataclasses.replace(result, levers=levers)
     return dataclasses.replace(result, explanation=explain(result))
 
@@ -115,11 +116,14 @@ def _levers(
     candidates: tuple[CandidatePlan, ...],
     efficiency: SpecEfficiency,
     progress: Progress | None,
+    probes: MakeProbe,
 ) -> tuple[LeverRow, ...]:
     """What each lever buys on the winner's GPU (the first candidate's when none wins)."""
     if not usecase.search.levers:
         return ()
-    return lever_table(usecase, space, results, candidates[0].gpu, efficiency, progress)
+    return lever_table(
+        usecase, space, results, candidates[0].gpu, efficiency, progress, probes=probes
+    )
 
 
 def _with_band_and_timeline(

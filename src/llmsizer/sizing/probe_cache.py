@@ -44,6 +44,14 @@ class ProbeCache:
         self.hits = 0
         self.misses = 0
 
+    def __getstate__(self) -> dict[str, int]:
+        # a copy in another process (a sweep's worker) starts empty: the lock cannot travel,
+        # and probes are cheaper to rebuild there than to send
+        return {"max_probes": self.max_probes}
+
+    def __setstate__(self, state: dict[str, int]) -> None:
+        self.__init__(state["max_probes"])  # type: ignore[misc]
+
     def __len__(self) -> int:
         return len(self._probes)
 

@@ -20,9 +20,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from llmsizer.errors import read_yaml_mapping
+from llmsizer.errors import parse_yaml, read_yaml_mapping
 from llmsizer.specs.dtypes import Precision
 from llmsizer.specs.names import build_index, normalize_name, unknown_name_error
 from llmsizer.units import GB, GB_S, TB_S, TFLOPS
@@ -87,7 +85,7 @@ class GpuSpec:
 def gpu_catalog() -> dict[str, GpuSpec]:
     """Every catalog GPU by key, loaded once from `data/gpus.yaml`."""
     text = resources.files("llmsizer.specs").joinpath("data/gpus.yaml").read_text()
-    raw = yaml.safe_load(text)
+    raw = parse_yaml(text)
     return {key: _gpu_from_yaml(key, entry) for key, entry in raw.items()}
 
 

@@ -13,8 +13,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-import yaml
-
+from llmsizer.errors import parse_yaml
 from llmsizer.specs.gpus import GpuSpec, get_gpu
 from llmsizer.specs.names import build_index, normalize_name, unknown_name_error
 from llmsizer.units import GB_S
@@ -53,7 +52,7 @@ class SystemSpec:
 def system_catalog() -> dict[str, SystemSpec]:
     """Every catalog system by key, loaded once from `data/systems.yaml`."""
     text = resources.files("llmsizer.specs").joinpath("data/systems.yaml").read_text()
-    return {key: _system_from_yaml(key, entry) for key, entry in yaml.safe_load(text).items()}
+    return {key: _system_from_yaml(key, entry) for key, entry in parse_yaml(text).items()}
 
 
 @cache

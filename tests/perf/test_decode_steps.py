@@ -1,0 +1,50 @@
+"""Decode-only steps take a shortcut (`StepModel._decode_step`: everything but attention
+kept per number of sequences) that must cost exactly what the general formula costs, to the
+bit: committed plans and predictions hold full-precision results."""
+
+import numpy as np
+import pytest
+
+from llmsizer.perf.batch_shape import BatchShape, ChunkShape, aggregate
+from llmsizer.perf.step import StepModel, step_terms, step_time_s
+from llmsizer.sim import Batch
+from tests.perf.test_step_golden import DEPLOYMENTS, step_model
+
+
+def general(step: StepModel, batch: BatchShape | Batch) -> tuple[float, float, float]:
+    """(time, FLOPs, bytes) by the general formula, as `measure` sums them without the table."""
+    c = step.constants
+    terms = step_terms(c, aggregate(batch, c.window))
+    flops = memory = 0.0
+    for i, (flops_per_s, bytes_per_s) in enumerate(step.part_rates):
+        flops += terms[2 * i] * flops_per_s
+        memory += terms[2 * i + 1] * bytes_per_s
+    memory += terms[10] * c.gemm_bytes_per_s
+    return step_time_s(c, terms), flops, memory
+
+
+@pytest.mark.parametrize("name", DEPLOYMENTS)
+def test_decode_steps_cost_what_the_formula_says_to_the_bit(name: str) -> None:
+    step = step_model(name)
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        n = int(rng.integers(1, 600))
+        context = int(n * rng.integers(1, 40_000))
+        batch = Batch(num_decode_seqs=n, num_decode_context_tokens=context)
+        expected = general(step, batch)
+        assert step(batch) == expected[0]  # twice: the first call fills the table
+        assert step(batch) == expected[0]
+        assert step.measure(batch) == expected
+        assert step.breakdown(batch).time_s == expected[0]
+
+
+def test_steps_with_prompt_work_or_nothing_take_the_general_path() -> None:
+    step = step_model("moe-window")
+    for batch in (
+        BatchShape(),
+        BatchShape((ChunkShape(512, 100),)),
+        BatchShape((ChunkShape(512, 100),), 31, 31 * 900),
+    ):
+        assert step(batch) == general(step, batch)[0]
+        assert step.measure(batch) == general(step, batch)
+    assert step(BatchShape()) == 0.0
