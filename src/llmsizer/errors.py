@@ -164,7 +164,7 @@ def import_extra(module: str, extra: str, feature: str) -> Any:
     except ModuleNotFoundError as e:
         if e.name is not None and e.name.split(".")[0] == "llmsizer":
             raise  # our own module missing is a bug, not a missing extra
+        missing = (e.name or module).split(".")[0]
         raise MissingExtraError(
-            f"{feature} needs {e.name or module}, which is not installed: "
-            f"pip install 'llmsizer[{extra}]'"
+            f"{feature} needs {missing}, which is not installed: pip install 'llmsizer[{extra}]'"
         ) from None
