@@ -14,16 +14,18 @@ For each executor and worker count it reports
   in this process;
 - the per-task overhead: the wall time of 200 empty tasks sent one by one (one pickle
   round trip each; for Ray also its scheduling and object store), over 200;
+- the CPU seconds a row took in its worker, and the CPU share: the rows' CPU time over
+  wall time x workers, 100 % when every worker had a core of its own the whole time;
 
 and checks that every executor returned the same rows, value for value. Wall time is the
-measure here (parallel speed is the point), so run it on an otherwise idle machine; the
-load average at the start is printed beside the figures.
+measure of parallel speed, so run it on an otherwise idle machine: the CPU share shows how
+far other processes held the workers back (the load average at the start is printed too).
 
-From the one-worker figures it then estimates a sweep of `--configs` configurations on a
-cluster of `--nodes` nodes of `--cpus-per-node` CPUs (DESIGN.md, "Sweeps on Ray"):
-chunks of about four per CPU (`llmsizer.sweep.chunk_size`); wall time = configurations x
-seconds per row / CPUs, plus one chunk's time (the last wave) and the tasks' overheads
-spread over the CPUs; CPU time is what the nodes are billed for while they run it.
+From the CPU time a row takes in process and Ray's per-task overhead it then estimates a
+sweep of `--configs` configurations on a cluster of `--nodes` nodes of `--cpus-per-node`
+CPUs (DESIGN.md, "Sweeps"): chunks of about four per CPU (`llmsizer.sweep.chunk_size`);
+wall time = configurations x seconds per row / CPUs, plus one chunk's time (the last
+wave) and the tasks' overheads spread over the CPUs; node time is what is billed.
 """
 
 from __future__ import annotations
@@ -55,6 +57,13 @@ def cases(n: int) -> list[dict[str, str]]:
 
 def _noop(x: int) -> int:
     return x
+
+
+def _timed(row: dict[str, str]) -> tuple[dict[str, Any], float]:
+    """A row's prediction and the CPU seconds its worker spent on it."""
+    t0 = time.process_time()
+    result = _predict_row(row, None)
+    return result, time.process_time() - t0
 
 
 @contextmanager
@@ -94,25 +103,28 @@ def _overhead_s(sweep: Sweep) -> float:
 def measure(
     name: str, opener: Callable[[], Any], rows: list[dict[str, str]], repeat: int
 ) -> dict[str, Any]:
-    job = partial(_predict_row, efficiency=None)
     t0 = time.perf_counter()
     with opener() as sweep:
-        sweep.map(job, rows[: 2 * sweep.workers])  # every worker imports and warms up
+        sweep.map(_timed, rows[: 2 * sweep.workers])  # every worker imports and warms up
         start_s = time.perf_counter() - t0
-        best, results = math.inf, []
+        best, timed = math.inf, []
         for _ in range(repeat):
             t1 = time.perf_counter()
-            results = sweep.map(job, rows)
-            best = min(best, time.perf_counter() - t1)
+            got = sweep.map(_timed, rows)
+            if time.perf_counter() - t1 < best:
+                best, timed = time.perf_counter() - t1, got
         overhead = _overhead_s(sweep)
         workers = sweep.workers
+    cpu_s = sum(c for _, c in timed)
     return {
         "name": name,
         "workers": workers,
         "start_s": start_s,
         "sweep_s": best,
         "overhead_s": overhead,
-        "results": results,
+        "cpu_per_row_s": cpu_s / len(rows),
+        "cpu_share": cpu_s / (best * workers),
+        "results": [r for r, _ in timed],
     }
 
 
@@ -136,19 +148,22 @@ def main() -> None:
     if not args.no_ray:
         runs += [measure("ray", partial(_ray, w), rows, args.repeat) for w in counts]
     base = runs[0]["sweep_s"]
-    head = ("executor", "workers", "start (s)", "sweep (s)", "rows/s", "speed-up", "task (ms)")
+    head = ("executor", "workers", "start (s)", "sweep (s)", "rows/s", "speed-up")
+    head += ("task (ms)", "CPU a row (ms)", "CPU share")
     print("| " + " | ".join(head) + " |\n" + "|---" * len(head) + "|")
     for r in runs:
         print(
             f"| {r['name']} | {r['workers']} | {r['start_s']:.2f} | {r['sweep_s']:.2f} | "
             f"{len(rows) / r['sweep_s']:.1f} | {base / r['sweep_s']:.2f}x | "
-            f"{r['overhead_s'] * 1e3:.2f} |"
+            f"{r['overhead_s'] * 1e3:.2f} | {r['cpu_per_row_s'] * 1e3:.1f} | "
+            f"{r['cpu_share']:.0%} |"
         )
     same = all(repr(r["results"]) == repr(runs[0]["results"]) for r in runs)
     print(f"same rows from every executor: {same}")
     ray_runs = [r for r in runs if r["name"] == "ray"]
     overhead = max(r["overhead_s"] for r in ray_runs) if ray_runs else runs[0]["overhead_s"]
-    estimate(args.configs, args.nodes, args.cpus_per_node, base / len(rows), overhead)
+    row_s = runs[0]["cpu_per_row_s"]  # on a node of its own, a row takes its CPU time
+    estimate(args.configs, args.nodes, args.cpus_per_node, row_s, overhead)
     if not same:
         raise SystemExit("the executors disagree")
 

@@ -8,6 +8,7 @@ CI (`CI` set), which installs it, where they fail."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import os
 import sys
@@ -18,8 +19,10 @@ from typing import Any
 
 import numpy as np
 import pytest
+from typer.testing import CliRunner
 
 from llmsizer.calibrate.record import record_traces
+from llmsizer.cli import app
 from llmsizer.cli.predict import _predict_row, run_cases
 from llmsizer.errors import MissingExtraError, read_csv_rows
 from llmsizer.instance import PredictSpec
@@ -195,3 +198,30 @@ def test_a_plan_search_on_ray_equals_the_serial_search(on_ray: Sweep) -> None:
     serial = search(space, lambda spec: default_efficiency(spec.preset))
     assert search_on(on_ray, space, lambda spec: default_efficiency(spec.preset)) == serial
     assert plan(usecase, sweep=on_ray) == plan(usecase)
+
+
+PLAN_FLAGS = [
+    "plan", "--model", "llama-3-8b", "--isl", "2000", "--osl", "200", "--peak-rps", "50",
+    "--ttft-ms", "300", "--gpu", "h100-sxm,l40s", "--tp", "1,2",
+]  # fmt: skip
+
+
+def test_plan_on_ray_from_the_command_line_writes_the_same_plan(
+    on_ray: Sweep, tmp_path: Path
+) -> None:
+    runner = CliRunner()
+    here, there = tmp_path / "here.json", tmp_path / "ray.json"
+    r = runner.invoke(app, [*PLAN_FLAGS, "--json", str(here)])
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(app, [*PLAN_FLAGS, "--json", str(there), "--ray"])
+    assert r.exit_code == 0, r.output
+    assert "running on Ray (this machine): 2 CPUs" in r.output
+    assert json.loads(there.read_text()) == json.loads(here.read_text())
+
+
+def test_ray_flags_without_a_sweep_are_refused() -> None:
+    r = CliRunner().invoke(
+        app, ["predict", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--ray"]
+    )
+    assert r.exit_code != 0
+    assert "--ray and --ray-address run the rows of --cases" in str(r.exception)
