@@ -9,6 +9,7 @@ import sys
 import pytest
 
 HEAVY = ("matplotlib", "plotly", "scipy", "torch")  # torch: `collect` imports it on use
+HEAVY += ("ray",)  # `--ray` imports it (`llmsizer.sweep`), and it is an extra (issue 13)
 
 
 def _loaded_after(code: str) -> set[str]:
