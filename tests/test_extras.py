@@ -33,11 +33,29 @@ def test_a_picture_without_the_plots_extra_names_it(tmp_path: Path) -> None:
     )
     assert r.returncode == 2, r.stderr
     said = " ".join(r.stderr.split())  # the console wraps long lines
-    assert "drawing (timeline_png) needs matplotlib, which is not installed" in said
+    assert f"a PNG ({png}) needs matplotlib, which is not installed" in said
     assert "pip install 'llmsizer[plots]'" in said
     assert "Traceback" not in r.stderr
-    assert "mean_ttft_ms" in r.stdout or "TTFT" in r.stdout  # the summary came first
+    assert r.stdout == ""  # refused before simulating
     assert not png.exists()
+
+
+def test_plan_html_without_plotly_is_refused_before_planning(tmp_path: Path) -> None:
+    html = tmp_path / "plan.html"
+    argv = ["llmsizer", "plan", "--model", "llama-3.1-8b", "--isl", "2000", "--osl", "200"]
+    argv += ["--peak-rps", "70", "--ttft-ms", "500", "--html", str(html)]
+    r = _run_without(("plotly",), f"sys.argv = {argv!r}\nfrom llmsizer.cli import main\nmain()")
+    assert r.returncode == 2, r.stderr
+    said = " ".join(r.stderr.split())
+    assert "needs plotly, which is not installed: pip install 'llmsizer[plots]'" in said
+    assert r.stdout == "" and not html.exists()
+
+
+def test_a_drawing_asked_of_the_report_names_the_extra() -> None:
+    r = _run_without(("matplotlib",), "from llmsizer import report\nreport.timeline_png")
+    assert r.returncode == 1
+    said = " ".join(r.stderr.split())
+    assert "drawing (timeline_png) needs matplotlib" in said and "llmsizer[plots]" in said
 
 
 def test_plan_html_without_plotly_names_the_extra() -> None:

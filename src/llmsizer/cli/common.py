@@ -14,6 +14,7 @@ from pydantic import BaseModel
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+from llmsizer.errors import import_extra
 from llmsizer.output import write_atomic
 from llmsizer.sweep import Sweep, open_sweep
 
@@ -100,3 +101,12 @@ def sweep_for(workers: int | None, ray: bool, ray_address: str | None) -> Iterat
             where = ray_address or "this machine"
             err.print(f"running on Ray ({where}): {sweep.workers} CPUs", highlight=False)
         yield sweep
+
+
+def require_plots(png: Path | None, html: Path | None) -> None:
+    """Before any work: a picture asked for needs the extra `plots` (matplotlib draws the
+    PNG, plotly the HTML); a missing one is an error naming it."""
+    if png is not None:
+        import_extra("matplotlib", "plots", f"a PNG ({png})")
+    if html is not None:
+        import_extra("plotly", "plots", f"an HTML report ({html})")

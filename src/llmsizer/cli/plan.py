@@ -15,6 +15,7 @@ from llmsizer.cli.common import (
     err,
     out,
     progress_bar,
+    require_plots,
     sweep_for,
 )
 from llmsizer.config import load_efficiency, load_usecase
@@ -95,6 +96,7 @@ def plan(
         engine=engine, headroom=headroom, offline=offline, sequential=sequential, trace=trace,
     )  # fmt: skip
     refuse_existing((json_out, html), overwrite=overwrite)
+    require_plots(None, html)
     if router is not None and router not in ROUTERS:
         raise ValueError(f"unknown router {router!r}; choose one of {', '.join(ROUTERS)}")
     usecase = load_usecase(usecase_file, flags)

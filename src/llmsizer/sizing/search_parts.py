@@ -16,7 +16,8 @@ configuration already holds.
 
 The jobs carry the efficiency function and the probe maker: a process pool pickles them, so
 they must be module-level functions or picklable objects (`plan` builds them so); Ray's
-pickler takes closures too.
+pickler takes closures too. A `ProbeCache` holds a lock and lives in one process: the
+studio, which keeps one, searches in process.
 """
 
 from __future__ import annotations
