@@ -86,8 +86,9 @@ BUDGET = {
     "cli": 1540  # + --overwrite on every command that writes, input checks at the edges
     # + 130: `collect` (issue 16) and `gpus --factors`; + lever and EP flags (issues 10, 11);
     # + serve (issue 15); + simulate --replicas/--router, plan --router (issue 12)
-    # + 60: --ray, --ray-address, plan --workers (issue 13)
-    + 60,
+    # + 70: --ray, --ray-address, plan --workers, pictures refused early without the
+    # plots extra (issue 13)
+    + 70,
     "serve": 1300,  # the studio: form, jobs, views, uploads, app (templates not counted)
 }
 MAX_MODULE_LINES = 400
