@@ -86,25 +86,31 @@ def test_a_missing_ray_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(scope="module")
 def ray_head() -> Iterator[Any]:
-    """Ray started once for the module: a head on 127.0.0.1 with 2 CPUs, no dashboard."""
-    try:
-        import ray
-    except ImportError:
-        reason = "needs the extra llmsizer[ray] (pip install 'llmsizer[ray]')"
-        if os.environ.get("CI"):
-            pytest.fail(f"{reason}, and CI is set: CI installs it", pytrace=False)
-        pytest.skip(reason)
-    ray.init(
-        address="local",
-        num_cpus=2,
-        include_dashboard=False,
-        log_to_driver=False,
-        _node_ip_address="127.0.0.1",
-    )
-    try:
-        yield ray
-    finally:
-        ray.shutdown()
+    """Ray started once for the module: a head on 127.0.0.1 with 2 CPUs, no dashboard.
+
+    Ray replaces a loopback node address with the machine's routable one, except where it
+    keeps clusters local (its switch for Windows and macOS, read when `ray` is imported):
+    that switch keeps the test's head, and its workers, on 127.0.0.1."""
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+        try:
+            import ray
+        except ImportError:
+            reason = "needs the extra llmsizer[ray] (pip install 'llmsizer[ray]')"
+            if os.environ.get("CI"):
+                pytest.fail(f"{reason}, and CI is set: CI installs it", pytrace=False)
+            pytest.skip(reason)
+        ray.init(
+            address="local",
+            num_cpus=2,
+            include_dashboard=False,
+            log_to_driver=False,
+            _node_ip_address="127.0.0.1",
+        )
+        try:
+            yield ray
+        finally:
+            ray.shutdown()
 
 
 @pytest.fixture(scope="module")
@@ -143,8 +149,9 @@ def assert_same(a: Any, b: Any) -> None:
         assert a == b
 
 
-def test_ray_runs_every_item_in_order(on_ray: Sweep) -> None:
+def test_ray_runs_every_item_in_order(on_ray: Sweep, ray_head: Any) -> None:
     assert isinstance(on_ray, RayCluster) and on_ray.workers == 2
+    assert [node["NodeManagerAddress"] for node in ray_head.nodes()] == ["127.0.0.1"]
     seen: list[tuple[int, int]] = []
     assert on_ray.map(square, list(range(50)), lambda d, t: seen.append((d, t))) == [
         x * x for x in range(50)
