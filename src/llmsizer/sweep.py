@@ -170,13 +170,19 @@ def _ray_session(address: str | None) -> Iterator[RayCluster]:
     if ray.is_initialized():
         yield RayCluster(ray)
         return
-    ray.init(
-        address=address,
-        include_dashboard=False,
-        log_to_driver=False,
-        logging_level=logging.WARNING,
-        configure_logging=True,
-    )
+    try:
+        ray.init(
+            address=address,
+            include_dashboard=False,
+            log_to_driver=False,
+            logging_level=logging.WARNING,
+            configure_logging=True,
+        )
+    except ConnectionError as e:  # Ray's own message names the address, not why
+        raise ConnectionError(
+            f"{e}: is Ray running there, and does this machine hold the cluster's token "
+            "(~/.ray/auth_token or RAY_AUTH_TOKEN: Ray 2.60 authenticates by token)?"
+        ) from None
     try:
         yield RayCluster(ray)
     finally:
