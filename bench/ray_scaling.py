@@ -24,8 +24,9 @@ far other processes held the workers back (the load average at the start is prin
 From the CPU time a row takes in process and Ray's per-task overhead it then estimates a
 sweep of `--configs` configurations on a cluster of `--nodes` nodes of `--cpus-per-node`
 CPUs (DESIGN.md, "Sweeps"): chunks of about four per CPU (`llmsizer.sweep.chunk_size`);
-wall time = configurations x seconds per row / CPUs, plus one chunk's time (the last
-wave) and the tasks' overheads spread over the CPUs; node time is what is billed.
+wall time = configurations x seconds per row / CPUs, up to one chunk's time more (where
+chunks differ in cost), plus the tasks' overheads spread over the CPUs; node time is what
+is billed.
 """
 
 from __future__ import annotations
@@ -178,8 +179,8 @@ def estimate(configs: int, nodes: int, cpus: int, row_s: float, overhead_s: floa
     print(
         f"{configs:,} configurations on {nodes} nodes x {cpus} CPUs: {num_tasks:,} tasks of "
         f"{size} ({size * row_s:.1f} s each); {row_s * 1e3:.1f} ms a row on one worker; "
-        f"wall ~{wall_s:.0f} s (compute {compute_s:.0f} s, last wave {size * row_s:.1f} s, "
-        f"overheads {num_tasks * overhead_s / total:.2f} s); "
+        f"wall {compute_s:.0f}-{wall_s:.0f} s (work {compute_s:.0f} s, up to one chunk more "
+        f"{size * row_s:.1f} s, overheads {num_tasks * overhead_s / total:.3f} s); "
         f"{configs * row_s / 3600:.2f} CPU-hours, {nodes * wall_s / 3600:.3f} node-hours"
     )
 
