@@ -79,8 +79,11 @@ BUDGET = {
     # + the probe cache and quick plans the studio needs (issue 15); fleet check (issue 12)
     # + 120: the search's parts on a sweep (`search_parts`, issue 13)
     + 120,
-    "calibrate": 3300,  # + the AIC launch settings, per-architecture fit and cross-validation
+    "calibrate": 3300  # + the AIC launch settings, per-architecture fit and cross-validation
     # + disaggregated AIC rows (issue 12)
+    # + 20: a sweep (local processes or Ray) records the schedules; fits name the fit extra
+    # (issue 13)
+    + 20,
     "collect": 1300,  # issue 16: kernel timing, roofline fit, device entry, decode check
     "fleet": 1200,  # routers, fleet loop, disaggregated pools, autoscaler (issue 12)
     "cli": 1540  # + --overwrite on every command that writes, input checks at the edges
