@@ -4,6 +4,7 @@ report their cross-validated accuracy (leave one GPU out, leave one model out).
     .venv/bin/python bench/fit_aic.py                     # report only
     .venv/bin/python bench/fit_aic.py --write             # also the shipped factor files
     options: --csv PATH, --workers N (default 2), --sample K (every K-th row),
+             --ray / --ray-address ADDR (record the schedules on a local Ray / a cluster),
              --report PATH (default examples/validation/aic_accuracy.md),
              --plot PATH (default examples/validation/aic_accuracy.png),
              --rows PATH (per-row CSV, default examples/validation/aic_accuracy_rows.csv),
@@ -43,6 +44,7 @@ from llmsizer.calibrate.measurements import load_measurements
 from llmsizer.calibrate.replay import ScheduleTrace
 from llmsizer.instance import PredictSpec
 from llmsizer.perf.calibrated import save_calibration
+from llmsizer.sweep import Sweep, open_sweep
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "examples" / "validation"
@@ -194,6 +196,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--csv", type=Path, default=CSV)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--ray", action="store_true", help="record the schedules on Ray")
+    parser.add_argument("--ray-address", default=None, help="a Ray cluster to record on")
     parser.add_argument("--sample", type=int, default=1)
     parser.add_argument("--write", action="store_true", help="write the shipped factor files")
     parser.add_argument("--report", type=Path, default=OUT / "aic_accuracy.md")
@@ -214,7 +218,8 @@ def main() -> None:
     shipping = set(args.architectures.split(","))
     tables = measurement_cases(load_measurements(MEASUREMENTS).measurements, shipping)
     say(f"recording {len(tables)} measurements.csv rows on {sorted(shipping)} GPUs")
-    recorded = _recorded(cases, args.workers, args.cache) + Recorded.record(tables, args.workers)
+    with open_sweep(args.workers, ray=args.ray, ray_address=args.ray_address) as sweep:
+        recorded = _recorded(cases, sweep, args.cache) + Recorded.record(tables, sweep)
     say(f"recorded in {time.perf_counter() - t0:.0f} s; fitting")
     fits = {g: f for g, f in recorded.fit_groups().items() if g[1] in shipping}
     runs = {
@@ -266,7 +271,7 @@ def cross_validated(results: Sequence[Result]) -> dict[str, dict[str, float]]:
     return out
 
 
-def _recorded(cases: Sequence[AicCase], workers: int, cache: Path | None) -> Recorded:
+def _recorded(cases: Sequence[AicCase], workers: Sweep, cache: Path | None) -> Recorded:
     """The cases' recorded schedules: from `cache` for every row it holds with the same spec
     (by id and spec), the rest recorded and added to it. A closed loop's schedule does not
     depend on the factors, but the features do depend on the step formula: the cache is the

@@ -4,6 +4,7 @@
     .venv/bin/python bench/validate_perf.py --fit      # re-fit, rewrite the shipped fit,
                                                        # then validate
     options: --csv PATH (default ../shared/calibration/measurements.csv), --workers N,
+             --ray (start or join a local Ray), --ray-address ADDR (a Ray cluster),
              --out PATH (default examples/validation/perf_validation.md), --fit-every K
 
 Every row of the CSV is mapped to a `PredictSpec` and its measured metrics, or skipped with
@@ -40,6 +41,7 @@ from llmsizer.perf.calibrated import (
     save_calibration,
 )
 from llmsizer.perf.efficiency import EnginePreset, default_efficiency
+from llmsizer.sweep import Sweep, open_sweep
 
 REPO = Path(__file__).resolve().parents[1]
 CSV = REPO.parent / "shared" / "calibration" / "measurements.csv"
@@ -52,7 +54,7 @@ def say(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
-def fit(csv_path: Path, every: int, workers: int) -> None:
+def fit(csv_path: Path, every: int, workers: Sweep) -> None:
     data = load_measurements(csv_path)
     chosen = data.measurements[::every]
     start = default_efficiency(EnginePreset.TRTLLM)
@@ -93,14 +95,17 @@ def main() -> None:
     parser.add_argument("--csv", type=Path, default=CSV)
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--ray", action="store_true", help="record the schedules on Ray")
+    parser.add_argument("--ray-address", default=None, help="a Ray cluster to record on")
     parser.add_argument("--fit", action="store_true", help="re-fit and rewrite the shipped fit")
     parser.add_argument("--fit-every", type=int, default=3, help="fit on every K-th row")
     args = parser.parse_args()
-    if args.fit:
-        fit(args.csv, args.fit_every, args.workers)
-        packaged_calibration.cache_clear()  # read the files just written
-    t0 = time.perf_counter()
-    report = validate_calibration_set(args.csv, workers=args.workers, progress=say)
+    with open_sweep(args.workers, ray=args.ray, ray_address=args.ray_address) as sweep:
+        if args.fit:
+            fit(args.csv, args.fit_every, sweep)
+            packaged_calibration.cache_clear()  # read the files just written
+        t0 = time.perf_counter()
+        report = validate_calibration_set(args.csv, workers=sweep, progress=say)
     say(f"validation: {time.perf_counter() - t0:.0f} s")
     num_used = len({c.measurement.row_id for c in report.comparisons})
     preamble = PREAMBLE.format(

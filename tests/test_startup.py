@@ -13,6 +13,7 @@ import sys
 import pytest
 
 HEAVY = ("matplotlib", "plotly", "scipy", "torch")  # torch: `collect` imports it on use
+HEAVY += ("ray",)  # `--ray` imports it (`llmsizer.sweep`), and it is an extra (issue 13)
 
 PREDICT = [
     *("predict", "--model", "llama-3.1-8b", "--gpu", "h100-sxm"),

@@ -215,3 +215,25 @@ def read_csv_rows(path: Path, what: str) -> list[dict[str, str]]:
     if not rows:
         raise ValueError(f"{what} '{path}' has no rows (a header line, then one row each)")
     return rows
+
+
+class MissingExtraError(ValueError):
+    """A feature's optional dependency is not installed; the message names the pip extra
+    that installs it (`pip install 'llmsizer[plots]'`). A ValueError, so the command line
+    reports it as one line and exit status 2, like any other bad request."""
+
+
+def import_extra(module: str, extra: str, feature: str) -> Any:
+    """`importlib.import_module(module)`, or `MissingExtraError` naming `extra` when the
+    module (or a library it needs) is not installed. `feature` says what needed it."""
+    from importlib import import_module
+
+    try:
+        return import_module(module)
+    except ModuleNotFoundError as e:
+        if e.name is not None and e.name.split(".")[0] == "llmsizer":
+            raise  # our own module missing is a bug, not a missing extra
+        missing = (e.name or module).split(".")[0]
+        raise MissingExtraError(
+            f"{feature} needs {missing}, which is not installed: pip install 'llmsizer[{extra}]'"
+        ) from None

@@ -38,6 +38,7 @@ from llmsizer.calibrate.replay import ScheduleTrace
 from llmsizer.perf import EfficiencyFactors
 from llmsizer.perf.calibrated import calibrated_efficiency
 from llmsizer.specs import get_gpu, get_model
+from llmsizer.sweep import Sweep
 
 METRICS = ("mean_ttft_ms", "mean_tpot_ms")
 PRIOR_SIGMA = 0.5  # a factor 1.65 from the engine's general fit is one sigma
@@ -88,7 +89,7 @@ class Recorded:
         return Recorded(self.cases + other.cases, self.traces + other.traces)
 
     @classmethod
-    def record(cls, cases: Sequence[AicCase], workers: int = 1) -> Recorded:
+    def record(cls, cases: Sequence[AicCase], workers: int | Sweep = 1) -> Recorded:
         """Simulate each case once (at the engine's general fit; any factors give the same
         closed-loop schedule)."""
         traces: list[ScheduleTrace | None] = [None] * len(cases)

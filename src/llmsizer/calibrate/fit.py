@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from llmsizer.calibrate.replay import ScheduleTrace, replay
+from llmsizer.errors import import_extra
 from llmsizer.perf.calibrated import ResidualSummary
 from llmsizer.perf.efficiency import EfficiencyFactors
 
@@ -158,9 +159,9 @@ def fit_factors(
     for rounds in range(1, max_rounds + 1):
         using = exact if rounds == 1 else targets
         x0 = np.clip(np.log(np.maximum([getattr(factors, n) for n in fit], floor)), low, high)
-        from scipy.optimize import least_squares  # ~0.5 s to import: only when fitting
-
-        solution = least_squares(
+        # scipy: ~0.5 s to import and 140 MB installed (extra `fit`), only when fitting
+        scipy_optimize = import_extra("scipy.optimize", "fit", "fitting efficiency factors")
+        solution = scipy_optimize.least_squares(
             residuals,
             x0,
             bounds=(low, high),

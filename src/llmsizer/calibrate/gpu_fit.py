@@ -19,6 +19,7 @@ from llmsizer.calibrate.replay import ScheduleTrace
 from llmsizer.perf import EfficiencyFactors
 from llmsizer.perf.calibrated import CalibrationFile
 from llmsizer.perf.efficiency import EnginePreset
+from llmsizer.sweep import Sweep
 
 LATENCY_METRICS = frozenset({"mean_ttft_ms", "mean_tpot_ms", "mean_itl_ms"})
 DEFAULT_FIT_FACTORS = (
@@ -42,14 +43,14 @@ def fit_efficiency(
     fit: Sequence[str] = DEFAULT_FIT_FACTORS,
     max_rounds: int = 3,
     prior_sigma: float | None = None,
-    workers: int = 1,
+    workers: int | Sweep = 1,
     progress: Callable[[str], None] | None = None,
 ) -> FitResult:
     """Fit the factors named in `fit` (the others stay as in `start`) to `cases`.
 
     Residuals (`FitResult.residuals`, indexed by case) are at the fitted factors. Up to
-    `max_rounds` rounds re-simulate the open-loop cases; `workers` processes simulate;
-    with `prior_sigma` (None: off) each fitted factor adds the residual
+    `max_rounds` rounds re-simulate the open-loop cases; `workers` processes (or a `Sweep`,
+    `llmsizer.sweep`) simulate; with `prior_sigma` (None: off) each fitted factor adds the residual
     log(f / f_start) / prior_sigma beside the data's log errors (`llmsizer.calibrate.fit`), so
     with a handful of cases the prior dominates, with hundreds it only settles what they
     leave open.

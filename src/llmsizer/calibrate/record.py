@@ -10,7 +10,6 @@ closed-loop runs, whose scheduling never reads the clock.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
@@ -19,6 +18,7 @@ from llmsizer.calibrate.replay import ScheduleTrace, StepRecord
 from llmsizer.instance import PredictSpec, simulation_setup
 from llmsizer.perf import EfficiencyFactors
 from llmsizer.sim import Batch, Engine
+from llmsizer.sweep import Sweep, open_sweep
 
 Case = tuple[PredictSpec, Mapping[str, float]]
 """A deployment under a load and the metrics measured for it (vLLM summary keys and units:
@@ -77,11 +77,14 @@ def record_traces(
     specs: Sequence[PredictSpec],
     efficiency: EfficiencyFactors,
     latencies: Sequence[bool],
-    workers: int = 1,
+    workers: int | Sweep = 1,
 ) -> list[ScheduleTrace]:
-    """`record_trace` for each spec, in `workers` processes when more than one."""
+    """`record_trace` for each spec, in `workers` local processes when more than one, or
+    on the sweep `workers` (`llmsizer.sweep`: a process pool or Ray; the same traces)."""
     jobs = [(s, efficiency, lat) for s, lat in zip(specs, latencies, strict=True)]
+    if not isinstance(workers, int):
+        return workers.map(_record, jobs)
     if workers <= 1 or len(jobs) < 2:
         return [_record(job) for job in jobs]
-    with ProcessPoolExecutor(workers) as pool:
-        return list(pool.map(_record, jobs, chunksize=max(1, len(jobs) // (8 * workers))))
+    with open_sweep(workers) as sweep:
+        return sweep.map(_record, jobs)

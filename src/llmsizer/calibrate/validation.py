@@ -28,6 +28,7 @@ from llmsizer.instance import PredictSpec, calibrated_for
 from llmsizer.perf import EfficiencyFactors
 from llmsizer.perf.calibrated import packaged_calibration
 from llmsizer.perf.efficiency import EnginePreset, default_efficiency
+from llmsizer.sweep import Sweep
 
 FactorSet = Callable[[PredictSpec], EfficiencyFactors]  # a case's deployment -> its factors
 GROUPS = {
@@ -161,7 +162,7 @@ def validate(
     skipped: Sequence[Skipped] = (),
     *,
     fitted_rows: frozenset[int] = frozenset(),
-    workers: int = 1,
+    workers: int | Sweep = 1,
     progress: Callable[[str], None] | None = None,
 ) -> ValidationReport:
     """Predict every measurement under each factor set and compare (module docstring)."""
@@ -192,7 +193,7 @@ def _priors(spec: PredictSpec) -> EfficiencyFactors:
 
 
 def validate_calibration_set(
-    csv_path: Path, *, workers: int = 1, progress: Callable[[str], None] | None = None
+    csv_path: Path, *, workers: int | Sweep = 1, progress: Callable[[str], None] | None = None
 ) -> ValidationReport:
     """The published calibration set under the priors ("default") and the shipped fit
     ("fitted"), with the rows the shipped fit used marked: what `bench/validate_perf.py`
@@ -214,7 +215,7 @@ def _record(
     which: Sequence[int],
     latencies: Sequence[bool],
     eff: Sequence[EfficiencyFactors],
-    workers: int,
+    workers: int | Sweep,
 ) -> dict[int, ScheduleTrace]:
     """Traces of the specs at `which`, each recorded under its own factors."""
     out: dict[int, ScheduleTrace] = {}

@@ -8,8 +8,19 @@ from typing import Annotated, Any
 
 import typer
 
-from llmsizer.cli.common import OVERWRITE_HELP, err, given_flags, out, progress_bar
+from llmsizer.cli.common import (
+    OVERWRITE_HELP,
+    RayAddress,
+    RayFlag,
+    err,
+    given_flags,
+    out,
+    progress_bar,
+    require_plots,
+    sweep_for,
+)
 from llmsizer.config import load_efficiency, load_usecase
+from llmsizer.errors import import_extra
 from llmsizer.fleet import ROUTERS
 from llmsizer.output import refuse_existing, write_atomic
 from llmsizer.report.plan_text import print_plan
@@ -67,6 +78,11 @@ def plan(
             + "); add instances when its imbalance breaks a limit."
         ),
     ] = None,
+    workers: Annotated[
+        int, Opt(min=1, help="Local processes for the searches (one per GPU at most).")
+    ] = 1,
+    ray: RayFlag = False,
+    ray_address: RayAddress = None,
 ) -> None:
     """Size a deployment: the best configuration per GPU, instances, GPUs, servers and cost.
 
@@ -81,6 +97,7 @@ def plan(
         engine=engine, headroom=headroom, offline=offline, sequential=sequential, trace=trace,
     )  # fmt: skip
     refuse_existing((json_out, html), overwrite=overwrite)
+    require_plots(None, html)
     if router is not None and router not in ROUTERS:
         raise ValueError(f"unknown router {router!r}; choose one of {', '.join(ROUTERS)}")
     table = {path: "--" + flag.replace("_", "-") for flag, path in FLAG_FIELDS.items()}
@@ -90,8 +107,9 @@ def plan(
     usecase = load_usecase(
         usecase_file, flags, given_flags(table, flags, every=usecase_file is None)
     )
-    with progress_bar("sizing") as progress:
-        result = run_plan(usecase, efficiency=load_efficiency(calibration), progress=progress)
+    efficiency = load_efficiency(calibration)
+    with progress_bar("sizing") as progress, sweep_for(workers, ray, ray_address) as sweep:
+        result = run_plan(usecase, efficiency=efficiency, progress=progress, sweep=sweep)
     data = plan_data(result)
     print_plan(data, out)
     if router is not None:
@@ -100,9 +118,8 @@ def plan(
         write_atomic(json_out, json.dumps(data, indent=1) + "\n")
         err.print(f"wrote {json_out}", highlight=False)
     if html:
-        from llmsizer.report.plan_html import plan_html  # plotly: only for --html
-
-        write_atomic(html, plan_html(data))
+        report = import_extra("llmsizer.report.plan_html", "plots", "plan --html")  # plotly
+        write_atomic(html, report.plan_html(data))
         err.print(f"wrote {html}", highlight=False)
 
 

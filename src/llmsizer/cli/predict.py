@@ -6,8 +6,7 @@ import csv
 import io
 import os
 import time
-from concurrent.futures import ProcessPoolExecutor
-from itertools import repeat
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -17,11 +16,14 @@ from rich.table import Table
 
 from llmsizer.cli.common import (
     OVERWRITE_HELP,
+    RayAddress,
+    RayFlag,
     dashed,
     err,
     field_help,
     out,
     progress_bar,
+    sweep_for,
     write_json,
 )
 from llmsizer.errors import format_validation_error, name_flags, read_csv_rows
@@ -132,17 +134,20 @@ def _spec_of(row: dict[str, str]) -> PredictSpec:
         raise ValueError(format_validation_error(e, "row").replace("\n", " ")) from e
 
 
-def run_cases(cases: Path, out_path: Path, efficiency: EfficiencyFactors | None) -> tuple[int, int]:
+def run_cases(
+    cases: Path,
+    out_path: Path,
+    efficiency: EfficiencyFactors | None,
+    ray: bool = False,
+    ray_address: str | None = None,
+) -> tuple[int, int]:
     """Predict every row; a bad row gets its message in `error`, the others still run.
-    Unknown columns are copied through. Returns (rows, failed rows)."""
+    Unknown columns are copied through. Returns (rows, failed rows). Rows run in local
+    processes, or on Ray (`ray`, `ray_address`: `llmsizer.sweep`), with the same results."""
     rows = read_csv_rows(cases, "cases file")
-    results: list[dict[str, Any]] = []
     workers = min(os.cpu_count() or 1, max(1, len(rows) // 16))
-    with progress_bar("predicting") as progress, ProcessPoolExecutor(workers) as pool:
-        for i, result in enumerate(pool.map(_predict_row, rows, repeat(efficiency), chunksize=4)):
-            results.append(result)
-            if progress:
-                progress(i + 1, len(rows))
+    with progress_bar("predicting") as progress, sweep_for(workers, ray, ray_address) as sweep:
+        results = sweep.map(partial(_predict_row, efficiency=efficiency), rows, progress)
     failed = sum(1 for r in results if r["error"])
     columns: list[str] = []
     for r in results:
@@ -242,6 +247,8 @@ def predict(
     json_out: Annotated[
         Path | None, typer.Option("--json", help="Write the prediction as JSON.")
     ] = None,
+    ray: RayFlag = False,
+    ray_address: RayAddress = None,
 ) -> None:
     """Predict TTFT, TPOT, E2E latency, throughput, MBU and MFU for one configuration.
 
@@ -257,11 +264,13 @@ def predict(
     efficiency = None if calibration is None else load_calibration(calibration)
     if gpu is None and calibration is not None and read_calibration(calibration).device:
         gpu = str(calibration)  # a collected file prices the device it was measured on
+    if cases is None and (ray or ray_address is not None):
+        raise ValueError("--ray and --ray-address run the rows of --cases; give --cases FILE")
     if cases is not None:
         if out_csv is None:
             raise ValueError("--cases needs --out PATH for the predictions CSV")
         t0 = time.perf_counter()
-        n, failed = run_cases(cases, out_csv, efficiency)
+        n, failed = run_cases(cases, out_csv, efficiency, ray, ray_address)
         err.print(
             f"wrote {out_csv}: {n} rows, {failed} with errors, {time.perf_counter() - t0:.1f} s",
             highlight=False,

@@ -19,6 +19,7 @@ from llmsizer.cli.common import (
     out,
     progress_bar,
     put,
+    require_plots,
     write_json,
 )
 from llmsizer.config import FixedStepCostSpec, GpuStepCostSpec, Scenario, load_scenario
@@ -206,6 +207,7 @@ def simulate(
     if plot is not None and plot.suffix.lower() != ".png":
         raise ValueError(f"--plot {plot}: the timeline picture is a PNG; give a .png file")
     refuse_existing((json_out, records_out, plot, html), overwrite=overwrite)
+    require_plots(plot, html)
     o: dict[str, Any] = {}
     engine_flags: tuple[tuple[str, Any], ...] = (
         ("engine", engine),

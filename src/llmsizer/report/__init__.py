@@ -11,15 +11,16 @@ model or the benchmark client), so simulated and measured runs render the same w
 - `write_html_report`, `html_report`: everything above in one offline HTML file.
 """
 
-from importlib import import_module
 from typing import Any
 
+from llmsizer.errors import import_extra
 from llmsizer.report.occupancy import Occupancy, QueueSize, assign_slots, occupancy, queue_size
 from llmsizer.report.tables import print_summary, rows_table, summary_rows, summary_table
 from llmsizer.report.timeline import DEFAULT_MAX_REQUESTS, Timeline, build_timeline
 
-# The picture makers load matplotlib and plotly (~1 s): imported on first use only, so a
-# command that draws nothing never pays for them.
+# The picture makers load matplotlib and plotly (~1 s; the extra `llmsizer[plots]`): imported
+# on first use only, so a command that draws nothing never pays for them, and an install
+# without the extra gets an error naming it.
 _LAZY = {
     "distributions_figure": "distributions",
     "distributions_html": "distributions",
@@ -39,7 +40,8 @@ _LAZY = {
 def __getattr__(name: str) -> Any:
     if name not in _LAZY:
         raise AttributeError(f"module 'llmsizer.report' has no attribute {name!r}")
-    return getattr(import_module(f"llmsizer.report.{_LAZY[name]}"), name)
+    module = import_extra(f"llmsizer.report.{_LAZY[name]}", "plots", f"drawing ({name})")
+    return getattr(module, name)
 
 
 __all__ = [

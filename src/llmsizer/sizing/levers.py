@@ -38,11 +38,12 @@ from llmsizer.sizing.search import (
     best_by_gpu,
     group,
     objective,
-    search,
 )
+from llmsizer.sizing.search_parts import search_on
 from llmsizer.sizing.servers import server_for
 from llmsizer.sizing.usecase import UseCase
 from llmsizer.specs import get_gpu
+from llmsizer.sweep import Sweep
 
 BASELINE = "baseline (bf16)"
 COMBINED = "best combination"
@@ -71,10 +72,12 @@ def lever_table(
     efficiency: SpecEfficiency,
     progress: Progress | None = None,
     probes: MakeProbe | None = None,
+    sweep: Sweep | None = None,
 ) -> tuple[LeverRow, ...]:
     """The rows of the module docstring for `gpu`; `progress` is called as the searches
     settle configurations (a caller may raise from it to stop the table). `probes` builds
-    the probes (the plan's `ProbeCache`: a group searched again reuses its simulations)."""
+    the probes (the plan's `ProbeCache`: a group searched again reuses its simulations);
+    `sweep` runs the searches' parts (`search_parts`)."""
     cands = usecase.candidates
     wanted: dict[str, list[Group]] = {BASELINE: [(gpu, "bf16", False, 0)]}
     own = [p.value for p in search_precisions(get_gpu(gpu))]
@@ -87,11 +90,12 @@ def lever_table(
     found = _exact_groups(space, results)
     missing = {g for groups in wanted.values() for g in groups} - set(found)
     starts = _warm_starts(results)
-    found.update(_search_missing(usecase, space, missing, efficiency, starts, progress, probes))
+    searched = (efficiency, starts, progress, probes, sweep)
+    found.update(_search_missing(usecase, space, missing, *searched))
     best = {name: _best_of(space, found, groups) for name, groups in wanted.items()}
     combo = _combination(best)
     if combo is not None and combo not in found:
-        found.update(_search_missing(usecase, space, {combo}, efficiency, starts, progress, probes))
+        found.update(_search_missing(usecase, space, {combo}, *searched))
     rows = [_row(usecase, space, name, best[name]) for name in wanted]
     everything = [g for g in found if g[0] == gpu]
     rows.append(_row(usecase, space, COMBINED, _best_of(space, found, everything)))
@@ -130,6 +134,7 @@ def _search_missing(
     starts: Callable[[DeploymentSpec], float | None],
     progress: Progress | None = None,
     probes: MakeProbe | None = None,
+    sweep: Sweep | None = None,
 ) -> dict[Group, ConfigResult]:
     """The best of each group in `groups`, from one search without curves, each
     configuration's rate search warm-started where `starts` knows a fraction."""
@@ -145,7 +150,9 @@ def _search_missing(
         space, configs=configs, curves=False, settle_on_objective=True, per_group=True
     )
     warm = {c: f for c in configs if (f := starts(c)) is not None}
-    found = _best_by_group(sub, search(sub, efficiency, progress, starts=warm, probes=probes))
+    found = _best_by_group(
+        sub, search_on(sweep, sub, efficiency, progress, starts=warm, probes=probes)
+    )
     return {g: r for g, r in found.items() if g in groups}
 
 

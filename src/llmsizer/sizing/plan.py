@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from llmsizer.instance import calibrated_for, measured_uncertainty
+from llmsizer.instance import DeploymentSpec, calibrated_for, measured_uncertainty
 from llmsizer.perf import EfficiencyFactors
 from llmsizer.sizing.configuration import Sizing
 from llmsizer.sizing.cost import (
@@ -50,12 +50,13 @@ from llmsizer.sizing.search import (
     SpecEfficiency,
     closest,
     objective,
-    search,
 )
+from llmsizer.sizing.search_parts import search_on
 from llmsizer.sizing.servers import Server, server_for
 from llmsizer.sizing.uncertainty import band
 from llmsizer.sizing.usecase import UseCase
 from llmsizer.specs import get_gpu
+from llmsizer.sweep import Sweep
 
 Efficiency = Callable[[str], EfficiencyFactors]
 HEADROOMS = (0.0, 0.1, 0.2, 0.3, 0.5)  # rows of the headroom table
@@ -69,6 +70,7 @@ def plan(
     progress: Progress | None = None,
     probes: MakeProbe | None = None,
     quick: bool = False,
+    sweep: Sweep | None = None,
 ) -> PlanResult:
     """Size `usecase` (module docstring). Deterministic for a use case and efficiency.
 
@@ -80,11 +82,13 @@ def plan(
     and the lever table reuse the search's probes; a cache passed in keeps them across plans).
     `quick`: the answer only, without the uncertainty band and the timeline (both simulate
     the winner again): what the studio shows first.
+    `sweep` runs the searches' independent parts (per GPU, `search_parts`) on a process
+    pool or Ray (`llmsizer.sweep`), with the same result.
     """
     priced = _efficiency_function(efficiency)
     space = search_space(usecase)
     probes = ProbeCache() if probes is None else probes
-    results = search(space, priced, progress, probes=probes)
+    results = search_on(sweep, space, priced, progress, probes=probes)
     candidates = _rank(usecase, space, results)
     result = PlanResult(
         usecase=usecase,
@@ -104,7 +108,7 @@ def plan(
         result = _with_band_and_timeline(result, space, priced, probes)
         if progress is not None:  # a checkpoint: a caller may stop here (the studio's cancel)
             progress(len(space.configs), len(space.configs))
-        levers = _levers(usecase, space, results, candidates, priced, progress, probes)
+        levers = _levers(usecase, space, results, candidates, priced, progress, probes, sweep)
         result = dataclasses.replace(result, levers=levers)
     return dataclasses.replace(result, explanation=explain(result))
 
@@ -117,12 +121,13 @@ def _levers(
     efficiency: SpecEfficiency,
     progress: Progress | None,
     probes: MakeProbe,
+    sweep: Sweep | None = None,
 ) -> tuple[LeverRow, ...]:
     """What each lever buys on the winner's GPU (the first candidate's when none wins)."""
     if not usecase.search.levers:
         return ()
     return lever_table(
-        usecase, space, results, candidates[0].gpu, efficiency, progress, probes=probes
+        usecase, space, results, candidates[0].gpu, efficiency, progress, probes, sweep
     )
 
 
@@ -153,10 +158,29 @@ def _efficiency_function(efficiency: Efficiency | EfficiencyFactors | None) -> S
     if efficiency is None:
         return calibrated_for
     if isinstance(efficiency, EfficiencyFactors):
-        factors = efficiency
-        return lambda spec: factors
-    by_engine = efficiency
-    return lambda spec: by_engine(spec.preset)
+        return _Fixed(efficiency)
+    return _ByEngine(efficiency)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Fixed:
+    """The same factors for every configuration (a class, not a closure: a process pool
+    pickles it with the search's parts)."""
+
+    factors: EfficiencyFactors
+
+    def __call__(self, spec: DeploymentSpec) -> EfficiencyFactors:
+        return self.factors
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _ByEngine:
+    """Factors by the configuration's engine preset."""
+
+    by_engine: Efficiency
+
+    def __call__(self, spec: DeploymentSpec) -> EfficiencyFactors:
+        return self.by_engine(spec.preset)
 
 
 def search_space(usecase: UseCase) -> SearchSpace:

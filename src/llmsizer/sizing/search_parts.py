@@ -1,0 +1,90 @@
+"""The search split into independent parts, each a job of a sweep (`llmsizer.sweep`: a local
+process pool or Ray).
+
+The branch and bound (`search`) keeps one incumbent per GPU, or per lever group with
+`per_group`, and compares a configuration's bound with its own GPU's (group's) incumbent
+only. So one GPU's configurations never read another's state: searching each GPU's
+configurations on its own, anywhere, in any order, and putting the verdicts back in
+`space.configs` order gives the serial search's results exactly
+(`tests/sizing/test_search_parts.py`). Within a part the heap pops in the same order: it
+compares (bound, tie-break, position), and positions keep their order. Each part's best
+gets its curve in the part, as the whole search gives it per GPU.
+
+With `per_group` and no curves (the lever table's searches, one GPU and many groups) the
+parts are the groups: the best per GPU is then only chosen to copy its points, which every
+configuration already holds.
+
+The jobs carry the efficiency function and the probe maker: a process pool pickles them, so
+they must be module-level functions or picklable objects (`plan` builds them so); Ray's
+pickler takes closures too. A `ProbeCache` holds a lock and lives in one process: the
+studio, which keeps one, searches in process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+
+from llmsizer.instance import DeploymentSpec
+from llmsizer.sizing.search import (
+    ConfigResult,
+    Group,
+    MakeProbe,
+    Progress,
+    SearchSpace,
+    SpecEfficiency,
+    group,
+    search,
+)
+from llmsizer.sweep import Sweep
+
+_Job = tuple[SearchSpace, SpecEfficiency, dict[DeploymentSpec, float], MakeProbe | None]
+
+
+def part_of(space: SearchSpace, config: DeploymentSpec) -> Group | str:
+    """The part `config` is searched in (module docstring): its lever group when the space
+    keeps an incumbent per group and draws no curves, else its GPU."""
+    curves = space.online and space.curves
+    return group(config) if space.per_group and not curves else config.gpu
+
+
+def search_on(
+    sweep: Sweep | None,
+    space: SearchSpace,
+    efficiency: SpecEfficiency,
+    progress: Progress | None = None,
+    starts: Mapping[DeploymentSpec, float] | None = None,
+    probes: MakeProbe | None = None,
+) -> tuple[ConfigResult, ...]:
+    """`search(space, efficiency, progress, starts, probes)`, its parts run on `sweep`:
+    the same results. Without a sweep, on one worker, or with one part, `search` itself.
+    `progress` then hears of whole parts, in configurations."""
+    parts: dict[Group | str, list[DeploymentSpec]] = {}
+    for config in space.configs:
+        parts.setdefault(part_of(space, config), []).append(config)
+    if sweep is None or sweep.workers <= 1 or len(parts) < 2:
+        return search(space, efficiency, progress, starts, probes)
+    starts = starts or {}
+    jobs: list[_Job] = [
+        (
+            replace(space, configs=tuple(configs)),
+            efficiency,
+            {c: starts[c] for c in configs if c in starts},
+            probes,
+        )
+        for configs in parts.values()
+    ]
+    total = len(space.configs)
+
+    def parts_done(done: int, num_parts: int) -> None:
+        if progress is not None:
+            progress(round(total * done / num_parts), total)
+
+    found = sweep.map(_search_part, jobs, progress=parts_done)
+    by_config = {r.config: r for results in found for r in results}
+    return tuple(by_config[c] for c in space.configs)
+
+
+def _search_part(job: _Job) -> tuple[ConfigResult, ...]:
+    space, efficiency, starts, probes = job
+    return search(space, efficiency, starts=starts, probes=probes)

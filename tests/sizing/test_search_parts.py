@@ -1,0 +1,73 @@
+"""The search split into parts (`search_parts`) and run on a process pool gives the serial
+search's results exactly: the main search (a part per GPU, curves drawn), the lever table's
+search (a part per lever group) and a whole plan."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from llmsizer.instance import DeploymentSpec
+from llmsizer.perf import EfficiencyFactors, default_efficiency
+from llmsizer.sizing.plan import plan, search_space
+from llmsizer.sizing.search import Status, group, search
+from llmsizer.sizing.search_parts import part_of, search_on
+from llmsizer.sizing.usecase import UseCase
+from llmsizer.sweep import InProcess, Sweep, open_sweep
+
+FAST: dict[str, Any] = {
+    "model": "llama-3-8b",
+    "input": {"user": 2000},
+    "output": 200,
+    "load": {"peak_rps": 50},
+    "limits": {"ttft_ms": 300},
+    "candidates": {"gpus": ["h100-sxm", "a100-sxm-80gb", "l40s"], "tensor_parallel_sizes": [1, 2]},
+    "search": {"num_requests": 300, "uncertainty": 0.0, "levers": False},
+}
+
+
+def by_spec(spec: DeploymentSpec) -> EfficiencyFactors:
+    return default_efficiency(spec.preset)
+
+
+@pytest.fixture(scope="module")
+def pool() -> Iterator[Sweep]:
+    with open_sweep(2) as sweep:
+        yield sweep
+
+
+def test_parts_are_gpus_or_lever_groups() -> None:
+    space = search_space(UseCase.model_validate(FAST))
+    assert {part_of(space, c) for c in space.configs} == {"h100-sxm", "a100-sxm-80gb", "l40s"}
+    levers = space.__class__(**{**_fields(space), "per_group": True, "curves": False})
+    assert {part_of(levers, c) for c in levers.configs} == {group(c) for c in space.configs}
+
+
+def _fields(space: Any) -> dict[str, Any]:
+    return {name: getattr(space, name) for name in space.__slots__}
+
+
+def test_the_main_search_on_a_pool_equals_the_serial_search(pool: Sweep) -> None:
+    space = search_space(UseCase.model_validate(FAST))
+    serial = search(space, by_spec)
+    assert any(r.curve for r in serial)  # the winners' curves are part of what is compared
+    assert any(r.status is Status.BOUNDED for r in serial)  # and the bound's pruning
+    seen: list[tuple[int, int]] = []
+    assert search_on(pool, space, by_spec, progress=lambda d, t: seen.append((d, t))) == serial
+    assert seen[-1] == (len(space.configs), len(space.configs))
+    assert search_on(InProcess(), space, by_spec) == serial  # one worker: `search` itself
+
+
+def test_a_plan_with_levers_on_a_pool_equals_the_serial_plan(pool: Sweep) -> None:
+    usecase = UseCase.model_validate(
+        {
+            **FAST,
+            "candidates": {"gpus": ["h100-sxm", "l40s"], "tensor_parallel_sizes": [1, 2]},
+            "search": {"num_requests": 300, "uncertainty": 0.0, "curves": False},
+        }
+    )
+    serial = plan(usecase, efficiency=default_efficiency)
+    assert len(serial.levers) >= 4  # the lever table ran its own per-group search
+    assert plan(usecase, efficiency=default_efficiency, sweep=pool) == serial
