@@ -8,11 +8,14 @@ from typing import Annotated, Any
 
 import typer
 
-from llmsizer.cli.common import OVERWRITE_HELP, err, out, progress_bar
+from llmsizer.cli.common import OVERWRITE_HELP, err, field_help, out, progress_bar
+from llmsizer.cli.plan_disagg import print_comparison, with_disaggregated
 from llmsizer.config import load_efficiency, load_usecase
 from llmsizer.fleet import ROUTERS
 from llmsizer.output import refuse_existing, write_atomic
 from llmsizer.report.plan_text import print_plan
+from llmsizer.sizing.disagg_spec import DisaggregatedSpec
+from llmsizer.sizing.fleet_check import check_plan_router
 from llmsizer.sizing.inputs import usecase_dict
 from llmsizer.sizing.plan import plan as run_plan
 from llmsizer.sizing.plan_data import plan_data
@@ -67,6 +70,9 @@ def plan(
             + "); add instances when its imbalance breaks a limit."
         ),
     ] = None,
+    disaggregated: Annotated[str | None, Opt(help=field_help(DisaggregatedSpec, "mode"))] = None,
+    kv_link: Annotated[str | None, Opt(help=field_help(DisaggregatedSpec, "kv_link"))] = None,
+    pd_ratio: Annotated[str | None, Opt(help=field_help(DisaggregatedSpec, "ratio"))] = None,
 ) -> None:
     """Size a deployment: the best configuration per GPU, instances, GPUs, servers and cost.
 
@@ -81,15 +87,19 @@ def plan(
         engine=engine, headroom=headroom, offline=offline, sequential=sequential, trace=trace,
     )  # fmt: skip
     refuse_existing((json_out, html), overwrite=overwrite)
-    if router is not None and router not in ROUTERS:
-        raise ValueError(f"unknown router {router!r}; choose one of {', '.join(ROUTERS)}")
-    usecase = load_usecase(usecase_file, flags)
+    if router is not None:
+        check_plan_router(router)
+    usecase = with_disaggregated(
+        load_usecase(usecase_file, flags), mode=disaggregated, kv_link=kv_link, ratio=pd_ratio
+    )
     with progress_bar("sizing") as progress:
         result = run_plan(usecase, efficiency=load_efficiency(calibration), progress=progress)
     data = plan_data(result)
     print_plan(data, out)
     if router is not None:
         data["fleet_check"] = _fleet_check(result, router, calibration)
+    if usecase.disaggregated.enabled:
+        data["disaggregated"] = _disaggregated(result, router, calibration)
     if json_out:
         write_atomic(json_out, json.dumps(data, indent=1) + "\n")
         err.print(f"wrote {json_out}", highlight=False)
@@ -135,3 +145,21 @@ def _fleet_check(result: PlanResult, router: str, calibration: Path | None) -> d
             for p in check.points
         ],
     }
+
+
+def _disaggregated(
+    result: PlanResult, router: str | None, calibration: Path | None
+) -> dict[str, Any]:
+    """`plan --disaggregated auto|on`: the disaggregated search beside the aggregated answer."""
+    from llmsizer.sizing.disagg_data import comparison_data
+    from llmsizer.sizing.disagg_plan import compare_disaggregated
+
+    efficiency = load_efficiency(calibration)
+    comparison = compare_disaggregated(
+        result,
+        result.usecase.disaggregated,
+        None if efficiency is None else lambda _: efficiency,
+        router or "least_outstanding",
+    )
+    print_comparison(comparison, result.limits)
+    return comparison_data(comparison, result.limits)

@@ -24,6 +24,7 @@ from llmsizer.instance import check_context
 from llmsizer.sizing.arrivals import ArrivalKind, ArrivalPattern
 from llmsizer.sizing.candidates import CandidatesSpec
 from llmsizer.sizing.cost import Price
+from llmsizer.sizing.disagg_spec import DisaggregatedSpec
 from llmsizer.sizing.limits import Limits
 from llmsizer.sizing.peak import dau_average_rps, poisson_peak_rps
 from llmsizer.specs import get_gpu, get_model
@@ -283,6 +284,11 @@ class UseCase(_Strict):
         0.0, ge=0, le=10, description="Capacity above the planning peak, as a fraction (0.2: 20 %)."
     )
     search: SearchSettings = Field(default_factory=SearchSettings, description="Search effort.")
+    disaggregated: DisaggregatedSpec = Field(
+        default_factory=DisaggregatedSpec,
+        description="Weigh disaggregated prefill/decode pools: off, auto, on (or a mapping "
+        "with mode, kv_link, ratio).",
+    )
 
     @field_validator("model")
     @classmethod
