@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 
 from llmsizer.bench import BenchError
-from llmsizer.cli import bench, calibrate, catalog, collect, plan, predict, serve, simulate
+from llmsizer.cli import bench, calibrate, catalog, collect, day, plan, predict, serve, simulate
 from llmsizer.cli.common import err
 
 app = typer.Typer(
@@ -30,6 +30,7 @@ app.command()(catalog.models)
 app.command()(catalog.gpus)
 app.command()(catalog.systems)
 app.command()(serve.serve)  # the sizing studio (issue 15)
+app.command()(day.day)  # a day on an autoscaled fleet (issue 12)
 
 
 def main() -> None:
