@@ -68,6 +68,10 @@ def day(
     """Replay a day (a trace's pattern or Poisson under a daily profile scaled to a peak) on
     an autoscaled fleet and on one fixed at the peak: GPU-hours, cost, SLO attainment."""
     refuse_existing((json_out, plot), overwrite=overwrite)
+    if instances < 1:
+        raise ValueError(
+            f"--instances: the fleet fixed at the peak needs at least 1 instance, got {instances}"
+        )
     _check(trace, isl, osl, ttft_ms, tpot_ms, usd_per_gpu_hour, storage_gb_s, router)
     shape = parse_profile(profile)
     spec = DeploymentSpec.model_validate(
