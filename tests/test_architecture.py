@@ -72,15 +72,18 @@ BUDGET = {
     "report": 2100,
     "instance": 980,  # + speculative decoding runs (issue 11); EP, per-architecture fit (issue 10)
     # + disaggregated pools and their KV link (issue 12)
-    "sizing": 3600,  # the plan pipeline only; + levers, arrivals, price models (issue 11)
+    # the plan pipeline only; + levers, arrivals, price models (issue 11)
     # + the probe cache and quick plans the studio needs (issue 15); fleet check (issue 12)
+    "sizing": 4450,  # + 864: plan --disaggregated (issue 12): the use-case field, pool rates
+    # and P:D layouts checked on the whole P/D fleet, the comparison and crossover, as data
     "calibrate": 3300,  # + the AIC launch settings, per-architecture fit and cross-validation
     # + disaggregated AIC rows (issue 12)
     "collect": 1300,  # issue 16: kernel timing, roofline fit, device entry, decode check
-    "fleet": 1200,  # routers, fleet loop, disaggregated pools, autoscaler (issue 12)
-    "cli": 1540,  # + --overwrite on every command that writes, input checks at the edges
+    "fleet": 1200,  # routers, fleet loop, disaggregated pools, autoscaler, day replay (issue 12)
+    "cli": 1880,  # + --overwrite on every command that writes, input checks at the edges
     # + 130: `collect` (issue 16) and `gpus --factors`; + lever and EP flags (issues 10, 11);
     # + serve (issue 15); + simulate --replicas/--router, plan --router (issue 12)
+    # + 342: `llmsizer day` and plan --disaggregated / --kv-link / --pd-ratio (issue 12)
     "serve": 1300,  # the studio: form, jobs, views, uploads, app (templates not counted)
 }
 MAX_MODULE_LINES = 400
