@@ -68,11 +68,12 @@ def test_the_rows_pools_are_the_instances_own_simulators() -> None:
     from llmsizer.instance.disagg import make_disaggregated
     from llmsizer.instance.instance import make_instance
 
-    case = map_disagg_row(ROW)
+    case = map_disagg_row({**ROW, "system": "b200_sxm", "model_path": "deepseek-ai/DeepSeek-R1",
+                           "prefill_tp_size": "8", "decode_tp_size": "8"})  # fmt: skip
     assert isinstance(case, AicDisaggCase)
     d = make_disaggregated(case.prefill, case.decode, num_prefill=1, num_decode=2, link="nvlink")
     delay = make_instance(case.prefill).first_token_delay_s
-    assert delay > 0  # the shipped TensorRT-LLM fit holds the first chunk
+    assert delay == pytest.approx(0.144)  # the shipped TensorRT-LLM Blackwell fit's hold
     assert d.prefill[0].first_token_delay_s == delay
 
 
