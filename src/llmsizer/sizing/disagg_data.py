@@ -73,9 +73,8 @@ def comparison_data(c: Comparison, limits: Limits) -> dict[str, Any]:
                 {
                     "isl_factor": r.isl_factor,
                     "mean_prompt_tokens": r.mean_prompt,
-                    "aggregated_rate": r.aggregated_rate,
-                    "prefill_rate": r.prefill_rate,
-                    "decode_rate": r.decode_rate,
+                    "aggregated": r.aggregated,
+                    "disaggregated": r.disaggregated,
                     "gpus": [{"aggregated": a, "disaggregated": d} for a, d in r.gpus],
                 }
                 for r in c.crossover

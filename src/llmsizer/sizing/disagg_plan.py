@@ -8,12 +8,13 @@ side is `disagg_search`'s checked layout on the same GPU, precision and engine, 
 the same price models. The winner needs fewer GPUs (cheaper, when priced); `on` recommends
 disaggregated pools whichever wins, `auto` the winner.
 
-The crossover: the use case's prompts scaled by `ISL_FACTORS` (each worker's rate found
-again: the aggregated winner's configuration, and the prefill and decode sizes the
-disaggregated answer uses) and its load scaled by `LOAD_FACTORS` (the same rates, workers
-rounded up: small loads pay for the two pools' granularity). Each cell is GPUs aggregated /
-disaggregated; `crossover_isl` is the shortest prompt at which disaggregation needs fewer
-GPUs at the planning load. These use the pools' rates, not whole-fleet checks.
+The crossover: the use case's prompts scaled by `ISL_FACTORS`, each worker's rate found
+again at every tensor-parallel size (the aggregated winner's configuration, and the pools'
+workers), and its load scaled by `LOAD_FACTORS` (the same rates, workers rounded up: small
+loads pay for the two pools' granularity), the fewest GPUs of each kind per cell
+(aggregated / disaggregated); `crossover_isl` is the shortest prompt at which
+disaggregation needs fewer GPUs at the planning load. These use the pools' rates, not
+whole-fleet checks.
 """
 
 from __future__ import annotations
@@ -57,15 +58,14 @@ CROSSOVER_REQUESTS = 1000  # Poisson requests per probe of the crossover's rate 
 
 @dataclass(frozen=True, slots=True)
 class CrossoverRow:
-    """At prompts `isl_factor` x the use case's (mean `mean_prompt` tokens): req/s per
-    aggregated instance, per prefill and per decode worker (`None`: none meets the limits),
-    and GPUs (aggregated, disaggregated) at each of `LOAD_FACTORS` x the planning load."""
+    """At prompts `isl_factor` x the use case's (mean `mean_prompt` tokens): the fewest
+    GPUs (aggregated, disaggregated; `None`: nothing meets the limits) at each of
+    `LOAD_FACTORS` x the planning load, and what gives them at the planning load."""
 
     isl_factor: float
     mean_prompt: float
-    aggregated_rate: float | None
-    prefill_rate: float | None
-    decode_rate: float | None
+    aggregated: str | None  # "5x TP4"
+    disaggregated: str | None  # "5x TP2 prefill + 1x TP4 decode"
     gpus: tuple[tuple[int | None, int | None], ...]
 
 
@@ -94,9 +94,7 @@ def search_disaggregated(
     """The disaggregated layout for `result`'s use case (`disagg_search` docstring)."""
     space = search_space(result.usecase)
     base = pool_spec(_base_config(result), 1)
-    server = server_for(base.gpu)
-    tps = sorted({c.tensor_parallel_size for c in space.configs if c.gpu == base.gpu})
-    tps = [tp for tp in tps if server.why_not(tp, 1) is None]
+    tps = _pool_sizes(space, base.gpu)
     handoff = _worst_handoff(base, tps, space, spec)
     prefill = [pool_rate("prefill", pool_spec(base, tp), space, efficiency, handoff) for tp in tps]
     decode = [pool_rate("decode", pool_spec(base, tp), space, efficiency) for tp in tps]
@@ -257,17 +255,31 @@ def crossover_table(
     space = dataclasses.replace(search_space(result.usecase), num_requests=CROSSOVER_REQUESTS)
     agg = _aggregated(result)
     window = get_model(result.usecase.model).max_position_embeddings
+    tps = _pool_sizes(space, layout.prefill.gpu)
     rows = []
     for f in ISL_FACTORS:
         lengths = _scaled(space.lengths, f)
         if window is not None and lengths.max_context > window:
             continue
         at = dataclasses.replace(space, lengths=lengths)
-        agg_rate = _agg_rate(at, agg[0], efficiency) if agg is not None else None
-        p = pool_rate("prefill", layout.prefill, at, efficiency)
-        d = pool_rate("decode", layout.decode, at, efficiency)
-        rows.append(_row(f, lengths, agg, agg_rate, p, d, space.load_rps))
+        aggs: list[tuple[DeploymentSpec, float]] = []
+        if agg is not None:
+            for tp in tps:
+                config = agg[0].model_copy(update={"tensor_parallel_size": tp})
+                rate = _agg_rate(at, config, efficiency)
+                if rate:
+                    aggs.append((config, rate))
+        p = [pool_rate("prefill", pool_spec(layout.prefill, tp), at, efficiency) for tp in tps]
+        d = [pool_rate("decode", pool_spec(layout.decode, tp), at, efficiency) for tp in tps]
+        rows.append(_row(f, lengths, aggs, p, d, space.load_rps))
     return tuple(rows)
+
+
+def _pool_sizes(space: SearchSpace, gpu: str) -> list[int]:
+    """The use case's tensor-parallel sizes that fit in `gpu`'s server."""
+    server = server_for(gpu)
+    tps = sorted({c.tensor_parallel_size for c in space.configs if c.gpu == gpu})
+    return [tp for tp in tps if server.why_not(tp, 1) is None]
 
 
 def _scaled(lengths: Lengths, factor: float) -> Lengths:
@@ -288,21 +300,28 @@ def _agg_rate(
 def _row(
     factor: float,
     lengths: Lengths,
-    agg: tuple[DeploymentSpec, Sizing, Cost | None] | None,
-    agg_rate: float | None,
-    p: PoolRate,
-    d: PoolRate,
+    aggs: list[tuple[DeploymentSpec, float]],
+    p: list[PoolRate],
+    d: list[PoolRate],
     load_rps: float,
 ) -> CrossoverRow:
-    cells = []
+    """Per load, the fewest GPUs of each kind, and (at the planning load) what gives them."""
+    cells: list[tuple[int | None, int | None]] = []
+    labels: tuple[str | None, str | None] = (None, None)
     for g in LOAD_FACTORS:
         load = load_rps * g
-        a = None
-        if agg is not None and agg_rate:
-            a = Sizing.of(load, agg_rate, agg[0], server_for(agg[0].gpu)).num_gpus
-        found = layouts([p], [d], load, None)
-        cells.append((a, found[0].num_gpus if found else None))
-    return CrossoverRow(factor, lengths.mean_prompt, agg_rate, p.rate, d.rate, tuple(cells))
+        sized = sorted(
+            (Sizing.of(load, rate, c, server_for(c.gpu)).num_gpus, c.tensor_parallel_size)
+            for c, rate in aggs
+        )
+        found = layouts(p, d, load, None)
+        cells.append((sized[0][0] if sized else None, found[0].num_gpus if found else None))
+        if g == 1.0:
+            labels = (
+                f"{sized[0][0] // sized[0][1]}x TP{sized[0][1]}" if sized else None,
+                found[0].label() if found else None,
+            )
+    return CrossoverRow(factor, lengths.mean_prompt, labels[0], labels[1], tuple(cells))
 
 
 def _disagg_wins_at(row: CrossoverRow, column: int) -> bool:

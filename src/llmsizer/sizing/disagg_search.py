@@ -149,7 +149,7 @@ def pool_rate(
             spec, max_model_len=space.lengths.max_context, efficiency=efficiency(spec)
         )
     except (ValueError, DoesNotFitError, UnknownNameError) as e:
-        return PoolRate(role, spec, None, str(e).split("\n")[0])
+        return PoolRate(role, spec, None, str(e).split(":")[0])
     limits = _pool_limits(role, space.limits, handoff_s)
     if limits is None:
         return PoolRate(
