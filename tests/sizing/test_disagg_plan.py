@@ -203,3 +203,14 @@ def test_layouts_are_fewest_gpus_first() -> None:
     # a tie on GPUs goes to fewer workers: 1x TP2 (7 req/s) + 1 against 2x TP1 + 1
     p3 = dataclasses.replace(p2, rate=7.0)
     assert layouts([p1, p3], [d], 6.0, None)[0] == Layout(p3.spec, d.spec, 1, 1)
+
+
+def test_the_kv_link_is_nvlink_inside_one_nvlink_domain_else_the_network() -> None:
+    from llmsizer.sizing.disagg_search import resolve_link
+    from llmsizer.sizing.servers import server_for
+
+    dgx = server_for("h100-sxm")  # DGX H100: 8 GPUs on NVLink
+    assert resolve_link("auto", 8, dgx) == "nvlink"
+    assert resolve_link("auto", 14, dgx) == "network"  # two pools over two servers
+    assert resolve_link("network", 2, dgx) == "network"  # as asked
+    assert resolve_link(100e9, 2, dgx) == 100e9
