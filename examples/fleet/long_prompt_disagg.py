@@ -94,18 +94,27 @@ def picture(d: dict[str, Any], path: Path) -> None:
 
     cross = d["crossover"]
     loads, rows = cross["load_factors"], cross["rows"]
-    at = loads.index(1.0)
-    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4))
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2))
     prompts = [r["mean_prompt_tokens"] for r in rows]
-    for key, label in (("aggregated", "aggregated"), ("disaggregated", "disaggregated")):
-        a.plot(prompts, [r["gpus"][at][key] for r in rows], marker="o", label=label)
-    a.set(xscale="log", xlabel="mean prompt tokens", ylabel="GPUs at the planning load",
-          title="GPUs against prompt length")  # fmt: skip
+    for k, g in enumerate(loads):  # below 1: disaggregated needs fewer GPUs
+        pairs = [(p, r["gpus"][k]) for p, r in zip(prompts, rows, strict=True)]
+        pts = [(p, c["disaggregated"] / c["aggregated"]) for p, c in pairs
+               if c["aggregated"] and c["disaggregated"]]  # fmt: skip
+        a.plot([x for x, _ in pts], [y for _, y in pts], marker="o", label=f"{g:g}x load")
+    a.axhline(1.0, color="black", linestyle="--", linewidth=1)
+    a.set_xscale("log")
+    a.set_xticks(prompts, labels=[f"{x:,.0f}" for x in prompts])
+    a.minorticks_off()
+    a.set(xlabel="mean prompt tokens", ylabel="GPUs disaggregated / aggregated",
+          title="the crossover: below 1, disaggregation wins")  # fmt: skip
     a.legend(fontsize=8)
     mid = next(r for r in rows if r["isl_factor"] == 1.0)
     for key in ("aggregated", "disaggregated"):
         b.plot(loads, [c[key] for c in mid["gpus"]], marker="o", label=key)
-    b.set(xscale="log", yscale="log", xlabel="load / planning load", ylabel="GPUs",
+    b.set_xscale("log")
+    b.set_xticks(loads, labels=[f"{g:g}x" for g in loads])
+    b.minorticks_off()
+    b.set(xlabel="load / planning load (4 req/s)", ylabel="GPUs",
           title=f"GPUs against load ({mid['mean_prompt_tokens']:,.0f}-token prompts)")  # fmt: skip
     b.legend(fontsize=8)
     fig.suptitle("Llama 3.1 70B FP8 on H100, p95 TTFT <= 3 s, TPOT <= 40 ms")
