@@ -95,6 +95,9 @@ def search_disaggregated(
     space = search_space(result.usecase)
     base = pool_spec(_base_config(result), 1)
     tps = _pool_sizes(space, base.gpu)
+    if not tps:
+        why = f"no tensor-parallel size of the use case fits one {server_for(base.gpu).name}"
+        return DisaggSearch((), None, (), None, str(spec.kv_link), why)
     handoff = _worst_handoff(base, tps, space, spec)
     prefill = [pool_rate("prefill", pool_spec(base, tp), space, efficiency, handoff) for tp in tps]
     decode = [pool_rate("decode", pool_spec(base, tp), space, efficiency) for tp in tps]
