@@ -106,6 +106,9 @@ def test_day_from_the_command_line_writes_json_and_a_picture(tmp_path: Path) -> 
     # 16 GB of Llama 3.1 8B BF16 weights at 2 GB/s
     assert 7.0 < data["autoscaled"]["startup_s"] < 9.0
     assert len(data["hours"]) == 1 and data["hours"][0]["num_requests"] == data["num_requests"]
+    # a quarter of an hour at a flat 2 req/s: the row's rate is over its 900 s, not 3600
+    assert data["hours"][0]["request_rate"] == pytest.approx(data["num_requests"] / 900)
+    assert abs(data["num_requests"] - 1800) <= 4 * 1800**0.5
     assert png.stat().st_size > 10_000
     again = runner.invoke(app, args)
     assert again.exit_code != 0  # refuses to overwrite without --overwrite

@@ -176,7 +176,7 @@ def day_data(
         {
             "hour": h,
             "num_requests": int(res.requests[h]),
-            "request_rate": float(res.requests[h]) / 3600.0,
+            "request_rate": float(res.requests[h]) / (3600.0 * res.span_h[h]),
             "autoscaled_instances": float(a.instances[h]),
             "fixed_p95_ttft_ms": _num(f.p95_ttft_s[h] / MS),
             "autoscaled_p95_ttft_ms": _num(a.p95_ttft_s[h] / MS),

@@ -121,7 +121,7 @@ def day_workload(
 @dataclass(frozen=True, slots=True)
 class Hourly:
     """One fleet's day, per hour: p95 TTFT (s, nan in an hour without requests), fraction of
-    requests within the limits, mean instances paid for."""
+    requests within the limits, mean instances paid for over the hour's span."""
 
     p95_ttft_s: np.ndarray
     attainment: np.ndarray
@@ -132,10 +132,12 @@ class Hourly:
 
 @dataclass(frozen=True, slots=True)
 class DayResult:
-    """Requests per hour, and the fixed and autoscaled fleets' days."""
+    """Requests per hour, the hours each hour's row covers (1, less for a last partial
+    hour), and the fixed and autoscaled fleets' days."""
 
     hours: int
     requests: np.ndarray
+    span_h: np.ndarray
     fixed: Hourly
     autoscaled: Hourly
     autoscaled_run: AutoscaledResult
@@ -198,6 +200,7 @@ def replay_day(
     assert workload.arrival_s is not None
     hour = np.minimum((workload.arrival_s // HOUR_S).astype(int), n_hours - 1)
     requests = np.bincount(hour, minlength=n_hours)[:n_hours]
+    span = np.minimum(1.0, hours - np.arange(n_hours))
     fixed = simulate_fleet([engine] * num_fixed, workload, router, seed=seed).records
     auto = simulate_autoscaled(engine, workload, autoscaler, router, seed=seed)
     days = []
@@ -206,11 +209,10 @@ def replay_day(
         p95, share = _hourly(records, n_hours, ok)
         if paid is None:
             per_hour = np.full(n_hours, float(num_fixed))
-            per_hour[-1] *= hours - (n_hours - 1)
             total = num_fixed * hours
         else:
-            per_hour = instances_per_hour(paid, n_hours)
+            per_hour = instances_per_hour(paid, n_hours) / span
             total = auto.instance_seconds / HOUR_S
         share_day = float(ok.mean()) if len(records) else math.nan
         days.append(Hourly(p95, share, per_hour, total, share_day))
-    return DayResult(n_hours, requests, days[0], days[1], auto)
+    return DayResult(n_hours, requests, span, days[0], days[1], auto)
