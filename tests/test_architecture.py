@@ -74,7 +74,7 @@ BUDGET = {
     # + disaggregated pools and their KV link (issue 12)
     # the plan pipeline only; + levers, arrivals, price models (issue 11)
     # + the probe cache and quick plans the studio needs (issue 15); fleet check (issue 12)
-    "sizing": 4450,  # + 864: plan --disaggregated (issue 12): the use-case field, pool rates
+    "sizing": 4470,  # + 895: plan --disaggregated (issue 12): the use-case field, pool rates
     # and P:D layouts checked on the whole P/D fleet, the comparison and crossover, as data
     "calibrate": 3300,  # + the AIC launch settings, per-architecture fit and cross-validation
     # + disaggregated AIC rows (issue 12)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, Self
 
+import pydantic
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from llmsizer.instance import check_context
@@ -289,6 +290,15 @@ class UseCase(_Strict):
         description="Weigh disaggregated prefill/decode pools: off, auto, on (or a mapping "
         "with mode, kv_link, ratio).",
     )
+
+    @pydantic.model_serializer(mode="wrap")
+    def _dump(self, handler: pydantic.SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """`disaggregated` is left out while it is the default (off), so plans that do not
+        use it dump (and their committed JSON reads) as before it existed."""
+        data: dict[str, Any] = handler(self)
+        if self.disaggregated == DisaggregatedSpec():
+            data.pop("disaggregated", None)
+        return data
 
     @field_validator("model")
     @classmethod
