@@ -1,6 +1,6 @@
 """The disaggregated simulation against AIConfigurator's disaggregated silicon rows.
 
-    .venv/bin/python bench/validate_aic_disagg.py [--workers N] [--limit N]
+    .venv/bin/python bench/validate_aic_disagg.py [--workers N] [--limit N] [--before CSV]
 
 Every `mode: disagg` row of `../shared/calibration/aic_silicon_calibration.csv` is mapped
 (`llmsizer.calibrate.aic_disagg`: one prefill and one decode deployment, worker counts, the
@@ -8,7 +8,8 @@ KV link, the closed-loop load) or skipped with its reason; each mapped row is si
 its two pools with the shipped efficiency factors and its mean TTFT and TPOT compared with
 the measured ones, the way `bench/validate_aic.py` reports the aggregated rows: per engine
 and GPU, the median and p90 absolute error and the median signed error (bias), in %.
-Writes `examples/validation/aic_disagg.md` and `aic_disagg_rows.csv`.
+Writes `examples/validation/aic_disagg.md` and `aic_disagg_rows.csv`. `--before` takes an
+earlier run's rows CSV and adds the errors of both runs on the rows both predicted.
 """
 
 from __future__ import annotations
@@ -106,6 +107,33 @@ def report(cases: list[AicDisaggCase | AicSkipped], results: list[Row]) -> str:
     return "\n".join(lines)
 
 
+def before_after(before: Path, label: str, results: list[Row]) -> str:
+    """Median / p90 absolute and median signed error, TTFT and TPOT, of an earlier run's
+    rows CSV (`before`) and of this run, on the rows both predicted."""
+    with before.open(newline="") as f:
+        old = {r["id"]: r for r in csv.DictReader(f) if r["predicted_ttft_ms"]}
+    now = [(c, p) for c, p in results if isinstance(p, dict) and c.row_id in old]
+    lines = [
+        "### Before and after",
+        "",
+        f"Before: {label}. The {len(now)} rows both runs predicted.",
+        "",
+        "| run | TTFT median | p90 | bias | TPOT median | p90 | bias |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, pick in (
+        ("before", lambda c, p, m: float(old[c.row_id][f"predicted_{m[5:-3]}_ms"])),
+        ("after", lambda c, p, m: p[m]),
+    ):
+        cells = []
+        for m in METRICS:
+            e = 100 * np.array([pick(c, p, m) / c.measured[m] - 1 for c, p in now])
+            a = np.abs(e)
+            cells.append(f"{np.median(a):.0f} | {np.percentile(a, 90):.0f} | {np.median(e):+.0f}")
+        lines.append(f"| {name} | {' | '.join(cells)} |")
+    return "\n".join([*lines, ""])
+
+
 def write_rows(path: Path, results: list[Row]) -> None:
     with path.open("w", newline="") as f:
         w = csv.writer(f)
@@ -167,6 +195,8 @@ def main() -> None:
         default=None,
         help="Simulate only rows with at most this many clients (the run time grows with it).",
     )
+    p.add_argument("--before", type=Path, default=None, help="An earlier run's rows CSV.")
+    p.add_argument("--before-label", default="an earlier run", help="What --before was.")
     a = p.parse_args()
     cases = load_aic_disagg(CSV)
     mapped = [c for c in cases if isinstance(c, AicDisaggCase)]
@@ -185,6 +215,8 @@ def main() -> None:
             f"\n{len(left_out)} mapped rows with more than {cap} clients were not simulated "
             f"in this run (`--max-concurrency {cap}`: their run time on the shared machine).\n"
         )
+    if a.before is not None:
+        text += "\n" + before_after(a.before, a.before_label, results)
     (OUT / "aic_disagg.md").write_text(text)
     write_rows(OUT / "aic_disagg_rows.csv", results)
     print(f"wrote {OUT / 'aic_disagg.md'}", file=sys.stderr)

@@ -79,14 +79,17 @@ BUDGET = {
     "sizing": 3650  # the plan pipeline only; + levers, arrivals, price models (issue 11), ETA
     # + the probe cache and quick plans the studio needs (issue 15); fleet check (issue 12)
     # + 120: the search's parts on a sweep (`search_parts`, issue 13)
-    + 120,
+    # + 895: plan --disaggregated (issue 12): the use-case field, pool rates and P:D layouts
+    # checked on the whole P/D fleet, the comparison and crossover, as data
+    + 120
+    + 895,
     "calibrate": 3350  # + AIC launch settings, per-architecture fit, layouts read as launched
     # + disaggregated AIC rows (issue 12)
     # + 20: a sweep (local processes or Ray) records the schedules; fits name the fit extra
     # (issue 13)
     + 20,
     "collect": 1300,  # issue 16: kernel timing, roofline fit, device entry, decode check
-    "fleet": 1200,  # routers, fleet loop, disaggregated pools, autoscaler (issue 12)
+    "fleet": 1200,  # routers, fleet loop, disaggregated pools, autoscaler, day replay (issue 12)
     "cli": 1720  # + --overwrite on every command that writes, input checks at the edges
     # + 115: errors name flags as typed (a flag table per command), time left on progress
     # + 47: each command's module imported only when it runs (issue 13, startup)
@@ -94,7 +97,9 @@ BUDGET = {
     # + serve (issue 15); + simulate --replicas/--router, plan --router (issue 12)
     # + 70: --ray, --ray-address, plan --workers, pictures refused early without the
     # plots extra (issue 13)
-    + 70,
+    # + 342: `llmsizer day` and plan --disaggregated / --kv-link / --pd-ratio (issue 12)
+    + 70
+    + 342,
     "serve": 1300,  # the studio: form, jobs, views, uploads, app (templates not counted)
 }
 MAX_MODULE_LINES = 400

@@ -1,143 +1,140 @@
-"""Aggregated against disaggregated serving for a long-prompt chat use case.
+"""Aggregated against disaggregated serving for a long-prompt chat use case, by `plan`.
 
+    .venv/bin/llmsizer plan examples/fleet/long_prompt_disagg.yaml \\
+        --json examples/fleet/long_prompt_disagg.json --overwrite \\
+        > examples/fleet/long_prompt_disagg.txt
     .venv/bin/python examples/fleet/long_prompt_disagg.py
 
-Llama 3.1 70B, FP8 weights and KV cache, on one DGX H100 (8 GPUs) as four TP2 workers;
-prompts of 8,192 tokens (a long conversation or a retrieved document), answers of 256
-(lengths uniform in [0.8 L, L]), Poisson arrivals at each rate (seed 0, 1,200 requests).
-Aggregated: four vLLM-style instances behind least-outstanding routing. Disaggregated: the
-same four workers split P:D = 1:3, 2:2 and 3:1, the KV cache moving over NVLink inside the
-node. Limits: p95 TTFT <= 3 s and p95 TPOT <= 40 ms. The table gives both percentiles per
-rate; the winner is the configuration meeting both limits at the highest rate. Writes
-`long_prompt_disagg.md` and `long_prompt_disagg.png` beside this file.
+The use case (`long_prompt_disagg.yaml`: Llama 3.1 70B FP8 on H100, 8k-token prompts,
+256-token answers, 4 req/s, p95 TTFT <= 3 s and TPOT <= 40 ms) sets `disaggregated: auto`,
+so `plan` sizes aggregated instances and disaggregated pools, checks the disaggregated
+layout on the whole P/D fleet, and tabulates the crossover over prompt lengths and loads.
+This script reads the plan's JSON and writes `long_prompt_disagg.md` and
+`long_prompt_disagg.png` beside it.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-
-from llmsizer.fleet import KvTransfer, simulate_fleet
-from llmsizer.instance import DeploymentSpec, make_instance
-from llmsizer.instance.disagg import make_disaggregated
-from llmsizer.metrics import summarize
-from llmsizer.records import RequestRecord
-from llmsizer.sim import Engine
-from llmsizer.workload import LengthSpec, WorkloadSpec, make_workload
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
-ISL, OSL, NUM_REQUESTS = 8192, 256, 1200
-RATES = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
-TTFT_MS, TPOT_MS = 3000.0, 40.0
-WORKER = DeploymentSpec.model_validate(
-    {
-        "model": "llama-3.1-70b",
-        "gpu": "h100-sxm",
-        "precision": "fp8",
-        "kv_cache_dtype": "fp8",
-        "tp": 2,
-        "engine": "vllm",
-    }
-)
-SPLITS = [(1, 3), (2, 2), (3, 1)]
-Result = dict[str, dict[float, tuple[float, float]]]
+READING = """Reading it (hand-written, for the committed run): a TP2 prefill worker turns 8k prompts
+into first tokens at 0.8 req/s within the TTFT limit, and one TP4 decode worker carries
+5.8 req/s of 256-token answers within 40 ms a token, because its steps never carry prompt
+chunks; aggregated TP4 instances must fit both into the same steps and stop at 0.8 req/s
+each (0.83) on the TPOT limit. Disaggregation pays off from ~4k-token prompts at 4 req/s (from 2k
+at 16 req/s, where rounding the two pools up costs less), and fades at 32k, where the
+prefill dominates both forms.
+"""
 
 
-def workload(rate: float):  # type: ignore[no-untyped-def]
-    return make_workload(
-        WorkloadSpec(
-            arrival="poisson",
-            request_rate=rate,
-            num_requests=NUM_REQUESTS,
-            seed=0,
-            isl=LengthSpec(kind="uniform", low=int(0.8 * ISL), high=ISL),
-            osl=LengthSpec(kind="uniform", low=int(0.8 * OSL), high=OSL),
-        )
-    )
-
-
-def _p95(records: list[RequestRecord]) -> tuple[float, float]:
-    s = summarize(records)
-    return s["p95_ttft_ms"], s["p95_tpot_ms"]
-
-
-def main() -> None:
-    inst = make_instance(WORKER, max_model_len=ISL + OSL)
-    engine = Engine(inst.engine, inst.step)
-    results: Result = {"aggregated 4": {}}
-    for p, d in SPLITS:
-        results[f"disaggregated {p}P:{d}D"] = {}
-    for rate in RATES:
-        w = workload(rate)
-        results["aggregated 4"][rate] = _p95(
-            simulate_fleet([engine] * 4, w, "least_outstanding").records
-        )
-        for p, d in SPLITS:
-            fleet = make_disaggregated(
-                WORKER, WORKER, num_prefill=p, num_decode=d, link="nvlink", max_model_len=ISL + OSL
-            )
-            results[f"disaggregated {p}P:{d}D"][rate] = _p95(fleet.run(w).records)
-        print(rate, {k: v[rate] for k, v in results.items()}, flush=True)
-    (HERE / "long_prompt_disagg.md").write_text(table(results, fleet.transfer))
-    picture(results, HERE / "long_prompt_disagg.png")
-
-
-def _meets(v: tuple[float, float]) -> bool:
-    return v[0] <= TTFT_MS and v[1] <= TPOT_MS
-
-
-def table(results: Result, link: KvTransfer) -> str:
+def table(d: dict[str, Any]) -> str:
+    agg, dis, cross = d["aggregated"], d["disaggregated"], d["crossover"]
+    loads = cross["load_factors"]
     lines = [
-        "# Llama 3.1 70B FP8, 8k-token prompts, one DGX H100: aggregated or disaggregated?",
+        "# Llama 3.1 70B FP8, 8k-token prompts: aggregated or disaggregated?",
         "",
-        "Produced by `examples/fleet/long_prompt_disagg.py`: four TP2 workers (8 H100), vLLM",
-        f"preset; prompts uniform in [{int(0.8 * ISL)}, {ISL}], answers in "
-        f"[{int(0.8 * OSL)}, {OSL}],",
-        f"Poisson, {NUM_REQUESTS} requests per point. KV handoff over NVLink: "
-        f"{link.bytes_per_token / 1e3:.0f} kB per token per GPU at "
-        f"{link.bytes_per_s / 1e9:.0f} GB/s, {link.seconds(ISL) * 1e3:.2f} ms for an 8k prompt.",
-        f"Limits: p95 TTFT <= {TTFT_MS:.0f} ms, p95 TPOT <= {TPOT_MS:.0f} ms. Cells: p95 TTFT ms /"
-        " p95 TPOT ms, * where both limits hold.",
+        "Produced by `llmsizer plan examples/fleet/long_prompt_disagg.yaml` (`disaggregated: "
+        "auto`; output in `long_prompt_disagg.txt` and `.json`) and "
+        "`examples/fleet/long_prompt_disagg.py`.",
         "",
-        "| configuration | " + " | ".join(f"{r:g} req/s" for r in RATES) + " | best rate |",
-        "|---|" + "---:|" * (len(RATES) + 1),
+        "| answer | layout | GPUs | $ / month |",
+        "|---|---|---:|---:|",
     ]
-    for name, by_rate in results.items():
-        cells = [f"{t:,.0f} / {p:.1f}{' *' if _meets((t, p)) else ''}" for t, p in by_rate.values()]
-        ok = [r for r, v in by_rate.items() if _meets(v)]
-        lines.append(f"| {name} | " + " | ".join(cells) + f" | {max(ok) if ok else '-'} |")
-    best = {
-        n: max([r for r, v in by.items() if _meets(v)], default=0.0) for n, by in results.items()
-    }
-    winner = max(best, key=lambda n: best[n])
-    agg = best["aggregated 4"]
+    if agg is not None:
+        lines.append(
+            f"| aggregated | {agg['num_instances']}x {agg['config']} | {agg['num_gpus']} | "
+            f"{_usd(agg['usd_per_month'])} |"
+        )
+    if dis.get("num_gpus") is not None:
+        lines.append(
+            f"| disaggregated | {dis['num_prefill']}x TP{dis['prefill_tensor_parallel_size']} "
+            f"prefill + {dis['num_decode']}x TP{dis['decode_tensor_parallel_size']} decode | "
+            f"{dis['num_gpus']} | {_usd(dis['usd_per_month'])} |"
+        )
+    lines += ["", f"Winner: **{d['winner']}**; recommended: **{d['recommended']}**.", ""]
+    lines += ["One worker's rate within its own limit (req/s):", ""]
+    lines += ["| pool | TP | req/s per worker |", "|---|---:|---:|"]
+    for r in dis["pool_rates"]:
+        rate = f"{r['request_rate']:.2f}" if r["request_rate"] is not None else r["reason"]
+        lines.append(f"| {r['role']} | {r['tensor_parallel_size']} | {rate} |")
+    lines += ["", "The whole P/D fleet at the planning load (KV handoff: " + dis["kv_link"] + "):"]
+    lines += [""]
+    for run in dis["fleet_runs"]:
+        judged = ", ".join(f"{k}: {v:,.0f} ms" for k, v in run.items() if k.startswith("p"))
+        verdict = "meets" if run["meets"] else "misses"
+        lay = run["layout"]
+        lines.append(
+            f"- {lay['num_prefill']}x TP{lay['prefill_tensor_parallel_size']} prefill + "
+            f"{lay['num_decode']}x TP{lay['decode_tensor_parallel_size']} decode "
+            f"({lay['num_gpus']} GPUs): {verdict} ({judged})"
+        )
     lines += [
         "",
-        f"Winner: **{winner}** at {best[winner]:g} req/s within both limits "
-        f"(aggregated: {agg:g} req/s).",
+        "Crossover (GPUs aggregated / disaggregated, from the workers' rates; mean prompt "
+        "tokens by rows, the planning load's multiples by columns):",
+        "",
+        "| mean prompt | " + " | ".join(f"{g:g}x load" for g in loads) + " |",
+        "|---:|" + "---:|" * len(loads),
     ]
-    return "\n".join(lines) + "\n"
+    for row in cross["rows"]:
+        cells = [f"{_n(c['aggregated'])} / {_n(c['disaggregated'])}" for c in row["gpus"]]
+        lines.append(f"| {row['mean_prompt_tokens']:,.0f} | " + " | ".join(cells) + " |")
+    lines += ["", d["summary"], "", READING]
+    return "\n".join(lines)
 
 
-def picture(results: Result, path: Path) -> None:
+def _n(x: int | None) -> str:
+    return "-" if x is None else str(x)
+
+
+def _usd(x: float | None) -> str:
+    return "-" if x is None else f"${x:,.0f}"
+
+
+def picture(d: dict[str, Any], path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4))
-    for name, by_rate in results.items():
-        rates = list(by_rate)
-        a.plot(rates, [by_rate[r][0] / 1e3 for r in rates], marker="o", label=name)
-        b.plot(rates, [by_rate[r][1] for r in rates], marker="o", label=name)
-    a.axhline(TTFT_MS / 1e3, color="black", linestyle="--", linewidth=1)
-    b.axhline(TPOT_MS, color="black", linestyle="--", linewidth=1)
-    a.set(xlabel="request rate (req/s)", ylabel="p95 TTFT (s)", yscale="log", title="first token")
-    b.set(xlabel="request rate (req/s)", ylabel="p95 TPOT (ms)", title="per output token")
+    cross = d["crossover"]
+    loads, rows = cross["load_factors"], cross["rows"]
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2))
+    prompts = [r["mean_prompt_tokens"] for r in rows]
+    for k, g in enumerate(loads):  # below 1: disaggregated needs fewer GPUs
+        pairs = [(p, r["gpus"][k]) for p, r in zip(prompts, rows, strict=True)]
+        pts = [(p, c["disaggregated"] / c["aggregated"]) for p, c in pairs
+               if c["aggregated"] and c["disaggregated"]]  # fmt: skip
+        a.plot([x for x, _ in pts], [y for _, y in pts], marker="o", label=f"{g:g}x load")
+    a.axhline(1.0, color="black", linestyle="--", linewidth=1)
+    a.set_xscale("log")
+    a.set_xticks(prompts, labels=[f"{x:,.0f}" for x in prompts])
+    a.minorticks_off()
+    a.set(xlabel="mean prompt tokens", ylabel="GPUs disaggregated / aggregated",
+          title="the crossover: below 1, disaggregation wins")  # fmt: skip
     a.legend(fontsize=8)
-    fig.suptitle("Llama 3.1 70B FP8, 8k prompts, 8x H100: aggregated vs disaggregated")
+    mid = next(r for r in rows if r["isl_factor"] == 1.0)
+    for key in ("aggregated", "disaggregated"):
+        b.plot(loads, [c[key] for c in mid["gpus"]], marker="o", label=key)
+    b.set_xscale("log")
+    b.set_xticks(loads, labels=[f"{g:g}x" for g in loads])
+    b.minorticks_off()
+    b.set(xlabel="load / planning load (4 req/s)", ylabel="GPUs",
+          title=f"GPUs against load ({mid['mean_prompt_tokens']:,.0f}-token prompts)")  # fmt: skip
+    b.legend(fontsize=8)
+    fig.suptitle("Llama 3.1 70B FP8 on H100, p95 TTFT <= 3 s, TPOT <= 40 ms")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def main() -> None:
+    data = json.loads((HERE / "long_prompt_disagg.json").read_text())["disaggregated"]
+    (HERE / "long_prompt_disagg.md").write_text(table(data))
+    picture(data, HERE / "long_prompt_disagg.png")
 
 
 if __name__ == "__main__":

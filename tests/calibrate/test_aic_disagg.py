@@ -62,12 +62,29 @@ def test_the_simulated_row_gives_the_measured_metrics_keys() -> None:
     assert 10 < s["mean_tpot_ms"] < 100
 
 
+def test_the_rows_pools_are_the_instances_own_simulators() -> None:
+    """Both pools are built by `Instance.simulator`: the calibrated front-end hold is on the
+    prefill pool (the stream's first chunk) and off the decode pool (applied once, joined)."""
+    from llmsizer.instance.disagg import make_disaggregated
+    from llmsizer.instance.instance import make_instance
+
+    case = map_disagg_row({**ROW, "system": "b200_sxm", "model_path": "deepseek-ai/DeepSeek-R1",
+                           "prefill_tp_size": "8", "decode_tp_size": "8"})  # fmt: skip
+    assert isinstance(case, AicDisaggCase)
+    d = make_disaggregated(case.prefill, case.decode, num_prefill=1, num_decode=2, link="nvlink")
+    delay = make_instance(case.prefill).first_token_delay_s
+    assert delay == pytest.approx(0.144)  # the shipped TensorRT-LLM Blackwell fit's hold
+    assert d.prefill[0].first_token_delay_s == delay
+
+
 @pytest.mark.parametrize(
     ("change", "reason"),
     [
         ({"decode_moe_ep_size": "8"}, "expert parallelism"),
         ({"prefill_attention_dp_size": "4"}, "attention data parallelism"),
         ({"system": "gb300"}, "GPU gb300 not in the catalog"),
+        ({"decode_tp_size": "32"}, "wide-EP / attention-DP layout (decode_tp_size 32"),
+        ({"prefill_tp_size": "72"}, "wide-EP / attention-DP layout (prefill_tp_size 72"),
         ({"model_path": "nobody/NoModel-1B"}, "not in the catalog"),
     ],
 )

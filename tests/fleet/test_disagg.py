@@ -99,3 +99,16 @@ def test_a_bad_link_is_refused(kwargs: dict[str, float], message: str) -> None:
 def test_an_empty_pool_is_refused() -> None:
     with pytest.raises(ValueError, match="at least 1 instance"):
         simulate_disaggregated([_engine()], [], _isolated(n=3))
+
+
+def test_the_front_ends_first_token_hold_applies_once_as_on_the_aggregated_engine() -> None:
+    """A held first chunk (`first_token_delay_s`) moves the disaggregated stream exactly as
+    it moves the aggregated one: once, at the first token, not again at decode's first."""
+    w = _isolated(seed=3)
+    held = Engine(_engine().config, COST, first_token_delay_s=0.05)
+    agg = held.run(w).records
+    dis = simulate_disaggregated([held] * 3, [held] * 2, w).records
+    for a, d in zip(agg, dis, strict=True):
+        np.testing.assert_allclose(d.token_times_s, a.token_times_s, rtol=0, atol=1e-9)
+    free = simulate_disaggregated([_engine()] * 3, [_engine()] * 2, w).records
+    assert dis[0].ttft_s == pytest.approx(free[0].ttft_s + 0.05)

@@ -168,3 +168,15 @@ def test_bad_fleets_are_refused_with_a_clear_message(
 ) -> None:
     with pytest.raises(ValueError, match=message):
         simulate_fleet(engines, workload, router)
+
+
+@pytest.mark.parametrize("router", ["least_outstanding", "round_robin"])
+def test_bursts_of_simultaneous_arrivals_are_served(router: str) -> None:
+    """Traces stamp many requests with one time (Mooncake's first ones are all at 0): an
+    instance whose step ends exactly at such a time must not be advanced to it forever."""
+    n = 40
+    arrivals = np.repeat([0.0, 0.05, 0.05, 1.0], n // 4)  # steps of 10 ms end at 0.05
+    w = make_workload(np.full(n, 30), np.full(n, 5), arrival_s=np.sort(arrivals))
+    fleet = simulate_fleet([make_engine(FixedTicks(0.01), max_num_seqs=4)] * 2, w, router)
+    assert sorted(r.request_id for r in fleet.records) == list(range(n))
+    assert all(r.num_output_tokens == 5 for r in fleet.records)

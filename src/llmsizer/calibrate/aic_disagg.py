@@ -18,7 +18,13 @@ follow the aggregated mapping (`llmsizer.calibrate.aic`, `docs/aic_measurement.m
   `nvlink`; otherwise `network` (the system's InfiniBand NICs). Routers: least outstanding
   requests in both pools (Dynamo's default load balancing).
 - **Skipped.** Expert parallelism or attention data parallelism in either pool, pipeline
-  parallelism, GPUs, systems and models outside the catalog, deployments the model rejects.
+  parallelism, GPUs, systems and models outside the catalog, deployments the model rejects,
+  and pools wider than `WIDEST_TP` GPUs. Those are GB200 NVL72 rows of 20-72 GPUs per pool
+  whose ids name them `tpN_ep` (InferenceX's wide expert parallelism with data-parallel
+  attention) while the CSV's columns say pure TP (`moe_ep_size` 1): pricing them as one
+  tensor-parallel group of 20-72 GPUs (an all-reduce over every GPU twice a layer, the
+  attention heads split 72 ways) would be a different deployment. `DeploymentSpec` has no
+  attention data parallelism, so they are refused, not mispriced.
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ AIC_SYSTEMS = {  # AIC `system` -> catalog system (the NVLink domain and NICs ar
     "gb200": "gb200-nvl72",
 }
 _FP8_KV = (Precision.FP8, Precision.FP8_BLOCK, Precision.FP4)
+WIDEST_TP = 16  # the widest dense TP group in the rows: two 8-GPU H100 nodes (SGLang)
 _CONCURRENCY = re.compile(r"silicon_concurrency=(\d+)")
 
 
@@ -96,6 +103,12 @@ def _map(row: Mapping[str, str]) -> AicDisaggCase:
         ):
             if _int(row, f"{pool}_{column}") > 1:
                 raise _Skip(f"{what} ({pool}_{column} {row[f'{pool}_{column}']}) not modelled yet")
+        tp = _int(row, f"{pool}_tp_size")
+        if tp > WIDEST_TP:
+            raise _Skip(
+                f"wide-EP / attention-DP layout ({pool}_tp_size {tp} > {WIDEST_TP}: "
+                "module docstring) not modelled"
+            )
     gpu, system_key = AIC_GPUS.get(row["system"]), AIC_SYSTEMS.get(row["system"])
     if gpu is None or system_key is None:
         raise _Skip(f"GPU {row['system']} not in the catalog")

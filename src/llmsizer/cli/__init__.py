@@ -32,6 +32,7 @@ COMMANDS = {
     "gpus": "catalog",
     "systems": "catalog",
     "serve": "serve",  # the sizing studio (issue 15)
+    "day": "day",  # a day on an autoscaled fleet (issue 12)
 }
 HELP = (
     "Size LLM inference: simulate a serving engine, predict GPU performance, plan "

@@ -13,17 +13,21 @@ from llmsizer.cli.common import (
     RayAddress,
     RayFlag,
     err,
+    field_help,
     given_flags,
     out,
     progress_bar,
     require_plots,
     sweep_for,
 )
+from llmsizer.cli.plan_disagg import print_comparison, with_disaggregated
 from llmsizer.config import load_efficiency, load_usecase
 from llmsizer.errors import import_extra
 from llmsizer.fleet import ROUTERS
 from llmsizer.output import refuse_existing, write_atomic
 from llmsizer.report.plan_text import print_plan
+from llmsizer.sizing.disagg_spec import DisaggregatedSpec
+from llmsizer.sizing.fleet_check import check_plan_router
 from llmsizer.sizing.inputs import FLAG_FIELDS, usecase_dict
 from llmsizer.sizing.plan import plan as run_plan
 from llmsizer.sizing.plan_data import plan_data
@@ -83,6 +87,9 @@ def plan(
     ] = 1,
     ray: RayFlag = False,
     ray_address: RayAddress = None,
+    disaggregated: Annotated[str | None, Opt(help=field_help(DisaggregatedSpec, "mode"))] = None,
+    kv_link: Annotated[str | None, Opt(help=field_help(DisaggregatedSpec, "kv_link"))] = None,
+    pd_ratio: Annotated[str | None, Opt(help=field_help(DisaggregatedSpec, "ratio"))] = None,
 ) -> None:
     """Size a deployment: the best configuration per GPU, instances, GPUs, servers and cost.
 
@@ -98,14 +105,17 @@ def plan(
     )  # fmt: skip
     refuse_existing((json_out, html), overwrite=overwrite)
     require_plots(None, html)
-    if router is not None and router not in ROUTERS:
-        raise ValueError(f"unknown router {router!r}; choose one of {', '.join(ROUTERS)}")
+    if router is not None:
+        check_plan_router(router)
     table = {path: "--" + flag.replace("_", "-") for flag, path in FLAG_FIELDS.items()}
     table |= {"limits": "--ttft-ms/--tpot-ms/--e2el-ms", "mode": "--offline"}
     table |= {"unit": "--words", "streaming": "--sequential"}
     table |= {"load": "--peak-rps/--average-rps/--daily-active-users", "input": "--isl"}
-    usecase = load_usecase(
-        usecase_file, flags, given_flags(table, flags, every=usecase_file is None)
+    usecase = with_disaggregated(
+        load_usecase(usecase_file, flags, given_flags(table, flags, every=usecase_file is None)),
+        mode=disaggregated,
+        kv_link=kv_link,
+        ratio=pd_ratio,
     )
     efficiency = load_efficiency(calibration)
     with progress_bar("sizing") as progress, sweep_for(workers, ray, ray_address) as sweep:
@@ -114,6 +124,8 @@ def plan(
     print_plan(data, out)
     if router is not None:
         data["fleet_check"] = _fleet_check(result, router, calibration)
+    if usecase.disaggregated.enabled:
+        data["disaggregated"] = _disaggregated(result, router, calibration)
     if json_out:
         write_atomic(json_out, json.dumps(data, indent=1) + "\n")
         err.print(f"wrote {json_out}", highlight=False)
@@ -158,3 +170,21 @@ def _fleet_check(result: PlanResult, router: str, calibration: Path | None) -> d
             for p in check.points
         ],
     }
+
+
+def _disaggregated(
+    result: PlanResult, router: str | None, calibration: Path | None
+) -> dict[str, Any]:
+    """`plan --disaggregated auto|on`: the disaggregated search beside the aggregated answer."""
+    from llmsizer.sizing.disagg_data import comparison_data
+    from llmsizer.sizing.disagg_plan import compare_disaggregated
+
+    efficiency = load_efficiency(calibration)
+    comparison = compare_disaggregated(
+        result,
+        result.usecase.disaggregated,
+        None if efficiency is None else lambda _: efficiency,
+        router or "least_outstanding",
+    )
+    print_comparison(comparison, result.limits)
+    return comparison_data(comparison, result.limits)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from llmsizer.fleet.fleet import FleetResult, check_fleet, label_instances
+from llmsizer.fleet.fleet import FleetResult, advance_busy, check_fleet, label_instances
 from llmsizer.fleet.pool import Pool
 from llmsizer.sim import Engine
 from llmsizer.workload import Workload
@@ -114,13 +114,7 @@ def simulate_autoscaled(
     in_busy = np.zeros(a.max_instances, dtype=bool)
 
     def advance_to(t: float) -> None:
-        while busy and busy[0][0] <= t:
-            _, i = heapq.heappop(busy)
-            pool.advance(i, t)
-            if pool.has_work(i):
-                heapq.heappush(busy, (pool.runs[i].now, i))
-            else:
-                in_busy[i] = False
+        advance_busy(pool, busy, in_busy, t)
 
     arrivals = workload.arrival_s.tolist()
     end_s = arrivals[-1] if arrivals else 0.0

@@ -30,6 +30,7 @@ from llmsizer.fleet.fleet import check_fleet, label_instances
 from llmsizer.fleet.pool import Pool
 from llmsizer.records import RequestRecord
 from llmsizer.sim import Engine, SimResult
+from llmsizer.sim.delivery import hold_first_token
 from llmsizer.workload import Workload
 
 
@@ -87,6 +88,7 @@ class _Disagg:
         check_fleet(decode, _open(workload))
         rng = np.random.default_rng(seed)
         self.w, self.transfer = workload, transfer
+        self.prefill_engines = list(prefill)
         isl, osl = workload.num_prompt_tokens, workload.num_output_tokens
         one = np.ones_like(osl)
         self.prefill = Pool(
@@ -173,8 +175,10 @@ class _Disagg:
         for j, res in enumerate(dec):
             for r in res.records:
                 then[r.request_id] = dataclasses.replace(r, instance_id=offset + j)
+        delays = [e.first_token_delay_s for e in self.prefill_engines]
         records = [
-            _join(p, d, self.handoff_s[p.request_id]) for p, d in zip(first, then, strict=True)
+            _join(p, d, self.handoff_s[p.request_id], delays[p.instance_id or 0])
+            for p, d in zip(first, then, strict=True)
         ]
         return DisaggResult(records=records, prefill=pre, decode=dec)
 
@@ -182,18 +186,25 @@ class _Disagg:
 def _chunked(engine: Engine) -> Engine:
     """A decode worker schedules one new token per handed-off request; only a preempted
     request's recompute prefills more, and it does so in chunks even where the engine's
-    prefill pool would not (so a prompt over `max_num_batched_tokens` is not refused)."""
+    prefill pool would not (so a prompt over `max_num_batched_tokens` is not refused). Its
+    first token is not the stream's first: the front end's hold applies to the joined
+    record (`_join`), once."""
+    engine = dataclasses.replace(engine, first_token_delay_s=0.0)
     if engine.config.enable_chunked_prefill:
         return engine
     config = engine.config.model_copy(update={"enable_chunked_prefill": True})
     return dataclasses.replace(engine, config=config)
 
 
-def _join(p: RequestRecord, d: RequestRecord | None, handoff_s: float) -> RequestRecord:
-    """The client's view: prefill's record, the first token at the handoff, then decode's."""
+def _join(
+    p: RequestRecord, d: RequestRecord | None, handoff_s: float, first_token_delay_s: float
+) -> RequestRecord:
+    """The client's view: prefill's record, the first token at the handoff, then decode's,
+    the first chunk held by the prefill engine's front end (`Engine.first_token_delay_s`;
+    a one-token answer is prefill's record, already held)."""
     if d is None:
         return p
-    return dataclasses.replace(
+    joined = dataclasses.replace(
         p,
         num_output_tokens_requested=p.num_output_tokens_requested + d.num_output_tokens_requested,
         token_times_s=np.concatenate(([handoff_s], d.token_times_s)),
@@ -201,6 +212,7 @@ def _join(p: RequestRecord, d: RequestRecord | None, handoff_s: float) -> Reques
         num_preemptions=p.num_preemptions + d.num_preemptions,
         instance_id=d.instance_id,
     )
+    return hold_first_token(joined, first_token_delay_s)
 
 
 def _open(workload: Workload) -> Workload:

@@ -71,13 +71,7 @@ def simulate_fleet(
     busy: list[tuple[float, int]] = []  # (instance clock, index) of instances with work
     in_busy = np.zeros(len(engines), dtype=bool)
     for request_id, t in enumerate(workload.arrival_s.tolist()):
-        while busy and busy[0][0] <= t:
-            _, i = heapq.heappop(busy)
-            pool.advance(i, t)
-            if pool.has_work(i):
-                heapq.heappush(busy, (pool.runs[i].now, i))
-            else:
-                in_busy[i] = False
+        advance_busy(pool, busy, in_busy, t)
         i = pool.route(request_id, t)
         if not in_busy[i]:
             in_busy[i] = True
@@ -86,6 +80,25 @@ def simulate_fleet(
         pool.advance(i, None)
     results = [run.result() for run in pool.runs]
     return FleetResult(records=label_instances(results, workload.num_requests), instances=results)
+
+
+def advance_busy(pool: Pool, busy: list[tuple[float, int]], in_busy: np.ndarray, t: float) -> None:
+    """Bring every busy instance whose clock is at or behind `t` up to `t`. One whose step
+    ends exactly at `t` stays at `t` (no step starts before it): it goes back on the heap
+    after the others, or requests arriving together (a burst at t = 0) would advance it
+    forever."""
+    later: list[tuple[float, int]] = []
+    while busy and busy[0][0] <= t:
+        _, i = heapq.heappop(busy)
+        pool.advance(i, t)
+        if not pool.has_work(i):
+            in_busy[i] = False
+        elif pool.runs[i].now > t:
+            heapq.heappush(busy, (pool.runs[i].now, i))
+        else:
+            later.append((pool.runs[i].now, i))
+    for item in later:
+        heapq.heappush(busy, item)
 
 
 def label_instances(results: Sequence[SimResult], num_requests: int) -> list[RequestRecord]:

@@ -17,6 +17,7 @@ from typing import Literal
 from llmsizer.fleet import DisaggResult, KvTransfer, simulate_disaggregated
 from llmsizer.instance.deployment import DeploymentSpec
 from llmsizer.instance.instance import Instance, make_instance
+from llmsizer.perf import EfficiencyFactors
 from llmsizer.sim import Engine
 from llmsizer.specs import SystemSpec, system_catalog
 from llmsizer.workload import Workload
@@ -101,9 +102,13 @@ def make_disaggregated(
     link: Link | float,
     system: SystemSpec | None = None,
     max_model_len: int | None = None,
+    efficiency: tuple[EfficiencyFactors, EfficiencyFactors] | None = None,
 ) -> Disaggregated:
     """`num_prefill` instances of `prefill` and `num_decode` of `decode` (a P:D ratio of
-    at least 1:1 worker each), priced by the GPU model, and their KV link."""
+    at least 1:1 worker each), priced by the GPU model, and their KV link. Each pool's
+    engines are its instance's own simulator (`Instance.simulator`: the calibrated factors
+    and the front end's first-token hold, as aggregated predictions have them);
+    `efficiency` (prefill's, decode's) overrides the shipped factors."""
     if num_prefill < 1 or num_decode < 1:
         raise ValueError(
             f"a disaggregated deployment needs >= 1 prefill and >= 1 decode worker, got "
@@ -115,11 +120,12 @@ def make_disaggregated(
                 f"the {role} pool has pipeline_parallel_size {spec.pipeline_parallel_size}; "
                 "disaggregated pools are simulated with tensor parallelism only (pp 1)"
             )
-    p = make_instance(prefill, max_model_len=max_model_len)
-    d = make_instance(decode, max_model_len=max_model_len)
+    eff_p, eff_d = (None, None) if efficiency is None else efficiency
+    p = make_instance(prefill, max_model_len=max_model_len, efficiency=eff_p)
+    d = make_instance(decode, max_model_len=max_model_len, efficiency=eff_d)
     return Disaggregated(
-        prefill=[Engine(p.engine, p.step)] * num_prefill,
-        decode=[Engine(d.engine, d.step)] * num_decode,
+        prefill=[p.simulator()] * num_prefill,
+        decode=[d.simulator()] * num_decode,
         transfer=kv_transfer(p, d, link, system),
         prefill_instance=p,
         decode_instance=d,

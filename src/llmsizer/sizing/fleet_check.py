@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from llmsizer.fleet import simulate_fleet
+from llmsizer.fleet import ROUTERS, simulate_fleet
 from llmsizer.metrics import summarize
 from llmsizer.sizing.limits import Latencies
 from llmsizer.sizing.plan import Efficiency, _efficiency_function, search_space
@@ -51,6 +51,19 @@ class FleetCheck:
     points: tuple[FleetPoint, ...]
     num_instances: int | None
     reason: str
+
+
+def check_plan_router(router: str) -> None:
+    """Refuse, before any search, a router `plan` cannot check its fleet behind: an unknown
+    name, or prefix affinity (a plan's requests are lengths only, without shared prefixes)."""
+    if router not in ROUTERS:
+        raise ValueError(f"unknown router {router!r}; choose one of {', '.join(ROUTERS)}")
+    if router == "prefix":
+        others = ", ".join(r for r in ROUTERS if r != "prefix")
+        raise ValueError(
+            "router 'prefix' routes by shared prompt prefixes, and a plan's requests carry "
+            f"none (they are lengths, not texts or hash_ids): choose another router ({others})"
+        )
 
 
 def check_plan_fleet(

@@ -18,12 +18,14 @@ from __future__ import annotations
 
 from typing import Any, Literal, Self
 
+import pydantic
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from llmsizer.instance import check_context
 from llmsizer.sizing.arrivals import ArrivalKind, ArrivalPattern
 from llmsizer.sizing.candidates import CandidatesSpec
 from llmsizer.sizing.cost import Price
+from llmsizer.sizing.disagg_spec import DisaggregatedSpec
 from llmsizer.sizing.limits import Limits
 from llmsizer.sizing.peak import dau_average_rps, poisson_peak_rps
 from llmsizer.specs import get_gpu, get_model
@@ -283,6 +285,20 @@ class UseCase(_Strict):
         0.0, ge=0, le=10, description="Capacity above the planning peak, as a fraction (0.2: 20 %)."
     )
     search: SearchSettings = Field(default_factory=SearchSettings, description="Search effort.")
+    disaggregated: DisaggregatedSpec = Field(
+        default_factory=DisaggregatedSpec,
+        description="Weigh disaggregated prefill/decode pools: off, auto, on (or a mapping "
+        "with mode, kv_link, ratio).",
+    )
+
+    @pydantic.model_serializer(mode="wrap")
+    def _dump(self, handler: pydantic.SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """`disaggregated` is left out while it is the default (off), so plans that do not
+        use it dump (and their committed JSON reads) as before it existed."""
+        data: dict[str, Any] = handler(self)
+        if self.disaggregated == DisaggregatedSpec():
+            data.pop("disaggregated", None)
+        return data
 
     @field_validator("model")
     @classmethod
