@@ -72,8 +72,11 @@ def test_the_rows_pools_are_the_instances_own_simulators() -> None:
                            "prefill_tp_size": "8", "decode_tp_size": "8"})  # fmt: skip
     assert isinstance(case, AicDisaggCase)
     d = make_disaggregated(case.prefill, case.decode, num_prefill=1, num_decode=2, link="nvlink")
+    from llmsizer.perf.calibrated import calibrated_efficiency
+
     delay = make_instance(case.prefill).first_token_delay_s
-    assert delay == pytest.approx(0.144)  # the shipped TensorRT-LLM Blackwell fit's hold
+    # the shipped TensorRT-LLM Blackwell fit's hold (~0.15 s)
+    assert delay == calibrated_efficiency("trtllm", "blackwell").first_token_delay_s > 0
     assert d.prefill[0].first_token_delay_s == delay
 
 
