@@ -183,18 +183,11 @@ def _pool_limits(role: Role, limits: Limits, handoff_s: float) -> Limits | None:
 
 def _probe(role: Role, inst: Instance, space: SearchSpace, limits: Limits) -> Probe:
     lengths = space.lengths
+    probe: type[Probe] = DecodeProbe
     if role == "prefill":  # the prompt and its first token only
         ones = np.ones_like(lengths.output)
-        lengths = Lengths(lengths.prompt, ones, lengths.source)
-        return Probe(
-            inst,
-            lengths,
-            limits,
-            seed=space.seed,
-            num_requests=space.num_requests,
-            arrivals=space.arrivals,
-        )
-    return DecodeProbe(
+        lengths, probe = Lengths(lengths.prompt, ones, lengths.source), Probe
+    return probe(
         inst,
         lengths,
         limits,
