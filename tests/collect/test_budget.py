@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 from llmsizer.collect.budget import Budget, coarse_to_fine
@@ -28,7 +30,7 @@ class FakeClock:
         return self.now
 
 
-def timed_points(clock: FakeClock, n: int, step: float):  # type: ignore[no-untyped-def]
+def timed_points(clock: FakeClock, n: int, step: float) -> Iterator[int]:
     for i in range(n):
         clock.now += step
         yield i

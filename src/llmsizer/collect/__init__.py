@@ -3,8 +3,9 @@
 It times the kernels one engine step is made of (GEMMs at the model's linear shapes in
 each precision the device has, an MoE model's grouped expert GEMMs, prefill and decode
 attention, MLA's included, elementwise work, the all-reduce over the devices present) with
-random weights at the model's shapes, within a time budget, fits the efficiency factors of the roofline to them, and
-checks the result against a real decode loop. The output is a calibration file that
+random weights at the model's shapes, within a time budget; fits the efficiency factors of
+the roofline and of the collectives to them, and checks the result against a real decode
+loop. The output is a calibration file that
 `predict`, `plan` and `simulate` take as `--calibration`, carrying the device it was made
 on (`--gpu FILE` prices that device, catalogued or not). Needs the `collect` extra
 (PyTorch); the CLI imports this package only when the command runs.

@@ -6,12 +6,14 @@ weighted by their points, so a slow early stage cannot starve the later ones; a 
 points from its generator until its share is spent. Every stage visits its sizes coarse to
 fine (`coarse_to_fine`: both ends, then the middle, then the quarters ...), so the points a
 stage reaches before its share runs out span its whole range, and the fit sees small and
-large sizes alike. A stage always times its first point: the budget bounds the run's time
-to itself plus one point per stage.
+large sizes alike. A stage always times its first point (its smallest size), and the
+timer cuts a point's repeats short near the stage's deadline (`kernels.Timer.until`): the
+budget bounds the run's time to itself plus about one call of a kernel per stage.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -47,6 +49,7 @@ class Budget:
     clock: Callable[[], float] = time.perf_counter
     started: float = field(init=False)
     stage: int = field(init=False, default=0)
+    deadline: float = field(init=False, default=math.inf)  # the running stage's
 
     def __post_init__(self) -> None:
         if not self.seconds > 0:
@@ -66,11 +69,11 @@ class Budget:
     def run(self, points: Iterable[T]) -> Iterator[T]:
         """The stage's points until its share is spent (always the first), then the next
         stage's turn."""
-        deadline = self.clock() + self.share_s()
+        self.deadline = self.clock() + self.share_s()
         try:
             for n, point in enumerate(points):
                 yield point
-                if n + 1 < self.weights[self.stage] and self.clock() >= deadline:
+                if n + 1 < self.weights[self.stage] and self.clock() >= self.deadline:
                     return
         finally:
             self.stage += 1

@@ -51,6 +51,8 @@ class Timer:
     warmup: int
     repeats: int
     flush_bytes: int = 0
+    # the `perf_counter` time its calls should end by (the budget's stage deadline)
+    until: Callable[[], float] | None = None
 
     @cached_property
     def _flush_buffer(self) -> torch.Tensor:
@@ -61,25 +63,40 @@ class Timer:
             self._flush_buffer.zero_()
 
     def __call__(self, fn: Callable[[], Any]) -> float:
-        for _ in range(self.warmup):
-            self._flush()
-            fn()
+        repeats = self._warm_up(fn)
         if self.device.type == "cuda":
-            return self._cuda(fn)
+            return self._cuda(fn, repeats)
         # one thread: the process's CPU time, which a busy machine's other processes do not
         # inflate (it is the thread's busy time); more threads: wall time
         clock = time.process_time if torch.get_num_threads() == 1 else time.perf_counter
         samples = []
-        for _ in range(self.repeats):
+        for _ in range(repeats):
             self._flush()
             start = clock()
             fn()
             samples.append(clock() - start)
         return statistics.median(samples)
 
-    def _cuda(self, fn: Callable[[], Any]) -> float:
+    def _warm_up(self, fn: Callable[[], Any]) -> int:
+        """Run the warm-ups; the repeats to time: all of them, or as many as fit before
+        `until` at the first call's pace (one at least), so one large kernel cannot run
+        far past a time budget."""
+        start = time.perf_counter()
+        for n in range(self.warmup):
+            self._flush()
+            fn()
+            if n == 0 and self.until is not None:
+                if self.device.type == "cuda":
+                    torch.cuda.synchronize(self.device)
+                call_s = time.perf_counter() - start
+                left_s = self.until() - time.perf_counter()
+                if call_s * (self.warmup - 1 + self.repeats) > left_s:
+                    return max(1, min(self.repeats, int(left_s / call_s)))
+        return self.repeats
+
+    def _cuda(self, fn: Callable[[], Any], repeats: int) -> float:
         pairs = []
-        for _ in range(self.repeats):
+        for _ in range(repeats):
             self._flush()  # queued before the start event: not timed
             start = torch.cuda.Event(enable_timing=True)
             end = torch.cuda.Event(enable_timing=True)
@@ -91,10 +108,13 @@ class Timer:
         return statistics.median(s.elapsed_time(e) for s, e in pairs) / 1000.0  # ms -> s
 
 
-def make_timer(device: torch.device, warmup: int, repeats: int) -> Timer:
-    """A `Timer` flushing the device's caches (`GPU_FLUSH_BYTES`, `CPU_FLUSH_BYTES`)."""
+def make_timer(
+    device: torch.device, warmup: int, repeats: int, until: Callable[[], float] | None = None
+) -> Timer:
+    """A `Timer` flushing the device's caches (`GPU_FLUSH_BYTES`, `CPU_FLUSH_BYTES`),
+    cutting its repeats short near `until`."""
     flush = GPU_FLUSH_BYTES if device.type == "cuda" else CPU_FLUSH_BYTES
-    return Timer(device, warmup, repeats, flush)
+    return Timer(device, warmup, repeats, flush, until)
 
 
 def fp8_supported(device: torch.device) -> bool:

@@ -73,9 +73,16 @@ def model_gemm_precisions(device: Device, precision: str) -> tuple[str, ...]:
     return tuple(p for p in precisions(device.torch_device) if p in wanted)
 
 
-def kernel_stages(model: ModelSpec, grid: Grid, device: Device, precision: str) -> list[Stage]:
-    """Every stage of the run (module docstring) with its planned rows."""
-    timer = make_timer(device.torch_device, grid.warmup, grid.repeats)
+def kernel_stages(
+    model: ModelSpec,
+    grid: Grid,
+    device: Device,
+    precision: str,
+    until: Callable[[], float] | None = None,
+) -> list[Stage]:
+    """Every stage of the run (module docstring) with its planned rows; the timer's calls
+    keep to `until` (`kernels.Timer`)."""
+    timer = make_timer(device.torch_device, grid.warmup, grid.repeats, until)
     gemms, experts = layer_gemms(model), expert_gemms(model)
     tokens = len(grid.gemm_tokens)
     stages: list[Stage] = [("copy", 1, partial(time_copy, grid, timer))]
@@ -126,7 +133,7 @@ def collect(
     if ranks < 1:
         raise ValueError(f"--devices {ranks}; allowed: 1 or more")
     started = datetime.now(UTC)
-    stages = kernel_stages(model, grid, device, precision)
+    stages = kernel_stages(model, grid, device, precision, lambda: budget.deadline)
     if ranks > 1:
         stages.append(_allreduce_stage(model, grid, device, ranks, lambda: budget.share_s()))
     check_layers = min(grid.check_layers, model.num_layers)
@@ -150,7 +157,7 @@ def collect(
     points = []
     if skip is None:
         efficiency = default_efficiency(engine).replace(**factors)
-        timer = make_timer(device.torch_device, grid.warmup, grid.repeats)
+        timer = make_timer(device.torch_device, grid.warmup, grid.repeats, lambda: budget.deadline)
         run = check_decode(
             model, gpu, efficiency, num_layers=check_layers, points=grid.check_points, timer=timer
         )
@@ -246,4 +253,3 @@ def _allreduce_summary(fit: AllReduceFit, gpu: GpuSpec) -> dict[str, float | int
 
 def _peak(gpu: GpuSpec, precision: str) -> float | None:
     return gpu.dense_flops_per_s(Precision.parse(precision))
-
