@@ -97,3 +97,12 @@ def test_a_tiny_budget_times_one_point_of_each_stage(tmp_path: Path) -> None:
     assert any("1 of 20 timings" in s and "about 0 s left" in s for s in said)  # progress
     info = result.calibration.fitted_on
     assert info["budget_s"] == 1e-3 and info["num_timings"] == len(stages)
+
+
+def test_the_cli_default_budget_is_five_minutes() -> None:
+    import inspect
+
+    from llmsizer.cli.collect import collect as command
+    from llmsizer.collect import DEFAULT_BUDGET_S
+
+    assert inspect.signature(command).parameters["budget_s"].default == DEFAULT_BUDGET_S == 300

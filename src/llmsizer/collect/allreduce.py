@@ -105,6 +105,8 @@ def time_allreduce(
             f"--devices {num_ranks}: this machine has {torch.cuda.device_count()} CUDA GPUs"
         )
     sizes = coarse_to_fine(tokens)
+    if device_type == "cuda":
+        torch.cuda.empty_cache()  # this process's cached blocks, off rank 0's GPU
     ctx = mp.get_context("spawn")
     results = ctx.SimpleQueue()
     with tempfile.TemporaryDirectory(prefix="llmsizer-allreduce-") as tmp:
@@ -118,7 +120,16 @@ def time_allreduce(
             repeats,
             seconds,
         )
-        mp.start_processes(_worker, args=(spec, results), nprocs=num_ranks, start_method="spawn")
+        try:
+            mp.start_processes(
+                _worker, args=(spec, results), nprocs=num_ranks, start_method="spawn"
+            )
+        except (mp.ProcessRaisedException, mp.ProcessExitedException) as e:
+            last = str(e).strip().splitlines()[-1]
+            raise ValueError(
+                f"the all-reduce over {num_ranks} devices ({backend_for(device_type)}) "
+                f"failed: {last}; --devices 1 skips it"
+            ) from None
         medians: list[tuple[int, float]] = results.get()
     backend = backend_for(device_type)
     return [
@@ -160,14 +171,14 @@ def _worker(rank: int, job: _Job, results: Any) -> None:
         world_size=job.num_ranks,
     )
     try:
-        medians = _time_sizes(rank, job, device)
+        medians = _time_sizes(job, device)
         if rank == 0:
             results.put(medians)
     finally:
         dist.destroy_process_group()
 
 
-def _time_sizes(rank: int, job: _Job, device: torch.device) -> list[tuple[int, float]]:
+def _time_sizes(job: _Job, device: torch.device) -> list[tuple[int, float]]:
     def sync() -> None:
         if device.type == "cuda":
             torch.cuda.synchronize(device)
@@ -175,6 +186,7 @@ def _time_sizes(rank: int, job: _Job, device: torch.device) -> list[tuple[int, f
     deadline = time.perf_counter() + job.seconds
     go = torch.ones(1, device=device)
     medians = []
+    rank = dist.get_rank()
     for n, tokens in enumerate(job.tokens):
         if n:  # rank 0's clock decides for all
             go.fill_(1.0 if time.perf_counter() < deadline else 0.0)
@@ -184,7 +196,7 @@ def _time_sizes(rank: int, job: _Job, device: torch.device) -> list[tuple[int, f
         x = torch.randn(tokens, job.hidden_size, device=device, dtype=torch.bfloat16)
         samples = []
         for i in range(job.warmup + job.repeats):
-            dist.barrier()
+            dist.barrier(device_ids=[rank] if device.type == "cuda" else None)
             sync()
             start = time.perf_counter()
             dist.all_reduce(x)
