@@ -129,9 +129,7 @@ def collect(
         raise ValueError(
             f"precision {precision!r} is not timed on {device.name}; allowed: {allowed}"
         )
-    ranks = device.num_devices if num_devices is None else num_devices
-    if ranks < 1:
-        raise ValueError(f"--devices {ranks}; allowed: 1 or more")
+    ranks = _ranks(device, num_devices)
     started = datetime.now(UTC)
     stages = kernel_stages(model, grid, device, precision, lambda: budget.deadline)
     if ranks > 1:
@@ -150,24 +148,17 @@ def collect(
         gpu.hbm_bytes_per_s,
     )
     fit = fit_factors(timings, peaks, precision, gemm_launches_per_layer(model))
-    collective = {} if allreduce is None else allreduce.factors(gpu)
-    factors = {**fit.factors, **collective}
+    factors = fit.factors | ({} if allreduce is None else allreduce.factors(gpu))
     note = allreduce_note(ranks, allreduce, gpu)
     say(f"all-reduce: {note}")
-    points = []
+    points: list[CheckPoint] = []
     if skip is None:
         efficiency = default_efficiency(engine).replace(**factors)
         timer = make_timer(device.torch_device, grid.warmup, grid.repeats, lambda: budget.deadline)
         run = check_decode(
             model, gpu, efficiency, num_layers=check_layers, points=grid.check_points, timer=timer
         )
-        for point in budget.run(run):
-            points.append(point)
-            say(
-                f"check: batch {point.batch}, context {point.context}: "
-                f"{point.measured_s * 1e3:.2f} ms measured, {point.predicted_s * 1e3:.2f} ms "
-                f"predicted ({point.error_pct:+.1f} %)"
-            )
+        points = list(budget.run(_reported(run, say)))
     else:
         say(f"decode check: skipped ({skip})")
     say(f"collected in {budget.elapsed_s:.0f} s (budget {budget_s:.0f} s)")
@@ -177,16 +168,37 @@ def collect(
     info |= {"budget_s": budget_s, "elapsed_s": round(budget.elapsed_s, 1), "allreduce": note}
     if allreduce is not None:
         info["allreduce_fit"] = _allreduce_summary(allreduce, gpu)
-    residuals = {f"{kind}_seconds": residual(fit.fits[kind]) for kind in fit.fits}
     calibration = CalibrationFile(
         kind="efficiency_factors",
         engine=engine,
         factors=factors,
         fitted_on=info | check_summary(points, check_layers, skip),
-        residuals=residuals,
+        residuals={f"{kind}_seconds": residual(f) for kind, f in fit.fits.items()},
         device=entry,
     )
     return Collected(calibration, timings, points)
+
+
+def _ranks(device: Device, num_devices: int | None) -> int:
+    """The all-reduce's ranks: `num_devices`, by default every GPU present (one CPU)."""
+    ranks = device.num_devices if num_devices is None else num_devices
+    if ranks < 1:
+        raise ValueError(f"--devices {ranks}; allowed: 1 or more")
+    if not device.is_cpu and ranks > device.num_devices:
+        raise ValueError(
+            f"--devices {ranks}; allowed: 1 to the {device.num_devices} GPUs this machine has"
+        )
+    return ranks
+
+
+def _reported(points: Iterator[CheckPoint], say: Say) -> Iterator[CheckPoint]:
+    for point in points:
+        say(
+            f"check: batch {point.batch}, context {point.context}: "
+            f"{point.measured_s * 1e3:.2f} ms measured, {point.predicted_s * 1e3:.2f} ms "
+            f"predicted ({point.error_pct:+.1f} %)"
+        )
+        yield point
 
 
 def _run_stages(stages: list[Stage], budget: Budget, say: Say) -> list[Timing]:
