@@ -85,3 +85,19 @@ def test_noise_without_a_slope_still_gives_a_finite_bandwidth() -> None:
 def test_one_rank_is_refused() -> None:
     with pytest.raises(ValueError, match="needs 2 or more devices, not 1"):
         time_allreduce(1, 64, (1,), device_type="cpu", warmup=0, repeats=1, seconds=1.0)
+
+
+def test_the_ranks_are_checked_before_any_timing() -> None:
+    import torch
+
+    from llmsizer.collect.device import Device
+    from llmsizer.collect.run import _ranks
+
+    cpu = Device(torch.device("cpu"), "CPU", 1e9, None)
+    assert _ranks(cpu, None) == 1 and _ranks(cpu, 2) == 2  # gloo processes on the CPU
+    with pytest.raises(ValueError, match="--devices 0; allowed: 1 or more"):
+        _ranks(cpu, 0)
+    gpus = torch.cuda.device_count()
+    gpu = Device(torch.device("cuda", 0), "GPU", 1e9, None, "hopper")
+    with pytest.raises(ValueError, match=f"allowed: 1 to the {gpus} GPUs this machine has"):
+        _ranks(gpu, gpus + 1)
