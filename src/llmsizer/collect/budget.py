@@ -8,7 +8,8 @@ fine (`coarse_to_fine`: both ends, then the middle, then the quarters ...), so t
 stage reaches before its share runs out span its whole range, and the fit sees small and
 large sizes alike. A stage always times its first point (its smallest size), and the
 timer cuts a point's repeats short near the stage's deadline (`kernels.Timer.until`): the
-budget bounds the run's time to itself plus about one call of a kernel per stage.
+budget bounds the run's time to itself plus, per stage, one point's set-up and two calls of
+its kernel (a warm-up and a repeat).
 """
 
 from __future__ import annotations
