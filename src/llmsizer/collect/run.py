@@ -136,6 +136,8 @@ def collect(
         stages.append(_allreduce_stage(model, grid, device, ranks, lambda: budget.share_s()))
     check_layers = min(grid.check_layers, model.num_layers)
     skip = check_skipped(model, precision) if check else "not asked for (--no-check)"
+    # the check's share: a decode step runs ~7 timed kernels' worth of work a layer (norms,
+    # four projections, attention, activation), so it weighs as many rows a point
     check_weight = 7 * check_layers * len(grid.check_points) if skip is None else 0
     budget = Budget(budget_s, [n for _, n, _ in stages] + [check_weight])
     timings = _run_stages(stages, budget, say)
