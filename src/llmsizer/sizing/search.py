@@ -30,6 +30,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from llmsizer.instance import DeploymentSpec, make_instance
 from llmsizer.perf import DoesNotFitError, EfficiencyFactors
@@ -40,6 +41,9 @@ from llmsizer.sizing.probe import Batch1, Lengths, Point, Probe
 from llmsizer.sizing.rate_search import GRID, RateSearch
 from llmsizer.sizing.servers import server_for
 from llmsizer.specs import UnknownNameError
+
+if TYPE_CHECKING:
+    from llmsizer.sweep import Sweep
 
 SpecEfficiency = Callable[[DeploymentSpec], EfficiencyFactors]
 """The efficiency factors to price a configuration with (`plan`'s `efficiency` argument as
@@ -149,11 +153,20 @@ def search(
     progress: Progress | None = None,
     starts: Mapping[DeploymentSpec, float] | None = None,
     probes: MakeProbe | None = None,
+    sweep: Sweep | None = None,
 ) -> tuple[ConfigResult, ...]:
     """Every configuration's result, in `space.configs` order; the best per GPU has a curve
     (module docstring, step 5). `starts`: warm starts (fractions of capacity, `RateSearch`)
     for configurations a similar one has been searched for. `probes` builds each probe
-    (default `make_probe`)."""
+    (default `make_probe`). `sweep` runs the search's independent parts (per GPU or lever
+    group: `search_parts`) on a process pool or Ray, with the same results; `progress` then
+    hears of whole parts."""
+    if sweep is not None and sweep.workers > 1:
+        from llmsizer.sizing.search_parts import on_sweep  # it imports this module
+
+        found = on_sweep(sweep, space, efficiency, progress, starts, probes)
+        if found is not None:
+            return found
     bnb = _BranchAndBound(space, efficiency, starts or {}, make_probe if probes is None else probes)
     done = len(space.configs) - len(bnb.heap)
     while bnb.heap:
