@@ -30,7 +30,11 @@ ALLOWED: dict[str, set[str]] = {
     "sim": {"units", "records", "workload"},
     # records: speculative runs map step records back to token records (issue 11)
     "instance": {"specs", "perf", "sim", "metrics", "workload", "records", "fleet"},
-    "sizing": {"units", "specs", "perf", "sim", "instance", "metrics", "workload", "fleet"},
+    # records: a capacity run reads its `RecordTable`'s finish column (issue 13, plan speed)
+    "sizing": {
+        *("units", "specs", "perf", "sim", "instance", "metrics", "workload", "fleet"),
+        "records",
+    },
     "calibrate": {
         "units",
         "specs",
