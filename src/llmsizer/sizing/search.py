@@ -81,7 +81,8 @@ class SearchSpace:
     servers at either end (the count is then exact; the rate is known less precisely):
     pruning for searches that report counts only, such as the lever table's.
     `per_group`: keep an incumbent per lever group (`group`), so every group's best is
-    exact; else one per GPU, which prunes harder (the plan's main search).
+    exact; else one per GPU, which prunes harder (the plan's main search). `stop_early`:
+    failing probes may stop once certain (`RateSearch`), for searches showing no points.
     """
 
     lengths: Lengths
@@ -96,6 +97,7 @@ class SearchSpace:
     arrivals: ArrivalPattern = POISSON
     settle_on_objective: bool = False
     per_group: bool = False
+    stop_early: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,8 +217,9 @@ class _BranchAndBound:
             return True
         search = self.searches.get(config)
         if search is None:
+            space, probe, start = self.space, self.probes[config], self.starts.get(config)
             search = self.searches[config] = RateSearch(
-                self.probes[config], self.space.limits, self.space.online, self.starts.get(config)
+                probe, space.limits, space.online, start, space.stop_early
             )
             self.results[config] = replace(self.results[config], capacity=search.capacity)
         else:
