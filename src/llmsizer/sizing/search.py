@@ -285,7 +285,7 @@ def evaluate(
     partial, probe = _screen(space, config, efficiency, make_probe if probes is None else probes)
     if probe is None:
         return partial
-    search = RateSearch(probe, space.limits, space.online, start).run()
+    search = RateSearch(probe, space.limits, space.online, start, space.stop_early).run()
     return _settled(replace(partial, capacity=search.capacity), search)
 
 
