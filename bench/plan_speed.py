@@ -50,16 +50,23 @@ def usecase_data(name: str) -> dict[str, Any]:
 
 
 def count_steps() -> list[int]:
-    """Make every probe's simulation add its engine steps to the list returned (one total)."""
+    """Make every probe's simulation add its engine steps to the list returned (one total):
+    whole runs, and runs watched for an early stop (`sizing.early_stop`) as far as they ran."""
     steps = [0]
-    run = probe.run_instance
+    run, watched = probe.run_instance, probe.run_watched
 
     def counted(*args: Any, **kwargs: Any) -> Any:
         result = run(*args, **kwargs)
         steps[0] += result.steps.num_steps
         return result
 
+    def counted_watched(*args: Any, **kwargs: Any) -> Any:
+        result, stopped = watched(*args, **kwargs)
+        steps[0] += result.steps.num_steps
+        return result, stopped
+
     probe.run_instance = counted  # type: ignore[assignment]
+    probe.run_watched = counted_watched  # type: ignore[assignment]
     return steps
 
 
