@@ -89,6 +89,7 @@ def make_instance(
         pipeline_parallel_size=spec.pipeline_parallel_size,
         sparsity=StructuredSparsity() if spec.sparsity else None,
         expert_parallel_size=spec.expert_parallel_size,
+        attention_dp_size=spec.attention_dp_size,
     )
     memory = plan_memory(
         deployment,
