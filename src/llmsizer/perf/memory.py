@@ -10,6 +10,11 @@ Assumptions, stated once:
 - weights: the stage with most bytes. Layers are split evenly over pipeline stages (the
   first stage also holds the embedding, the last the output projection); every matrix is
   sharded over `tensor_parallel_size` (vocab-parallel embedding and output projection).
+  With attention data parallelism over D ranks (`Deployment.attention_dp_size`) every rank
+  holds all but the routed experts (attention, dense layers, shared experts, embedding and
+  output projection replicated per rank), and the routed experts are split over all
+  tp x D GPUs. Each GPU's KV cache then holds its rank's requests only: the instance
+  holds D times the blocks of one GPU (`llmsizer.instance`).
 - activations: the profiling pass runs `max_num_batched_tokens` tokens (vLLM V1's default
   8192 for online serving). Its peak is the residual stream and hidden state (2h per
   token) plus the widest layer output, the MLP's gate/up and activation (3I/tp; MoE: the
@@ -65,7 +70,8 @@ def weight_bytes_per_gpu(d: Deployment) -> float:
     """Weight bytes on the fullest GPU (module docstring)."""
     m = d.model
     tp, pp = d.tensor_parallel_size, d.pipeline_parallel_size
-    layer_weights = (m.dense_linear_params + m.routed_expert_params) * d.weight_bytes_per_element
+    routed = m.routed_expert_params / d.attention_dp_size  # split over tp x dp GPUs
+    layer_weights = (m.dense_linear_params + routed) * d.weight_bytes_per_element
     layer_other = m.num_layers * m.norm_params_per_layer + m.num_moe_layers * m.router_params
     per_layer = (layer_weights / tp + layer_other * _UNQUANTIZED_BYTES) / m.num_layers
     stage_layers = math.ceil(m.num_layers / pp)
@@ -142,9 +148,10 @@ def plan_memory(
 
 def _explain(d: Deployment, plan: MemoryPlan, needed_tokens: int, short_bytes: float) -> str:
     kv_needed = needed_tokens * plan.kv_bytes_per_token
+    dp = f", dp={d.attention_dp_size}" if d.attention_dp_size > 1 else ""
     return (
         f"{d.model.name} ({d.precision.value} weights) on {d.num_gpus}x {d.gpu.key} "
-        f"(tp={d.tensor_parallel_size}, pp={d.pipeline_parallel_size}) does not fit: per GPU "
+        f"(tp={d.tensor_parallel_size}, pp={d.pipeline_parallel_size}{dp}) does not fit: per GPU "
         f"weights need {plan.weight_bytes / GB:.1f} GB, activations "
         f"{plan.activation_bytes / GB:.1f} GB and runtime {plan.runtime_overhead_bytes / GB:.1f} "
         f"GB, and {needed_tokens} tokens of KV cache {kv_needed / GB:.2f} GB, "
