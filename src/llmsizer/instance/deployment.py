@@ -57,7 +57,14 @@ class HardwareSpec(BaseModel):
         "activations.",
     )
     gpu_memory_utilization: float = Field(
-        0.9, gt=0, le=1, description="Fraction of GPU memory the engine may use."
+        0.9,
+        gt=0,
+        le=1,
+        description="The engine's memory fraction, in its own meaning: vLLM "
+        "gpu_memory_utilization (of all memory: weights, activations, KV), SGLang "
+        "mem_fraction_static (of all memory: weights and KV), TensorRT-LLM "
+        "free_gpu_memory_fraction (of the memory left free after weights and activations: "
+        "KV).",
     )
     sparsity: bool = Field(False, description="2:4 structured sparsity of the weights.")
     expert_parallel_size: int = Field(

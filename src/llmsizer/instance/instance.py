@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from llmsizer.instance.deployment import DeploymentSpec
 from llmsizer.perf import Deployment, EfficiencyFactors, MemoryPlan, StepModel, plan_memory
 from llmsizer.perf.calibrated import calibrated_efficiency, packaged_calibration
+from llmsizer.perf.memory import ENGINE_MEMORY_RULES, MemoryRule
 from llmsizer.perf.sparsity import StructuredSparsity
 from llmsizer.sim import Engine, EngineConfig, StepCost
 from llmsizer.specs import ModelSpec, get_gpu
@@ -103,6 +104,7 @@ def make_instance(
         max_num_batched_tokens=engine.max_num_batched_tokens,
         max_num_seqs=engine.max_num_seqs,
         max_model_len=max_model_len,
+        rule=ENGINE_MEMORY_RULES.get(spec.preset, MemoryRule.TOTAL),
     )
     if engine.num_gpu_blocks is None:
         engine = engine.model_copy(update={"num_gpu_blocks": memory.num_kv_blocks})
