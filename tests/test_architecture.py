@@ -89,7 +89,9 @@ BUDGET = {
     # + disaggregated AIC rows (issue 12)
     # + 20: a sweep (local processes or Ray) records the schedules; fits name the fit extra
     # (issue 13)
-    + 20,
+    # + 30: attention-DP layouts, GB200 disaggregated twins, silicon_concurrency (issue 10)
+    + 20
+    + 30,
     "collect": 1300,  # issue 16: kernel timing, roofline fit, device entry, decode check
     "fleet": 1200,  # routers, fleet loop, disaggregated pools, autoscaler, day replay (issue 12)
     "cli": 1720  # + --overwrite on every command that writes, input checks at the edges

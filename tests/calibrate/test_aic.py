@@ -273,3 +273,32 @@ def test_gap_rows_keep_the_engine_defaults_for_the_gpu() -> None:
     assert (vllm["max_num_batched_tokens"], vllm["max_num_seqs"]) == (8192, 1024)
     sglang = engine_of(backend="sglang", **gap)  # chunked_prefill_size 16384 above 160 GB
     assert sglang["max_num_batched_tokens"] == 16384 and sglang["scheduler_recv_interval"] == 1
+
+
+@pytest.mark.parametrize(
+    ("backend", "tp", "quant", "fraction"),
+    [
+        ("sglang", "8", "fp8", 0.82),  # dsr1_fp8_b200.sh: --mem-fraction-static 0.82 at TP8
+        ("sglang", "4", "fp8", 0.95),  # ... and 0.95 at TP4
+        ("sglang", "8", "nvfp4", 0.85),  # dsr1_fp4_b200.sh
+        ("trtllm", "4", "fp8", 0.8),  # dsr1_fp8_b200_trt.sh: free_gpu_memory_fraction 0.8
+        ("vllm", "8", "fp8", 0.9),  # the default
+    ],
+)
+def test_deepseek_launches_use_the_scripts_memory_fraction(
+    backend: str, tp: str, quant: str, fraction: float
+) -> None:
+    case = mapped(
+        **{**DEEPSEEK, "gemm_quant_mode": quant, "moe_quant_mode": quant},
+        backend=backend, tp_size=tp, moe_tp_size=tp,
+    )  # fmt: skip
+    assert case.spec.gpu_memory_utilization == fraction
+
+
+@pytest.mark.parametrize("backend", ["trtllm", "sglang"])
+def test_deepseek_r1_fp8_on_four_b200_fits_as_inferencex_launched_it(backend: str) -> None:
+    row = make_row(
+        **DEEPSEEK, backend=backend, tp_size="4", moe_tp_size="4", isl="8192", osl="1024",
+        batch_size="8",
+    )  # fmt: skip
+    assert isinstance(map_aic_row(row), AicCase)
