@@ -302,3 +302,18 @@ def test_deepseek_r1_fp8_on_four_b200_fits_as_inferencex_launched_it(backend: st
         batch_size="8",
     )  # fmt: skip
     assert isinstance(map_aic_row(row), AicCase)
+
+
+@pytest.mark.shared
+def test_every_aggregated_row_is_predicted_but_the_gb200_disaggregated_twins() -> None:
+    """Of the 2,195 agg rows, only the 55 InferenceX GB200 rows (disaggregated runs) are
+    refused; attention-DP rows and DeepSeek-R1 FP8 on 4 x B200 are predicted."""
+    path = shared_path("calibration", "aic_silicon_calibration.csv")
+    rows = load_aic(path)
+    agg = [r for r in rows if not (isinstance(r, AicSkipped) and r.reason.startswith("disagg"))]
+    refused = [r for r in agg if isinstance(r, AicSkipped)]
+    assert len(agg) == 2195
+    assert len(refused) == 55
+    assert all(r.reason.startswith("a disaggregated GB200 run") for r in refused)
+    cases = [r for r in agg if isinstance(r, AicCase)]
+    assert sum(c.spec.attention_dp_size > 1 for c in cases) == 83
