@@ -16,10 +16,11 @@ TPOT) or an `AicSkipped` with a one-line reason. How the rows were measured is i
   checkpoint). FP8 and NVFP4 weights get an FP8 KV cache, as the InferenceX scripts launch them.
 - **Load.** A closed loop of the row's `silicon_concurrency` clients (in its source), else
   `batch_size x attention_dp_size` (batch_size is per attention-DP rank). InferenceX rows:
-  `10 c` requests with lengths uniform in [int(0.8 L), L] (`--random-range-ratio 0.8`, `length_ratio` on the spec). AIC's own
-  gap-analysis rows (aiperf): fixed lengths, `20 c` requests. The simulation starts on an
-  idle engine with all `c` requests at t = 0, as the timed run does: the client's warm-up
-  (`2 c` requests, since 2026-01-21) drains before it, so nothing is dropped.
+  `10 c` requests with lengths uniform in [int(0.8 L), L] (`--random-range-ratio 0.8`,
+  `length_ratio` on the spec). AIC's own gap-analysis rows (aiperf): fixed lengths, `20 c`
+  requests. The simulation starts on an idle engine with all `c` requests at t = 0, as the
+  timed run does: the client's warm-up (`2 c` requests, since 2026-01-21) drains before it,
+  so nothing is dropped.
 - **Expert parallelism.** `moe_ep_size` is the spec's `expert_parallel_size` (experts split
   whole over that many of the GPUs the MoE layers run on, each over `moe_tp_size` of them).
 - **Attention data parallelism.** AIC writes it as vLLM launches it: `attention_dp_size` D
