@@ -92,7 +92,10 @@ BUDGET = {
     # + 30: attention-DP layouts, GB200 disaggregated twins, silicon_concurrency (issue 10)
     + 20
     + 30,
-    "collect": 1300,  # issue 16: kernel timing, roofline fit, device entry, decode check
+    "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
+    # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
+    # expert GEMMs and MLA attention shapes, the time budget, provenance split from run
+    + 650,
     "fleet": 1200,  # routers, fleet loop, disaggregated pools, autoscaler, day replay (issue 12)
     "cli": 1720  # + --overwrite on every command that writes, input checks at the edges
     # + 115: errors name flags as typed (a flag table per command), time left on progress
