@@ -77,9 +77,11 @@ BUDGET = {
     "workload": 1300,
     "bench": 2700,
     "report": 2100,
-    "instance": 1000,  # + speculative decoding runs (issue 11); EP, per-architecture fit (issue 10)
+    "instance": 1000  # + speculative decoding runs (issue 11); EP, per-architecture fit (issue 10)
     # + 11: the speculative KV over-commit bound (issue 11)
     # + disaggregated pools and their KV link (issue 12)
+    # + 40: attention data parallelism, the field and one engine for every rank (issue 10)
+    + 40,
     "sizing": 3650  # the plan pipeline only; + levers, arrivals, price models (issue 11), ETA
     # + the probe cache and quick plans the studio needs (issue 15); fleet check (issue 12)
     # + 120: the search's parts on a sweep (`search_parts`, issue 13)
@@ -94,7 +96,9 @@ BUDGET = {
     # + disaggregated AIC rows (issue 12)
     # + 20: a sweep (local processes or Ray) records the schedules; fits name the fit extra
     # (issue 13)
-    + 20,
+    # + 30: attention-DP layouts, GB200 disaggregated twins, silicon_concurrency (issue 10)
+    + 20
+    + 30,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run
