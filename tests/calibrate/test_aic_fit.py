@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from llmsizer.calibrate.aic import AicCase, load_aic
-from llmsizer.calibrate.aic_fit import METRICS, Recorded, group_of
+from llmsizer.calibrate.aic_fit import METRICS, Recorded, group_of, ships
 from llmsizer.instance import DeploymentSpec, make_instance, measured_uncertainty
 from llmsizer.perf.calibrated import (
     calibrated_efficiency,
@@ -52,7 +52,7 @@ def test_the_group_fit_beats_the_engine_wide_fit_on_its_own_rows(recorded: Recor
 
 @pytest.mark.shared
 def test_leave_one_gpu_out_predicts_each_gpu_without_its_own_rows(recorded: Recorded) -> None:
-    held = recorded.leave_one_out(lambda c: c.system, {"blackwell"})
+    held = recorded.leave_one_out(lambda c: c.system, {"blackwell"}, min_rows=1)
     assert sorted(held) == list(range(len(recorded.cases)))
     b300 = [i for i, c in enumerate(recorded.cases) if c.system == "b300_sxm"]
     b200 = [i for i, c in enumerate(recorded.cases) if c.system == "b200_sxm"]
@@ -60,6 +60,20 @@ def test_leave_one_gpu_out_predicts_each_gpu_without_its_own_rows(recorded: Reco
     expected = recorded.predict(b300, recorded.fit(b200, "vllm").factors)
     for i in b300:
         assert held[i] == pytest.approx(expected[i], rel=1e-12)
+
+
+@pytest.mark.shared
+def test_a_fold_with_too_few_rows_predicts_with_the_general_fit(recorded: Recorded) -> None:
+    """Three rows left for ten factors: the fold is priced by the engine's general fit."""
+    held = recorded.leave_one_out(lambda c: c.system, {"blackwell"}, min_rows=4)
+    everything = range(len(recorded.cases))
+    assert held == recorded.predict(list(everything), calibrated_efficiency("vllm"))
+
+
+def test_a_group_ships_by_its_architecture_or_by_name() -> None:
+    assert ships(("sglang", "blackwell"), {"blackwell", "vllm:hopper"})
+    assert ships(("vllm", "hopper"), {"blackwell", "vllm:hopper"})
+    assert not ships(("trtllm", "hopper"), {"blackwell", "vllm:hopper"})
 
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])

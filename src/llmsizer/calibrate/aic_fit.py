@@ -20,8 +20,10 @@ every fold then re-prices the recorded steps (`llmsizer.calibrate.replay`), whic
 - **Cross-validation.** For each group and each GPU (model) in it, the factors are fitted on
   the group's other GPUs (models) and the held-out rows predicted with them. A group with
   nothing left to fit on predicts with the engine's general fit: what a user of an unseen
-  GPU generation gets. Architectures whose group fits do not ship (Hopper, which the
-  general fit on `measurements.csv` covers) are scored with that general fit throughout.
+  GPU generation gets; so does a fold left with fewer than `MIN_FIT_ROWS` AIC rows (ten
+  factors on two rows fit the rows, not the engine). Groups whose fits do not ship are
+  scored with that general fit throughout. What ships is named by architecture or by
+  group (`ships`): `blackwell` ships every engine's Blackwell fit, `vllm:hopper` one group.
 """
 
 from __future__ import annotations
@@ -46,6 +48,14 @@ ROBUST_SCALE = 0.3  # log errors beyond ~35 % cost linearly (soft L1)
 FIT = (*DEFAULT_FIT_FACTORS, "interconnect_efficiency", "first_token_delay_s")
 
 Group = tuple[str, str]  # (engine, GPU architecture)
+MIN_FIT_ROWS = 30  # fewer AIC rows: the engine's general fit (module docstring)
+
+
+def ships(group: Group, shipping: Collection[str]) -> bool:
+    """Whether `group`'s fit ships: its architecture or `engine:architecture` is named."""
+    return group[1] in shipping or f"{group[0]}:{group[1]}" in shipping
+
+
 Predicted = dict[int, dict[str, float]]  # case index -> metric -> predicted value
 
 
@@ -58,7 +68,7 @@ def measurement_cases(
     out = []
     for m in measurements:
         gpu = get_gpu(m.spec.gpu)
-        if gpu.architecture in architectures:
+        if ships((m.spec.preset, gpu.architecture), architectures):
             system = aic_name.get(gpu.key, gpu.key)
             model = get_model(m.spec.model).name
             out.append(
@@ -150,7 +160,10 @@ class Recorded:
         return out
 
     def leave_one_out(
-        self, held: Callable[[AicCase], str], architectures: Collection[str]
+        self,
+        held: Callable[[AicCase], str],
+        architectures: Collection[str],
+        min_rows: int = MIN_FIT_ROWS,
     ) -> Predicted:
         """Every case predicted by factors fitted without any case sharing its `held` value
         (its GPU, its model) in its group (module docstring); groups of other architectures
@@ -158,14 +171,15 @@ class Recorded:
         none of these rows."""
         out: Predicted = {}
         for (engine, architecture), idx in self.groups().items():
-            if architecture not in architectures:
+            if not ships((engine, architecture), architectures):
                 out |= self.predict(idx, calibrated_efficiency(engine))
                 continue
             for value in sorted({held(self.cases[i]) for i in idx}):
                 test = [i for i in idx if held(self.cases[i]) == value]
                 train = [i for i in idx if held(self.cases[i]) != value]
+                enough = sum(is_aic(self.cases[i]) for i in train) >= max(min_rows, 1)
                 factors = (
-                    self.fit(train, engine).factors if train else calibrated_efficiency(engine)
+                    self.fit(train, engine).factors if enough else calibrated_efficiency(engine)
                 )
                 out |= self.predict(test, factors)
         return out
