@@ -217,6 +217,7 @@ class StepModel:
     part_rates: tuple[tuple[float, float], ...] = field(init=False, repr=False, compare=False)
     # decode-only steps by number of sequences: everything but their attention (a cache)
     _decode: dict[int, _DecodeStep] = field(init=False, repr=False, compare=False)
+    _attention: _DecodeAttention = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         c = build_constants(self.deployment, self.efficiency)
@@ -226,17 +227,26 @@ class StepModel:
         )
         object.__setattr__(self, "part_rates", rates)
         object.__setattr__(self, "_decode", {})
+        object.__setattr__(self, "_attention", _DecodeAttention(c))
 
     def __call__(self, batch: BatchLike) -> float:
         """Seconds for one step over `batch` (latency through all pipeline stages)."""
-        c = self.constants
         n = batch.num_decode_seqs
-        if n and not batch.prefill_chunks:  # decode only: most steps (`_decode_step`)
-            d = self._decode.get(n) or self._decode_step(n)
-            dec_c, dec_m = _decode_attention(c, n, batch.num_decode_context_tokens)
-            layer_work = d.layers_before_s + (dec_c if dec_c >= dec_m else dec_m) + d.elementwise_s
-            return layer_work + d.lm_head_s + d.communication_s + d.overhead_s
+        if n and not batch.prefill_chunks:  # decode only: most steps
+            return self.decode_step_s(n, batch.num_decode_context_tokens)
+        c = self.constants
         return step_time_s(c, step_terms(c, aggregate(batch, c.window)))
+
+    def decode_step_s(self, num_decode_seqs: int, num_decode_context_tokens: int) -> float:
+        """`self(batch)` for a batch of `num_decode_seqs` > 0 decoding sequences reading
+        `num_decode_context_tokens` keys and no prompt work, to the bit, without a batch:
+        the parts that do not depend on the context come from a per-batch-size table
+        (`_decode_step`), decode attention from constants held in native fields."""
+        n = num_decode_seqs
+        d = self._decode.get(n) or self._decode_step(n)
+        dec_c, dec_m = self._attention.time_s(n, num_decode_context_tokens)
+        layer_work = d.layers_before_s + (dec_c if dec_c >= dec_m else dec_m) + d.elementwise_s
+        return layer_work + d.lm_head_s + d.communication_s + d.overhead_s
 
     def _decode_step(self, n: int) -> _DecodeStep:
         """The parts of a step of `n` decoding sequences that do not depend on the context
@@ -285,7 +295,7 @@ class StepModel:
         n = batch.num_decode_seqs
         if n and not batch.prefill_chunks:  # decode only, as in `__call__`
             d = self._decode.get(n) or self._decode_step(n)
-            dec_c, dec_m = _decode_attention(c, n, batch.num_decode_context_tokens)
+            dec_c, dec_m = self._attention.time_s(n, batch.num_decode_context_tokens)
             layer_work = d.layers_before_s + (dec_c if dec_c >= dec_m else dec_m) + d.elementwise_s
             time_s = layer_work + d.lm_head_s + d.communication_s + d.overhead_s
             flops_rate, bytes_rate = self.part_rates[4]
@@ -312,33 +322,83 @@ class StepModel:
         )
 
 
-class _DecodeStep(NamedTuple):
+class _DecodeStep:
     """A decode-only step of n sequences but for its attention (`StepModel._decode_step`):
     seconds of the layers' parts before decode attention, elementwise, output projection,
     collectives and overheads; FLOPs and bytes of the roofline parts before decode
-    attention, and the elementwise bytes."""
+    attention, and the elementwise bytes. A plain class: compiled (`setup.py`), its fields
+    are read natively, once per simulated step."""
 
-    layers_before_s: float
-    elementwise_s: float
-    lm_head_s: float
-    communication_s: float
-    overhead_s: float
-    flops_before: float
-    bytes_before: float
-    elementwise_bytes: float
+    __slots__ = (
+        "bytes_before",
+        "communication_s",
+        "elementwise_bytes",
+        "elementwise_s",
+        "flops_before",
+        "layers_before_s",
+        "lm_head_s",
+        "overhead_s",
+    )
+
+    def __init__(
+        self,
+        *,
+        layers_before_s: float,
+        elementwise_s: float,
+        lm_head_s: float,
+        communication_s: float,
+        overhead_s: float,
+        flops_before: float,
+        bytes_before: float,
+        elementwise_bytes: float,
+    ) -> None:
+        self.layers_before_s = layers_before_s
+        self.elementwise_s = elementwise_s
+        self.lm_head_s = lm_head_s
+        self.communication_s = communication_s
+        self.overhead_s = overhead_s
+        self.flops_before = flops_before
+        self.bytes_before = bytes_before
+        self.elementwise_bytes = elementwise_bytes
 
 
-def _decode_attention(c: StepConstants, n: int, context_tokens: int) -> tuple[float, float]:
-    """(compute, memory) seconds of decode attention: `aggregate` and `step_terms`' terms
-    for `n` sequences reading `context_tokens` keys in all, with the same operations."""
-    keys_full = float(context_tokens)
-    keys_window = min(keys_full, float(n * c.window)) if c.window else 0.0
-    keys = c.full_layers * keys_full + c.window_layers * keys_window
-    compute_s = keys * c.decode_flops_per_pair / c.attention_flops_per_s
-    memory_s = (
-        keys * c.kv_bytes_per_token_per_layer + n * c.attention_act_bytes_per_token
-    ) / c.attention_bytes_per_s
-    return compute_s, memory_s
+class _DecodeAttention:
+    """Decode attention's time: `aggregate` and `step_terms`' terms for decoding sequences
+    only, with the same operations, from the `StepConstants` it needs copied into typed
+    fields (read natively when compiled, where a `StepConstants` read is a Python lookup)."""
+
+    __slots__ = (
+        "act_bytes_per_token",
+        "bytes_per_s",
+        "flops_per_pair",
+        "flops_per_s",
+        "full_layers",
+        "kv_bytes_per_token_per_layer",
+        "window",
+        "window_layers",
+    )
+
+    def __init__(self, c: StepConstants) -> None:
+        self.window: int = c.window
+        self.full_layers: int = c.full_layers
+        self.window_layers: int = c.window_layers
+        self.flops_per_pair: float = c.decode_flops_per_pair
+        self.flops_per_s: float = c.attention_flops_per_s
+        self.kv_bytes_per_token_per_layer: float = c.kv_bytes_per_token_per_layer
+        self.act_bytes_per_token: float = c.attention_act_bytes_per_token
+        self.bytes_per_s: float = c.attention_bytes_per_s
+
+    def time_s(self, n: int, context_tokens: int) -> tuple[float, float]:
+        """(compute, memory) seconds of decode attention for `n` sequences reading
+        `context_tokens` keys in all."""
+        keys_full = float(context_tokens)
+        keys_window = min(keys_full, float(n * self.window)) if self.window else 0.0
+        keys = self.full_layers * keys_full + self.window_layers * keys_window
+        compute_s = keys * self.flops_per_pair / self.flops_per_s
+        memory_s = (
+            keys * self.kv_bytes_per_token_per_layer + n * self.act_bytes_per_token
+        ) / self.bytes_per_s
+        return compute_s, memory_s
 
 
 def _parts(c: StepConstants, a: BatchAggregates, t: StepTerms) -> tuple[PartCost, ...]:

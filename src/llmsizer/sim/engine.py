@@ -15,7 +15,7 @@ import numpy as np
 
 from llmsizer.records import RequestRecord
 from llmsizer.sim.arrivals import Arrivals
-from llmsizer.sim.batch import StepCost
+from llmsizer.sim.batch import StepCost, decode_step_cost
 from llmsizer.sim.batching.base import Scheduler
 from llmsizer.sim.batching.continuous import ContinuousScheduler
 from llmsizer.sim.batching.static import StaticScheduler
@@ -92,6 +92,7 @@ class _Run:
         cfg = engine.config
         check_fits(cfg, workload)
         self.cost = engine.step_cost
+        self.decode_cost = decode_step_cost(engine.step_cost)
         self.first_token_delay_s = engine.first_token_delay_s
         self.cfg = cfg
         self.progress = progress
@@ -144,6 +145,12 @@ class _Run:
                 for r in arrivals.pop_until(now):
                     scheduler.add(r)
                 next_arrival = arrivals.next_s()
+            if scheduler.decodes_only():
+                now = self._decode_steps(now, until_s, next_arrival)
+                if self.log.num_steps > step:  # it ran some: an arrival may be due
+                    step = self.log.num_steps
+                    next_arrival = arrivals.next_s()
+                    continue
             out = scheduler.schedule(now, next_arrival)
             if out is None:
                 wake = self._next_wakeup(now)
@@ -175,6 +182,32 @@ class _Run:
                 next_arrival = arrivals.next_s()
             now = end
         self.now = now
+
+    def _decode_steps(self, now: float, until_s: float | None, next_arrival: float | None) -> float:
+        """Decode-only steps in a row (`Scheduler.decodes_only`: the common step at any load
+        short of saturation), until an arrival is due, `until_s` is reached, the batch may
+        change, or a step would preempt (left to `schedule`). Each step is the general
+        path's arithmetic in its order, so the results are the same to the bit, without
+        building a `SchedulerOutput`. Returns the time after the last step run."""
+        scheduler, cost, kv = self.scheduler, self.decode_cost, self.kv
+        decoding, running, waiting = scheduler.decoding, scheduler.running, scheduler.waiting
+        members = decoding.members
+        log_times, log_counts = self.log.times.extend, self.log.counts.extend
+        while scheduler.book_decode_step():
+            n = len(members)
+            end = now + cost(n, decoding.num_context_tokens)
+            log_times((now, end))
+            log_counts((0, n, 0, len(running), len(waiting), kv.num_used, 1))
+            finished = scheduler.end_decode_step()
+            now = end
+            if finished:
+                self._finish(finished, end)
+                next_arrival = self.arrivals.next_s()
+            if next_arrival is not None and next_arrival <= now:
+                break
+            if (until_s is not None and now >= until_s) or not scheduler.decodes_only():
+                break
+        return now
 
     def _finish(self, finished: list[SimRequest], now: float) -> None:
         for r in finished:

@@ -117,10 +117,11 @@ def record_table(
     restarted = finished.restarted
     for i in np.flatnonzero(~one_slice | np.isin(ints["request_id"], list(restarted))).tolist():
         runs = restarted.get(int(ints["request_id"][i]), [(int(first[i]), int(c0[i]), int(n[i]))])
-        times = np.concatenate([_run_times(end_s, decode_steps, run) for run in runs])
-        start[i], length[i] = size, times.shape[0]
-        parts.append(times)
-        size += times.shape[0]
+        # (not `times`: a compiled build checks a name's shape type, 2-D above)
+        run_times = np.concatenate([_run_times(end_s, decode_steps, run) for run in runs])
+        start[i], length[i] = size, run_times.shape[0]
+        parts.append(run_times)
+        size += run_times.shape[0]
     buffer = np.concatenate(parts) if len(parts) > 1 else end_s
     last = buffer[start + length - 1]
     if first_token_delay_s > 0:  # the client's last token: max(t_last, t_first + D)
