@@ -322,44 +322,22 @@ class StepModel:
         )
 
 
+@dataclass(frozen=True, slots=True)
 class _DecodeStep:
     """A decode-only step of n sequences but for its attention (`StepModel._decode_step`):
     seconds of the layers' parts before decode attention, elementwise, output projection,
     collectives and overheads; FLOPs and bytes of the roofline parts before decode
-    attention, and the elementwise bytes. A plain class: compiled (`setup.py`), its fields
-    are read natively, once per simulated step."""
+    attention, and the elementwise bytes. A class, not a NamedTuple: compiled
+    (`setup.py`), its fields are read natively, once per simulated step."""
 
-    __slots__ = (
-        "bytes_before",
-        "communication_s",
-        "elementwise_bytes",
-        "elementwise_s",
-        "flops_before",
-        "layers_before_s",
-        "lm_head_s",
-        "overhead_s",
-    )
-
-    def __init__(
-        self,
-        *,
-        layers_before_s: float,
-        elementwise_s: float,
-        lm_head_s: float,
-        communication_s: float,
-        overhead_s: float,
-        flops_before: float,
-        bytes_before: float,
-        elementwise_bytes: float,
-    ) -> None:
-        self.layers_before_s = layers_before_s
-        self.elementwise_s = elementwise_s
-        self.lm_head_s = lm_head_s
-        self.communication_s = communication_s
-        self.overhead_s = overhead_s
-        self.flops_before = flops_before
-        self.bytes_before = bytes_before
-        self.elementwise_bytes = elementwise_bytes
+    layers_before_s: float
+    elementwise_s: float
+    lm_head_s: float
+    communication_s: float
+    overhead_s: float
+    flops_before: float
+    bytes_before: float
+    elementwise_bytes: float
 
 
 class _DecodeAttention:
