@@ -5,10 +5,13 @@ and preemption. (The GPU model's decode-only price: tests/perf/test_decode_steps
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pytest
 
-from llmsizer.sim import LinearStepCost
+from llmsizer.perf import Deployment, StepModel
+from llmsizer.sim import Engine, EngineConfig, LinearStepCost
 from llmsizer.sim.batch import decode_step_cost, make_batch
 from llmsizer.sim.batching.base import Scheduler, SchedulerOutput
 from tests.sim.conftest import drive, make_engine, make_request, make_scheduler, make_workload
@@ -96,3 +99,19 @@ def test_a_decode_only_step_is_what_schedule_decides(
 def test_a_cost_without_a_decode_price_is_asked_for_the_batch() -> None:
     cost = LinearStepCost(0.005, 1e-5, 2e-5, 3e-9)
     assert decode_step_cost(cost)(7, 900) == cost(make_batch((), 7, 900))
+
+
+def test_an_engine_on_the_gpu_model_pickles_and_runs_the_same(rng: np.random.Generator) -> None:
+    """Sweeps send engines to other processes: compiled (`setup.py`), a frozen dataclass
+    cannot be unpickled field by field, so `Engine` and `StepModel` pickle by their fields."""
+    engine = Engine(
+        EngineConfig(engine="vllm"),
+        StepModel(Deployment.from_names("llama-3.1-8b", "h100-sxm", "fp8")),
+        first_token_delay_s=0.002,
+    )
+    copy = pickle.loads(pickle.dumps(engine))
+    isl, osl, arrival_s = _load(rng, 100)
+    workload = make_workload(isl, osl, arrival_s=arrival_s)
+    a, b = engine.run(workload).records, copy.run(workload).records
+    assert copy.first_token_delay_s == engine.first_token_delay_s
+    assert np.array_equal(a.token_buffer, b.token_buffer) and np.array_equal(a.finish_s, b.finish_s)

@@ -229,6 +229,11 @@ class StepModel:
         object.__setattr__(self, "_decode", {})
         object.__setattr__(self, "_attention", _DecodeAttention(c))
 
+    def __reduce__(self) -> tuple[type[StepModel], tuple[Deployment, EfficiencyFactors]]:
+        """Pickled by its fields, the rest rebuilt: a compiled build's frozen dataclass
+        cannot be unpickled attribute by attribute (`setup.py`)."""
+        return (StepModel, (self.deployment, self.efficiency))
+
     def __call__(self, batch: BatchLike) -> float:
         """Seconds for one step over `batch` (latency through all pipeline stages)."""
         n = batch.num_decode_seqs

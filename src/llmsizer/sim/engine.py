@@ -50,6 +50,11 @@ class Engine:
     def run(self, workload: Workload, progress: Progress | None = None) -> SimResult:
         return _Run(self, workload, progress).run()
 
+    def __reduce__(self) -> tuple[type[Engine], tuple[EngineConfig, StepCost, float]]:
+        """Pickled by its fields: a compiled build's frozen dataclass cannot be unpickled
+        attribute by attribute (`setup.py`), and sweeps send engines to other processes."""
+        return (Engine, (self.config, self.step_cost, self.first_token_delay_s))
+
     def start(self, workload: Workload, arrivals: Arrivals) -> _Run:
         """A run its caller drives: `advance(until_s)` as often as it likes, then `result()`.
 
@@ -146,10 +151,9 @@ class _Run:
                     scheduler.add(r)
                 next_arrival = arrivals.next_s()
             if scheduler.decodes_only():
-                now = self._decode_steps(now, until_s, next_arrival)
-                if self.log.num_steps > step:  # it ran some: an arrival may be due
-                    step = self.log.num_steps
-                    next_arrival = arrivals.next_s()
+                now, ran, next_arrival = self._decode_steps(now, until_s, next_arrival)
+                if ran:  # else the next step preempts: `schedule` decides it
+                    step += ran
                     continue
             out = scheduler.schedule(now, next_arrival)
             if out is None:
@@ -183,17 +187,22 @@ class _Run:
             now = end
         self.now = now
 
-    def _decode_steps(self, now: float, until_s: float | None, next_arrival: float | None) -> float:
+    def _decode_steps(
+        self, now: float, until_s: float | None, next_arrival: float | None
+    ) -> tuple[float, int, float | None]:
         """Decode-only steps in a row (`Scheduler.decodes_only`: the common step at any load
         short of saturation), until an arrival is due, `until_s` is reached, the batch may
         change, or a step would preempt (left to `schedule`). Each step is the general
         path's arithmetic in its order, so the results are the same to the bit, without
-        building a `SchedulerOutput`. Returns the time after the last step run."""
+        building a `SchedulerOutput`. Returns the time after the last step, the number of
+        steps run and the next arrival's time."""
         scheduler, cost, kv = self.scheduler, self.decode_cost, self.kv
         decoding, running, waiting = scheduler.decoding, scheduler.running, scheduler.waiting
         members = decoding.members
         log_times, log_counts = self.log.times.extend, self.log.counts.extend
+        ran = 0
         while scheduler.book_decode_step():
+            ran += 1
             n = len(members)
             end = now + cost(n, decoding.num_context_tokens)
             log_times((now, end))
@@ -207,7 +216,7 @@ class _Run:
                 break
             if (until_s is not None and now >= until_s) or not scheduler.decodes_only():
                 break
-        return now
+        return now, ran, next_arrival
 
     def _finish(self, finished: list[SimRequest], now: float) -> None:
         for r in finished:
