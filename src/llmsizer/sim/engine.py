@@ -151,7 +151,7 @@ class _Run:
                     scheduler.add(r)
                 next_arrival = arrivals.next_s()
             if scheduler.decodes_only():
-                now, ran, next_arrival = self._decode_steps(now, until_s, next_arrival)
+                now, ran, next_arrival = self._decode_steps(now, until_s, next_arrival, step)
                 if ran:  # else the next step preempts: `schedule` decides it
                     step += ran
                     continue
@@ -188,34 +188,41 @@ class _Run:
         self.now = now
 
     def _decode_steps(
-        self, now: float, until_s: float | None, next_arrival: float | None
+        self, now: float, until_s: float | None, next_arrival: float | None, step: int
     ) -> tuple[float, int, float | None]:
-        """Decode-only steps in a row (`Scheduler.decodes_only`: the common step at any load
-        short of saturation), until an arrival is due, `until_s` is reached, the batch may
-        change, or a step would preempt (left to `schedule`). Each step is the general
-        path's arithmetic in its order, so the results are the same to the bit, without
-        building a `SchedulerOutput`. Returns the time after the last step, the number of
-        steps run and the next arrival's time."""
-        scheduler, cost, kv = self.scheduler, self.decode_cost, self.kv
+        """Decode-only steps in a row from step index `step` (`Scheduler.decodes_only`: the
+        common step at any load short of saturation), until an arrival is due, `until_s` is
+        reached, the batch may change, or a step would preempt (left to `schedule`). Each
+        step is the general path's arithmetic in its order, so the results are the same to
+        the bit, without building a `SchedulerOutput`, and logged in the compact form
+        (`StepLogBuilder`). Returns the time after the last step, the number of steps run
+        and the next arrival's time."""
+        scheduler, cost, kv, log = self.scheduler, self.decode_cost, self.kv, self.log
         decoding, running, waiting = scheduler.decoding, scheduler.running, scheduler.waiting
         members = decoding.members
-        log_times, log_counts = self.log.times.extend, self.log.counts.extend
+        add_end, add_kv = log.decode_end_s.append, log.decode_kv_blocks.append
         ran = 0
+        first, start = step, now  # the segment's (its batch does not change until a finish)
+        row = (len(members), len(running), len(waiting))
         while scheduler.book_decode_step():
+            end = now + cost(len(members), decoding.num_context_tokens)
+            add_end(end)
+            add_kv(kv.num_used)
             ran += 1
-            n = len(members)
-            end = now + cost(n, decoding.num_context_tokens)
-            log_times((now, end))
-            log_counts((0, n, 0, len(running), len(waiting), kv.num_used, 1))
             finished = scheduler.end_decode_step()
             now = end
             if finished:
+                log.add_segment(first, step + ran - first, row, start)
+                first, start = step + ran, now
+                row = (len(members), len(running), len(waiting))
                 self._finish(finished, end)
                 next_arrival = self.arrivals.next_s()
             if next_arrival is not None and next_arrival <= now:
                 break
             if (until_s is not None and now >= until_s) or not scheduler.decodes_only():
                 break
+        if step + ran > first:
+            log.add_segment(first, step + ran - first, row, start)
         return now, ran, next_arrival
 
     def _finish(self, finished: list[SimRequest], now: float) -> None:

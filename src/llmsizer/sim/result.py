@@ -23,27 +23,61 @@ STEP_FIELDS = (
 
 
 class StepLogBuilder:
-    """Appends one row per step to two flat typed arrays (8 bytes a value, two C calls a step):
-    `times` gets (start_s, end_s), `counts` the other STEP_FIELDS in order, then whether
-    decodes ran (0 / 1). Integers go to an integer array: converting them to doubles one by
-    one was a tenth of a compiled engine's time."""
+    """Appends the step log to flat typed arrays (8 bytes a value, no objects kept).
+
+    A step the scheduler decided (`Engine`'s general path) is a row: `times` gets (start_s,
+    end_s), `counts` the other STEP_FIELDS in order, then whether decodes ran (0 / 1).
+    Decode-only steps run in a row (`_decode_steps`) store only what changes each step,
+    their end time (`decode_end_s`; each starts where the one before ended) and the KV
+    blocks used (`decode_kv_blocks`), and one row per *segment* of them whose batch stays
+    the same: `segments` gets (first step, number of steps, num_decode_seqs, num_running,
+    num_waiting), `segment_start_s` its first step's start. Integers go to integer arrays:
+    converting them to doubles one by one was a tenth of a compiled engine's time, and each
+    value appended is a conversion, so a decode-only step appends two, not nine."""
 
     def __init__(self) -> None:
         self.times = array("d")
         self.counts = array("q")
+        self.decode_end_s = array("d")
+        self.decode_kv_blocks = array("q")
+        self.segments = array("q")
+        self.segment_start_s = array("d")
 
     @property
     def num_steps(self) -> int:
-        return len(self.times) // 2
+        return len(self.times) // 2 + len(self.decode_end_s)
+
+    def add_segment(self, first: int, num: int, row: tuple[int, int, int], start_s: float) -> None:
+        """Decode-only steps `first` .. `first + num - 1` (their end times and KV blocks
+        already appended) of (num_decode_seqs, num_running, num_waiting) `row`."""
+        self.segments.extend((first, num, *row))
+        self.segment_start_s.append(start_s)
 
     def build(self) -> StepLog:
         times = np.frombuffer(self.times, dtype=np.float64).reshape(-1, 2)
         counts = np.frombuffer(self.counts, dtype=np.int64).reshape(-1, len(STEP_FIELDS) - 1)
-        # One row a column, each converted as it is copied (a concatenation of transposes
-        # and a conversion copied twice, strided: 3x slower at a million requests' steps).
-        columns = np.empty((len(STEP_FIELDS) + 1, times.shape[0]))
-        columns[:2] = times.T
-        columns[2:] = counts.T
+        segments = np.frombuffer(self.segments, dtype=np.int64).reshape(-1, 5).T
+        first, lengths = segments[0], segments[1]
+        # decode-only steps' indices: each segment's first step, counted on within it
+        seen = np.cumsum(lengths) - lengths  # such steps before each segment
+        at = np.arange(len(self.decode_end_s)) + np.repeat(first - seen, lengths)
+        decided = np.ones(self.num_steps, dtype=bool)
+        decided[at] = False
+        # One row a column, each converted as it is copied.
+        columns = np.empty((len(STEP_FIELDS) + 1, self.num_steps))
+        columns[:2, decided] = times.T
+        columns[2:, decided] = counts.T
+        end_s = np.frombuffer(self.decode_end_s, dtype=np.float64)
+        start_s = np.empty_like(end_s)
+        start_s[1:] = end_s[:-1]
+        start_s[seen] = np.frombuffer(self.segment_start_s, dtype=np.float64)
+        kv = np.frombuffer(self.decode_kv_blocks, dtype=np.int64)
+        zeros, ones = np.zeros(1), np.ones(1)
+        for i, values in enumerate(
+            (start_s, end_s, zeros, np.repeat(segments[2], lengths), zeros,
+             np.repeat(segments[3], lengths), np.repeat(segments[4], lengths), kv, ones)
+        ):  # fmt: skip
+            columns[i, at] = values
         cols = {name: columns[i] for i, name in enumerate(STEP_FIELDS)}
         return StepLog(**cols, decoded=columns[-1] > 0.5)
 
