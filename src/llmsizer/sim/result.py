@@ -68,16 +68,18 @@ class StepLogBuilder:
         columns[:2, decided] = times.T
         columns[2:, decided] = counts.T
         end_s = np.frombuffer(self.decode_end_s, dtype=np.float64)
+        columns[1, at] = end_s
         start_s = np.empty_like(end_s)
         start_s[1:] = end_s[:-1]
         start_s[seen] = np.frombuffer(self.segment_start_s, dtype=np.float64)
-        kv = np.frombuffer(self.decode_kv_blocks, dtype=np.int64)
-        zeros, ones = np.zeros(1), np.ones(1)
-        for i, values in enumerate(
-            (start_s, end_s, zeros, np.repeat(segments[2], lengths), zeros,
-             np.repeat(segments[3], lengths), np.repeat(segments[4], lengths), kv, ones)
-        ):  # fmt: skip
-            columns[i, at] = values
+        columns[0, at] = start_s
+        del start_s  # each temporary freed before the next: the allocator reuses its pages
+        columns[2, at] = 0.0  # no prompt work
+        columns[4, at] = 0.0  # no padding
+        for row, field in ((3, 2), (5, 3), (6, 4)):  # a segment's batch, on each of its steps
+            columns[row, at] = np.repeat(segments[field], lengths)
+        columns[7, at] = np.frombuffer(self.decode_kv_blocks, dtype=np.int64)
+        columns[8, at] = 1.0  # decoded
         cols = {name: columns[i] for i, name in enumerate(STEP_FIELDS)}
         return StepLog(**cols, decoded=columns[-1] > 0.5)
 
