@@ -31,6 +31,7 @@ COMPILED = [
     "src/llmsizer/sim/engine.py",
     "src/llmsizer/sim/token_times.py",
     "src/llmsizer/perf/batch_shape.py",
+    "src/llmsizer/perf/decode_step.py",
     "src/llmsizer/perf/step.py",
 ]
 # The type check behind the compile reads no project config (its pydantic plugin is not in

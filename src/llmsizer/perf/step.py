@@ -55,6 +55,7 @@ from llmsizer.perf.batch_shape import (
     decode_batch,
 )
 from llmsizer.perf.constants import StepConstants, build_constants
+from llmsizer.perf.decode_step import DecodeAttention, DecodeStep
 from llmsizer.perf.deployment import Deployment
 from llmsizer.perf.efficiency import EfficiencyFactors, default_efficiency
 from llmsizer.perf.roofline import Bound, PartCost, StepBreakdown
@@ -216,8 +217,8 @@ class StepModel:
     constants: StepConstants = field(init=False, repr=False, compare=False)
     part_rates: tuple[tuple[float, float], ...] = field(init=False, repr=False, compare=False)
     # decode-only steps by number of sequences: everything but their attention (a cache)
-    _decode: dict[int, _DecodeStep] = field(init=False, repr=False, compare=False)
-    _attention: _DecodeAttention = field(init=False, repr=False, compare=False)
+    _decode: dict[int, DecodeStep] = field(init=False, repr=False, compare=False)
+    _attention: DecodeAttention = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         c = build_constants(self.deployment, self.efficiency)
@@ -227,7 +228,7 @@ class StepModel:
         )
         object.__setattr__(self, "part_rates", rates)
         object.__setattr__(self, "_decode", {})
-        object.__setattr__(self, "_attention", _DecodeAttention(c))
+        object.__setattr__(self, "_attention", DecodeAttention(c))
 
     def __reduce__(self) -> tuple[type[StepModel], tuple[Deployment, EfficiencyFactors]]:
         """Pickled by its fields, the rest rebuilt: a compiled build's frozen dataclass
@@ -253,7 +254,7 @@ class StepModel:
         layer_work = d.layers_before_s + (dec_c if dec_c >= dec_m else dec_m) + d.elementwise_s
         return layer_work + d.lm_head_s + d.communication_s + d.overhead_s
 
-    def _decode_step(self, n: int) -> _DecodeStep:
+    def _decode_step(self, n: int) -> DecodeStep:
         """The parts of a step of `n` decoding sequences that do not depend on the context
         they read, summed in the order `step_time_s` and `measure` sum them, so that a
         decode-only step costs the same to the bit (tested) in a third of the time."""
@@ -267,7 +268,7 @@ class StepModel:
         for i, (flops_per_s, bytes_per_s) in enumerate(self.part_rates[:4]):
             flops += terms[2 * i] * flops_per_s
             memory += terms[2 * i + 1] * bytes_per_s
-        d = _DecodeStep(
+        d = DecodeStep(
             layers_before_s=(lin_c if lin_c >= lin_m else lin_m)
             + (exp_c if exp_c >= exp_m else exp_m)
             + prefill_layers_s
@@ -325,63 +326,6 @@ class StepModel:
         return StepBreakdown(
             step_time_s(c, terms), stage_interval_s(c, terms), _parts(c, a, terms), a.num_tokens
         )
-
-
-@dataclass(frozen=True, slots=True)
-class _DecodeStep:
-    """A decode-only step of n sequences but for its attention (`StepModel._decode_step`):
-    seconds of the layers' parts before decode attention, elementwise, output projection,
-    collectives and overheads; FLOPs and bytes of the roofline parts before decode
-    attention, and the elementwise bytes. A class, not a NamedTuple: compiled
-    (`setup.py`), its fields are read natively, once per simulated step."""
-
-    layers_before_s: float
-    elementwise_s: float
-    lm_head_s: float
-    communication_s: float
-    overhead_s: float
-    flops_before: float
-    bytes_before: float
-    elementwise_bytes: float
-
-
-class _DecodeAttention:
-    """Decode attention's time: `aggregate` and `step_terms`' terms for decoding sequences
-    only, with the same operations, from the `StepConstants` it needs copied into typed
-    fields (read natively when compiled, where a `StepConstants` read is a Python lookup)."""
-
-    __slots__ = (
-        "act_bytes_per_token",
-        "bytes_per_s",
-        "flops_per_pair",
-        "flops_per_s",
-        "full_layers",
-        "kv_bytes_per_token_per_layer",
-        "window",
-        "window_layers",
-    )
-
-    def __init__(self, c: StepConstants) -> None:
-        self.window: int = c.window
-        self.full_layers: int = c.full_layers
-        self.window_layers: int = c.window_layers
-        self.flops_per_pair: float = c.decode_flops_per_pair
-        self.flops_per_s: float = c.attention_flops_per_s
-        self.kv_bytes_per_token_per_layer: float = c.kv_bytes_per_token_per_layer
-        self.act_bytes_per_token: float = c.attention_act_bytes_per_token
-        self.bytes_per_s: float = c.attention_bytes_per_s
-
-    def time_s(self, n: int, context_tokens: int) -> tuple[float, float]:
-        """(compute, memory) seconds of decode attention for `n` sequences reading
-        `context_tokens` keys in all."""
-        keys_full = float(context_tokens)
-        keys_window = min(keys_full, float(n * self.window)) if self.window else 0.0
-        keys = self.full_layers * keys_full + self.window_layers * keys_window
-        compute_s = keys * self.flops_per_pair / self.flops_per_s
-        memory_s = (
-            keys * self.kv_bytes_per_token_per_layer + n * self.act_bytes_per_token
-        ) / self.bytes_per_s
-        return compute_s, memory_s
 
 
 def _parts(c: StepConstants, a: BatchAggregates, t: StepTerms) -> tuple[PartCost, ...]:
