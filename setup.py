@@ -14,6 +14,7 @@ Every module listed keeps working as plain Python. A module an interpreted class
 by interpreted ones.
 """
 
+import glob
 import os
 import sys
 
@@ -46,19 +47,31 @@ MODE = os.environ.get("LLMSIZER_COMPILE", "")
 def _skip(reason: str) -> list:
     if MODE == "1":
         sys.exit(f"LLMSIZER_COMPILE=1 but the simulator core cannot be compiled: {reason}")
+    _remove_stale_builds()
     print(f"llmsizer: installing plain Python (about 2x slower runs): {reason}", file=sys.stderr)
     return []
 
 
+def _remove_stale_builds() -> None:
+    """A plain build in a checkout that built compiled modules before would otherwise ship
+    them: setuptools packs all of `build/lib*`, and they shadow the plain modules."""
+    for path in glob.glob("build/lib*/**/*.so", recursive=True):
+        os.remove(path)
+
+
 def ext_modules() -> list:
-    if MODE == "0" or not BUILDS & set(sys.argv):
-        return []
-    if {"editable_wheel", "develop"} & set(sys.argv):
+    commands = set(sys.argv)
+    if {"editable_wheel", "develop"} & commands:
         if MODE == "1":
             sys.exit(
                 "LLMSIZER_COMPILE=1 with an editable install would put compiled modules beside "
                 "the sources, shadowing every later edit: use `LLMSIZER_COMPILE=1 pip install .`"
             )
+        return []
+    if not BUILDS & commands:
+        return []
+    if MODE == "0":
+        _remove_stale_builds()
         return []
     try:
         from mypyc.build import mypycify
