@@ -104,6 +104,7 @@ class _Run:
         if arrivals is None:
             arrivals = Arrivals(workload, cfg.block_size, cfg.enable_prefix_caching)
         self.arrivals = arrivals
+        self.refills = arrivals.refills  # else a finish leaves the next arrival as it was
         self.kv = KVCacheManager(
             cfg.num_gpu_blocks,
             cfg.block_size,
@@ -183,7 +184,8 @@ class _Run:
             step += 1
             if finished:
                 self._finish(finished, end)
-                next_arrival = arrivals.next_s()
+                if self.refills:
+                    next_arrival = arrivals.next_s()
             now = end
         self.now = now
 
@@ -216,7 +218,8 @@ class _Run:
                 first, start = step + ran, now
                 row = (len(members), len(running), len(waiting))
                 self._finish(finished, end)
-                next_arrival = self.arrivals.next_s()
+                if self.refills:
+                    next_arrival = self.arrivals.next_s()
             if next_arrival is not None and next_arrival <= now:
                 break
             if (until_s is not None and now >= until_s) or not scheduler.decodes_only():
