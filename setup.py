@@ -3,7 +3,7 @@
 
 `pip install .` (any wheel build) compiles the engine loop's modules and the step model
 (below), unchanged, into C extensions that shadow the .py files beside them: runs take
-about half the CPU time. The build needs mypy (a build requirement in pyproject.toml) and
+2-3x less CPU time. The build needs mypy (a build requirement in pyproject.toml) and
 a C compiler. Without either it says so in the build log and installs the same modules as
 plain Python, which pass the same tests. `pip install -e .` stays plain Python: compiled
 modules beside the sources would shadow every later edit. `LLMSIZER_COMPILE`: unset, try
