@@ -1,7 +1,8 @@
 """Plan speed: wall time of `plan` on the sizing examples (issue 11: the lever search must
 stay within 2x of the plan before it) and on `llama3_8b_3gpus` (issue 13: `plan` for 3 GPUs
 <= 2 s wall): the course's Llama 3 8B case (`llama3_8b_h100.yaml`) over H100 SXM, A100 SXM
-80 GB and L40S, priced 3, 2 and 1 $/GPU-hour (illustrative).
+80 GB and L40S, priced 3, 2 and 1 $/GPU-hour (illustrative), with the default precisions
+(`lossless`: bf16, and fp8 on H100 and L40S; the example itself pins bf16).
 
     .venv/bin/python bench/plan_speed.py [--no-levers] [NAME ...]   (default: all four)
 
@@ -41,23 +42,31 @@ def usecase_data(name: str) -> dict[str, Any]:
     if name != "llama3_8b_3gpus":
         return dict(yaml.safe_load(Path(f"{name}.yaml").read_text()))
     data = dict(yaml.safe_load(Path("llama3_8b_h100.yaml").read_text()))
-    data["candidates"] = {**data["candidates"], "gpus": list(THREE_GPUS)}
+    cands = {k: v for k, v in data["candidates"].items() if k != "precisions"}
+    data["candidates"] = {**cands, "gpus": list(THREE_GPUS)}
     source = "illustrative cloud price, not a quote"
     data["prices"] = {g: {"usd_per_gpu_hour": p, "source": source} for g, p in THREE_GPUS.items()}
     return data
 
 
 def count_steps() -> list[int]:
-    """Make every probe's simulation add its engine steps to the list returned (one total)."""
+    """Make every probe's simulation add its engine steps to the list returned (one total):
+    whole runs, and runs watched for an early stop (`sizing.early_stop`) as far as they ran."""
     steps = [0]
-    run = probe.run_instance
+    run, watched = probe.run_instance, probe.run_watched
 
     def counted(*args: Any, **kwargs: Any) -> Any:
         result = run(*args, **kwargs)
         steps[0] += result.steps.num_steps
         return result
 
+    def counted_watched(*args: Any, **kwargs: Any) -> Any:
+        result, stopped = watched(*args, **kwargs)
+        steps[0] += result.steps.num_steps
+        return result, stopped
+
     probe.run_instance = counted  # type: ignore[assignment]
+    probe.run_watched = counted_watched  # type: ignore[assignment]
     return steps
 
 

@@ -30,7 +30,11 @@ ALLOWED: dict[str, set[str]] = {
     "sim": {"units", "records", "workload"},
     # records: speculative runs map step records back to token records (issue 11)
     "instance": {"specs", "perf", "sim", "metrics", "workload", "records", "fleet"},
-    "sizing": {"units", "specs", "perf", "sim", "instance", "metrics", "workload", "fleet"},
+    # records: a capacity run reads its `RecordTable`'s finish column (issue 13, plan speed)
+    "sizing": {
+        *("units", "specs", "perf", "sim", "instance", "metrics", "workload", "fleet"),
+        "records",
+    },
     "calibrate": {
         "units",
         "specs",
@@ -81,14 +85,20 @@ BUDGET = {
     # + 120: the search's parts on a sweep (`search_parts`, issue 13)
     # + 895: plan --disaggregated (issue 12): the use-case field, pool rates and P:D layouts
     # checked on the whole P/D fleet, the comparison and crossover, as data
+    # + 145: probes that stop once certain to miss (`early_stop`, issue 13) and the
+    # `lossless` default precisions (issue 11)
     + 120
-    + 895,
+    + 895
+    + 145,
     "calibrate": 3350  # + AIC launch settings, per-architecture fit, layouts read as launched
     # + disaggregated AIC rows (issue 12)
     # + 20: a sweep (local processes or Ray) records the schedules; fits name the fit extra
     # (issue 13)
     + 20,
-    "collect": 1300,  # issue 16: kernel timing, roofline fit, device entry, decode check
+    "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
+    # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
+    # expert GEMMs and MLA attention shapes, the time budget, provenance split from run
+    + 650,
     "fleet": 1200,  # routers, fleet loop, disaggregated pools, autoscaler, day replay (issue 12)
     "cli": 1720  # + --overwrite on every command that writes, input checks at the edges
     # + 115: errors name flags as typed (a flag table per command), time left on progress

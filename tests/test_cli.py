@@ -9,16 +9,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from llmsizer.cli import app, main
+from llmsizer.cli import app
+from tests.cli_run import run_main
 
 runner = CliRunner()
-
-
-def run_main(monkeypatch: pytest.MonkeyPatch, args: list[str]) -> int:
-    monkeypatch.setattr("sys.argv", ["llmsizer", *args])
-    with pytest.raises(SystemExit) as e:
-        main()
-    return int(e.value.code or 0)
 
 
 def test_predict_prints_the_summary_and_writes_json(tmp_path: Path) -> None:

@@ -29,7 +29,6 @@ from llmsizer.instance import PredictSpec
 from llmsizer.perf import default_efficiency
 from llmsizer.sizing.plan import plan, search_space
 from llmsizer.sizing.search import search
-from llmsizer.sizing.search_parts import search_on
 from llmsizer.sizing.usecase import UseCase
 from llmsizer.sweep import (
     CHUNKS_PER_WORKER,
@@ -203,7 +202,7 @@ def test_a_plan_search_on_ray_equals_the_serial_search(on_ray: Sweep) -> None:
     )
     space = search_space(usecase)
     serial = search(space, lambda spec: default_efficiency(spec.preset))
-    assert search_on(on_ray, space, lambda spec: default_efficiency(spec.preset)) == serial
+    assert search(space, lambda spec: default_efficiency(spec.preset), sweep=on_ray) == serial
     assert plan(usecase, sweep=on_ray) == plan(usecase)
 
 

@@ -33,7 +33,7 @@ and zeros for the tokens it holds back (`_table_itl`).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -60,6 +60,50 @@ class Slo:
 def percentile_key(p: float) -> str:
     """vLLM's key fragment for a percentile: 99 -> 'p99', 99.9 -> 'p99.9'."""
     return f"p{p:g}"
+
+
+# `median` and `percentiles_of` are numpy's, bit for bit, on a 1-D sample, without numpy's own
+# functions: `np.median`'s NaN check and `np.percentile`'s `np.unique` import `numpy.ma`,
+# 40-85 ms of a one-case `llmsizer predict` (issue 13, startup).
+
+
+def median(values: np.ndarray) -> float:
+    """`numpy.median`: the middle order statistic, or the mean of the two, `(a + b) / 2` as
+    `numpy.mean` sums and divides them; NaN if any value is."""
+    n = values.shape[0]
+    if n == 0 or np.isnan(values).any():
+        return math.nan
+    k = n // 2
+    if n % 2:
+        return float(np.partition(values, k)[k])
+    part = np.partition(values, (k - 1, k))
+    return float((part[k - 1] + part[k]) / 2)
+
+
+def percentiles_of(values: np.ndarray, ps: Sequence[float]) -> list[float]:
+    """`numpy.percentile(values, ps)` (method 'linear'): one partition at every order
+    statistic needed, then numpy's interpolation (`_linear`); NaNs if any value is."""
+    n = values.shape[0]
+    if n == 0 or np.isnan(values).any():
+        return [math.nan] * len(ps)
+    below = [min(math.floor((n - 1) * (p / 100)), n - 1) for p in ps]
+    part = np.partition(values, sorted({*below, *(min(b + 1, n - 1) for b in below)}))
+    return [_linear(n, p, lambda k: float(part[k])) for p in ps]
+
+
+def _linear(n: int, p: float, order_statistic: Callable[[int], float]) -> float:
+    """The `p`-th percentile of `n` values by numpy's rule: the virtual index (n - 1) p / 100,
+    then `numpy.lib._function_base_impl._lerp`'s two forms around gamma 0.5."""
+    virtual = (n - 1) * (p / 100)
+    if virtual >= n - 1:
+        return order_statistic(n - 1)
+    below = math.floor(virtual)
+    gamma = virtual - below
+    a, b = order_statistic(below), order_statistic(below + 1)
+    diff = b - a
+    if gamma >= 0.5:
+        return b - diff * (1 - gamma)
+    return a + diff * gamma
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,17 +147,7 @@ class WeightedSample:
 
     def percentile(self, p: float) -> float:
         """`numpy.percentile(pooled, p)` (method 'linear'), with numpy's own rounding steps."""
-        n = self.size
-        virtual = (n - 1) * (p / 100)
-        if virtual >= n - 1:
-            return float(self.values[-1])
-        below = math.floor(virtual)
-        gamma = virtual - below
-        a, b = self.order_statistic(below), self.order_statistic(below + 1)
-        diff = b - a
-        if gamma >= 0.5:
-            return b - diff * (1 - gamma)
-        return a + diff * gamma
+        return _linear(self.size, p, self.order_statistic)
 
 
 def _itl_pooled(ok: Sequence[RequestRecord]) -> np.ndarray:
@@ -331,10 +365,10 @@ def _summary(
             continue
         ms = values * 1e3
         out[f"mean_{name}_ms"] = float(ms.mean())
-        out[f"median_{name}_ms"] = float(np.median(ms))
+        out[f"median_{name}_ms"] = median(ms)
         out[f"std_{name}_ms"] = float(ms.std())
         # One call for every percentile: one partition of the sample, the same values.
-        at = np.percentile(ms, list(percentiles)) if percentiles else ()
+        at = percentiles_of(ms, percentiles) if percentiles else ()
         for p, value in zip(percentiles, at, strict=True):
             out[f"{percentile_key(p)}_{name}_ms"] = float(value)
     return out

@@ -238,3 +238,35 @@ def test_gap_rows_keep_the_engine_defaults_for_the_gpu() -> None:
     assert (vllm["max_num_batched_tokens"], vllm["max_num_seqs"]) == (8192, 1024)
     sglang = engine_of(backend="sglang", **gap)  # chunked_prefill_size 16384 above 160 GB
     assert sglang["max_num_batched_tokens"] == 16384 and sglang["scheduler_recv_interval"] == 1
+
+
+@pytest.mark.parametrize(("clients", "cap"), [("64", 128), ("128", 128), ("512", 512)])
+def test_sglang_running_cap_is_the_scripts_or_the_rows_concurrency(clients: str, cap: int):
+    """The scripts' cap is the sweep's highest CONC; rows beyond it ran with at least CONC
+    (their TTFT shows no queue at the script's cap: aic_launch docstring)."""
+    e = engine_of(
+        backend="sglang", model_path="deepseek-ai/DeepSeek-R1", batch_size=clients,
+        tp_size="8", gemm_quant_mode="fp8_block", moe_quant_mode="fp8_block",
+    )  # fmt: skip
+    assert e["max_num_seqs"] == cap
+
+
+def test_trtllm_delay_batching_as_the_scripts_launch_it() -> None:
+    """Llama-70B 1k/1k below TP8 (20 steps / 0.9); DeepSeek FP8 1k/1k from CONC 64 on
+    TRT-LLM 1.2 (40 / 0.8); neither elsewhere (aic_launch docstring)."""
+
+    def wait(**changes: str) -> tuple[int, float]:
+        e = mapped(**{"backend": "trtllm", "isl": "1024", "osl": "1024", **changes}).spec.engine
+        return e.batch_wait_timeout_iters, e.batch_wait_max_tokens_ratio
+
+    llama = {"model_path": "meta-llama/Llama-3.1-70B-Instruct", "gemm_quant_mode": "fp8"}
+    assert wait(**llama, tp_size="4") == (20, 0.9)
+    assert wait(**llama, tp_size="8") == (0, 0.0)
+    assert wait(**llama, tp_size="4", osl="8192") == (0, 0.0)
+    deepseek = {
+        "model_path": "deepseek-ai/DeepSeek-R1", "tp_size": "8", "gemm_quant_mode": "fp8_block",
+        "moe_quant_mode": "fp8_block", "backend_version": "1.2.0rc6.post2",
+    }  # fmt: skip
+    assert wait(**deepseek, batch_size="64") == (40, 0.8)
+    assert wait(**deepseek, batch_size="32") == (0, 0.0)
+    assert wait(**{**deepseek, "backend_version": "1.1.0rc2.post2"}, batch_size="64") == (0, 0.0)

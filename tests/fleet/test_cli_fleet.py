@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from llmsizer.cli import app
-from tests.test_cli import run_main
+from tests.cli_run import run_main
 
 runner = CliRunner()
 BASE = "simulate --num-requests 400 --isl 200 --osl 20 --step-time-ms 10"

@@ -22,8 +22,8 @@ from llmsizer.fleet.day import (
 )
 from llmsizer.sim import LinearStepCost
 from llmsizer.workload import Workload
+from tests.cli_run import refusal
 from tests.sim.conftest import make_engine
-from tests.test_cli import run_main
 
 runner = CliRunner()
 
@@ -137,6 +137,4 @@ def test_bad_day_flags_are_one_clear_error(
     args = [*DAY.split(), *flags.split(), "--json", str(existing)]
     if flags:
         args.append("--overwrite")
-    assert run_main(monkeypatch, args) == 2
-    err = " ".join(capsys.readouterr().err.split())
-    assert message in err and "Traceback" not in err
+    assert message in refusal(monkeypatch, capsys, args)

@@ -29,7 +29,9 @@ FAST: dict[str, Any] = {
     "output": 200,
     "load": {"peak_rps": 50},
     "limits": {"ttft_ms": 300},
-    "candidates": {"gpus": ["h100-sxm"], "tensor_parallel_sizes": [1, 2]},
+    # bf16 only, as these cases were tuned for (limits that bind below the cap); the default
+    # precisions (`lossless`, issue 11) add fp8 on H100: `test_usecase` covers them
+    "candidates": {"gpus": ["h100-sxm"], "precisions": ["bf16"], "tensor_parallel_sizes": [1, 2]},
     "search": {"num_requests": 400, "curves": False, "uncertainty": 0.0, "levers": False},
 }
 

@@ -28,8 +28,8 @@ class FakeProbe:
     def capacity(self) -> float:
         return CAPACITY
 
-    def at_rate(self, rate: float) -> Point:
-        self.rates.append(rate)
+    def at_rate(self, rate: float, stop_for: Limits | None = None) -> Point:
+        self.rates.append(rate)  # a whole run: never stopped early
         summary = {"p95_ttft_ms": self.curve(rate), "p50_ttft_ms": 0.0}
         latencies = Latencies({(Metric.TTFT, 95.0): self.curve(rate) / 1e3})
         return Point(rate, summary, latencies)

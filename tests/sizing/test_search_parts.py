@@ -13,7 +13,7 @@ from llmsizer.instance import DeploymentSpec
 from llmsizer.perf import EfficiencyFactors, default_efficiency
 from llmsizer.sizing.plan import plan, search_space
 from llmsizer.sizing.search import Status, group, search
-from llmsizer.sizing.search_parts import part_of, search_on
+from llmsizer.sizing.search_parts import part_of
 from llmsizer.sizing.usecase import UseCase
 from llmsizer.sweep import InProcess, Sweep, open_sweep
 
@@ -55,9 +55,9 @@ def test_the_main_search_on_a_pool_equals_the_serial_search(pool: Sweep) -> None
     assert any(r.curve for r in serial)  # the winners' curves are part of what is compared
     assert any(r.status is Status.BOUNDED for r in serial)  # and the bound's pruning
     seen: list[tuple[int, int]] = []
-    assert search_on(pool, space, by_spec, progress=lambda d, t: seen.append((d, t))) == serial
+    assert search(space, by_spec, progress=lambda d, t: seen.append((d, t)), sweep=pool) == serial
     assert seen[-1] == (len(space.configs), len(space.configs))
-    assert search_on(InProcess(), space, by_spec) == serial  # one worker: `search` itself
+    assert search(space, by_spec, sweep=InProcess()) == serial  # one worker: in process
 
 
 def test_a_plan_with_levers_on_a_pool_equals_the_serial_plan(pool: Sweep) -> None:

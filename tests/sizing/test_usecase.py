@@ -136,6 +136,31 @@ def test_candidates_expand_to_configurations_with_catalog_names() -> None:
     assert {c.precision for c in configs} == {"fp8"}
 
 
+@pytest.mark.parametrize(
+    ("gpu", "default", "auto"),
+    [
+        ("h100-sxm", ["bf16", "fp8"], ["bf16", "fp8", "int4"]),  # Hopper: native fp8
+        ("l40s", ["bf16", "fp8"], ["bf16", "fp8", "int4"]),  # Ada: native fp8
+        ("b200", ["bf16", "fp8"], ["bf16", "fp8", "fp4", "int4"]),  # fp4 needs a check
+        ("a100-sxm-80gb", ["bf16"], ["bf16", "int4"]),  # no fp8 tensor cores
+    ],
+)
+def test_the_default_precisions_are_native_and_need_no_accuracy_check(
+    gpu: str, default: list[str], auto: list[str]
+) -> None:
+    """Issue 11: `plan` tried bf16 alone unless told; the default is `lossless`, the GPU's
+    formats with native math rated lossless or usually lossless (bf16, fp8); fp4 and int4
+    stay opt-in (`auto` or by name) because they need an accuracy check."""
+    u = usecase(candidates={"gpus": [gpu]})
+    assert u.candidates.precisions == ["lossless"]
+    assert u.candidates.precisions_for(u.candidates.gpus[0]) == default
+    assert {c.precision for c in u.candidates.configs(u.model)} == set(default)
+    wide = usecase(candidates={"gpus": [gpu], "precisions": ["auto"]})
+    assert wide.candidates.precisions_for(wide.candidates.gpus[0]) == auto
+    named = usecase(candidates={"gpus": [gpu], "precisions": ["Lossless", "int4"]})
+    assert named.candidates.precisions_for(named.candidates.gpus[0]) == [*default, "int4"]
+
+
 def test_flags_map_to_fields() -> None:
     u = usecase_from_flags(
         model="llama-3.1-8b",

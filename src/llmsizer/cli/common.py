@@ -8,16 +8,17 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from pydantic import BaseModel
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from llmsizer.errors import import_extra
 from llmsizer.output import write_atomic
-from llmsizer.sweep import Sweep, open_sweep
+
+if TYPE_CHECKING:  # imported on use: a one-case predict needs neither (issue 13, startup)
+    from llmsizer.sweep import Sweep
 
 out = Console()
 err = Console(stderr=True)
@@ -64,6 +65,8 @@ def progress_bar(label: str) -> Iterator[Callable[[int, int], None] | None]:
     if not interactive():
         yield None
         return
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
     with Progress(
         TextColumn(label),
         BarColumn(),
@@ -155,6 +158,8 @@ RayAddress = Annotated[
 def sweep_for(workers: int | None, ray: bool, ray_address: str | None) -> Iterator[Sweep]:
     """The sweep a command's flags ask for (`llmsizer.sweep.open_sweep`), saying on stderr
     where it runs when that is Ray."""
+    from llmsizer.sweep import open_sweep
+
     with open_sweep(workers, ray=ray, ray_address=ray_address) as sweep:
         if ray or ray_address is not None:
             where = ray_address or "this machine"

@@ -60,7 +60,11 @@ def plan(
     ] = None,
     gpu: Annotated[str | None, Opt(help="Candidate GPUs, comma separated.")] = None,
     precision: Annotated[
-        str | None, Opt(help="Candidate precisions, comma separated; auto: each GPU's own.")
+        str | None,
+        Opt(
+            help="Candidate precisions, comma separated; lossless (default): each GPU's bf16 "
+            "and native fp8; auto: also fp4 and int4, which need an accuracy check."
+        ),
     ] = None,
     sparsity: Annotated[str | None, Opt(help="2:4 sparsity to try: off, on, or off,on.")] = None,
     tp: Annotated[str | None, Opt(help="Candidate tensor-parallel sizes, e.g. 1,2,4,8.")] = None,

@@ -4,8 +4,11 @@ A configuration is GPU x weight precision x 2:4 sparsity x speculative draft tok
 tensor and pipeline parallel sizes x engine preset x batch knobs. `precisions` is also the
 list of precisions the use case accepts: `auto` stands for what each GPU runs well
 (`perf.levers.search_precisions`: bf16, its native fp8 / fp4, and int4 weight-only), so
-the accepted set can be wide or restricted to lossless formats. A precision the GPU has no
-math for is kept (it loads as weight-only) and `fallback_notes` names the fallback.
+the accepted set can be wide or restricted to lossless formats. `lossless`, the default, is
+each GPU's formats with native math that need no accuracy check (`perf.levers.QUALITY`):
+bf16, and fp8 on Hopper, Ada and later; fp4 and int4 stay opt-in (issue 11: `plan` used
+to try bf16 alone unless told). A precision the GPU has no math for is kept (it loads as
+weight-only) and `fallback_notes` names the fallback.
 """
 
 from __future__ import annotations
@@ -17,10 +20,17 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from llmsizer.instance import DeploymentSpec
 from llmsizer.instance.speculation import DEFAULT_ACCEPTANCE, SpeculativeSpec
 from llmsizer.perf import Deployment
-from llmsizer.perf.levers import fallback_note, search_precisions, sparsity_note
+from llmsizer.perf.levers import (
+    CHECK,
+    fallback_note,
+    quality_note,
+    search_precisions,
+    sparsity_note,
+)
 from llmsizer.specs import Precision, get_gpu, get_model
 
 AUTO = "auto"
+LOSSLESS = "lossless"  # native and no accuracy check needed: bf16, fp8 where native
 
 
 class CandidatesSpec(BaseModel):
@@ -30,10 +40,11 @@ class CandidatesSpec(BaseModel):
 
     gpus: list[str] = Field(["h100-sxm"], min_length=1, description="GPU names to compare.")
     precisions: list[str] = Field(
-        ["bf16"],
+        [LOSSLESS],
         min_length=1,
-        description="Weight precisions accepted and searched; `auto`: each GPU's bf16, "
-        "native fp8/fp4 and int4 weight-only.",
+        description="Weight precisions accepted and searched; `lossless` (default): each "
+        "GPU's bf16 and native fp8; `auto`: also native fp4 and int4 weight-only, which "
+        "need an accuracy check.",
     )
     sparsity: list[bool] = Field(
         [False], min_length=1, description="2:4 structured sparsity off/on to try."
@@ -124,8 +135,7 @@ class CandidatesSpec(BaseModel):
         """The accepted precisions on `gpu`, `auto` expanded (module docstring)."""
         found: list[str] = []
         for name in self.precisions:
-            auto = search_precisions(get_gpu(gpu)) if name == AUTO else (Precision(name),)
-            found += [p.value for p in auto]
+            found += [p.value for p in _expand(name, gpu)]
         return list(dict.fromkeys(found))
 
     def configs(self, model: str, **levers: object) -> tuple[DeploymentSpec, ...]:
@@ -178,7 +188,17 @@ def _axis(
     return [levers[name]] if name in levers else list(values)
 
 
+def _expand(name: str, gpu: str) -> tuple[Precision, ...]:
+    """The precisions a name stands for on `gpu` (`auto`, `lossless`, or one format)."""
+    if name == AUTO:
+        return search_precisions(get_gpu(gpu))
+    if name == LOSSLESS:
+        own = search_precisions(get_gpu(gpu))
+        return tuple(p for p in own if not p.is_weight_only and CHECK not in quality_note(p))
+    return (Precision(name),)
+
+
 def _precision_name(name: str) -> str:
-    if name.strip().lower() == AUTO:
-        return AUTO
+    if name.strip().lower() in (AUTO, LOSSLESS):
+        return name.strip().lower()
     return Precision.parse(name).value

@@ -38,8 +38,8 @@ from llmsizer.sizing.search import (
     best_by_gpu,
     group,
     objective,
+    search,
 )
-from llmsizer.sizing.search_parts import search_on
 from llmsizer.sizing.servers import server_for
 from llmsizer.sizing.usecase import UseCase
 from llmsizer.specs import get_gpu
@@ -147,11 +147,16 @@ def _search_missing(
             usecase.model, precision=precision, sparsity=sparse, speculative_tokens=k
         )
     sub = dataclasses.replace(
-        space, configs=configs, curves=False, settle_on_objective=True, per_group=True
+        space,
+        configs=configs,
+        curves=False,
+        settle_on_objective=True,
+        per_group=True,
+        stop_early=True,  # the table shows each group's best, never a failing point
     )
     warm = {c: f for c in configs if (f := starts(c)) is not None}
     found = _best_by_group(
-        sub, search_on(sweep, sub, efficiency, progress, starts=warm, probes=probes)
+        sub, search(sub, efficiency, progress, starts=warm, probes=probes, sweep=sweep)
     )
     return {g: r for g, r in found.items() if g in groups}
 

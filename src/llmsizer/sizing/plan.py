@@ -50,8 +50,8 @@ from llmsizer.sizing.search import (
     SpecEfficiency,
     closest,
     objective,
+    search,
 )
-from llmsizer.sizing.search_parts import search_on
 from llmsizer.sizing.servers import Server, server_for
 from llmsizer.sizing.uncertainty import band
 from llmsizer.sizing.usecase import UseCase
@@ -88,7 +88,7 @@ def plan(
     priced = _efficiency_function(efficiency)
     space = search_space(usecase)
     probes = ProbeCache() if probes is None else probes
-    results = search_on(sweep, space, priced, progress, probes=probes)
+    results = search(space, priced, progress, probes=probes, sweep=sweep)
     candidates = _rank(usecase, space, results)
     result = PlanResult(
         usecase=usecase,

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import copy
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,9 +42,11 @@ from llmsizer.instance.speculation import (
     tokens_per_step,
 )
 from llmsizer.metrics import summarize
+from llmsizer.records import RecordTable, RequestRecord
 from llmsizer.sim import Batch, PrefillChunk, SimResult, StepCost
 from llmsizer.sizing.arrivals import ArrivalPattern
-from llmsizer.sizing.limits import Latencies, Limits, Metric
+from llmsizer.sizing.early_stop import MissWatch, judged_rows, run_watched
+from llmsizer.sizing.limits import Latencies, Limit, Limits, Metric
 from llmsizer.workload import Workload
 
 HIGH_LOAD_REQUESTS = 3000
@@ -84,11 +87,18 @@ class Lengths:
 class Point:
     """One simulated load: the offered Poisson rate (req/s per instance), its summary
     (`llmsizer.metrics.summarize` keys over the requests after warm-up) and the latency
-    percentiles the limits judge, in seconds."""
+    percentiles the limits judge, in seconds. `stopped_for`: the limit the run stopped
+    early for, certain to miss it (`early_stop`; the summary then covers the requests
+    finished by then); `None` for a whole run."""
 
     offered_rate: float
     summary: dict[str, float]
     latencies: Latencies
+    stopped_for: Limit | None = None
+
+    @property
+    def complete(self) -> bool:
+        return self.stopped_for is None
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,20 +164,43 @@ class Probe:
         other._asked = set()
         return other
 
-    def at_rate(self, rate: float) -> Point:
-        """Poisson arrivals at `rate` req/s per instance."""
+    def at_rate(self, rate: float, stop_for: Limits | None = None) -> Point:
+        """Poisson arrivals at `rate` req/s per instance. `stop_for`: the run may stop once
+        it is certain to miss these limits (`early_stop.MissWatch`), for a search that needs
+        only the verdict; without it the point is a whole run's, simulated again if the
+        one kept was stopped."""
         if not rate > 0:
             raise ValueError(f"rate must be > 0 req/s, got {rate}")
-        if rate not in self._points:
-            records = self.run(rate).records
-            warm = int(WARMUP_FRACTION * len(records))
-            summary = summarize(records[warm:], percentiles=self.limits.percentiles)
-            for key in ("request_throughput", "output_throughput", "total_token_throughput"):
-                summary[key] *= self.pp
-            latencies = Latencies.from_summary(summary, self.limits.percentiles)
-            self._points[rate] = Point(rate, summary, latencies)
+        kept = self._points.get(rate)
+        watch = self._watch(rate, stop_for)
+        if kept is None or not (kept.complete or (watch and kept.stopped_for == watch.limit)):
+            self._points[rate] = self._point(rate, watch)
         self._asked.add(rate)
         return self._points[rate]
+
+    def _watch(self, rate: float, stop_for: Limits | None) -> MissWatch | None:
+        if stop_for is None or self.speculative is not None:
+            return None  # a speculative run's records are rebuilt after it: not watched
+        n = self._num_at(rate / self.capacity())
+        return MissWatch.of(stop_for, n, int(WARMUP_FRACTION * n))
+
+    def _point(self, rate: float, watch: MissWatch | None) -> Point:
+        """One simulation at `rate` summarised over the requests after warm-up."""
+        stopped = False
+        if watch is None:
+            records = self.run(rate).records
+            judged = records[int(WARMUP_FRACTION * len(records)) :]
+        else:
+            n = self._num_at(rate / self.capacity())
+            workload = self._workload(self._unit_arrivals[:n] * (self.pp / rate))
+            result, stopped = run_watched(self.engine, workload, watch)
+            assert isinstance(result.records, RecordTable)
+            judged = judged_rows(result.records, watch.warm)  # records[warm:] when whole
+        summary = summarize(judged, percentiles=self.limits.percentiles)
+        for key in ("request_throughput", "output_throughput", "total_token_throughput"):
+            summary[key] *= self.pp
+        latencies = Latencies.from_summary(summary, self.limits.percentiles)
+        return Point(rate, summary, latencies, watch.limit if watch and stopped else None)
 
     def run(self, rate: float) -> SimResult:
         """The simulation behind `at_rate` (one virtual engine), for timelines."""
@@ -179,8 +212,7 @@ class Probe:
         requests all at t = 0, divided by the time the last one finishes (offline serving)."""
         if "capacity" not in self._capacity:
             n = max(OFFLINE_MIN_REQUESTS, OFFLINE_BATCHES * self.kv_batch())
-            records = self._simulate(np.zeros(n)).records
-            last = max(r.finish_s or 0.0 for r in records)
+            last = _last_finish_s(self._simulate(np.zeros(n)).records)
             self._capacity["capacity"] = n / last * self.pp
         return self._capacity["capacity"]
 
@@ -222,14 +254,25 @@ class Probe:
         return max(min(LOW_LOAD_REQUESTS, self.num_requests), round(self.num_requests * share))
 
     def _simulate(self, arrival_s: np.ndarray) -> SimResult:
-        n = arrival_s.shape[0]
-        idx = np.arange(n) % self.lengths.num_requests
-        workload = Workload(
+        workload = self._workload(arrival_s)
+        return run_instance(self.engine, workload, self.speculative, self._kv_fraction, self.seed)
+
+    def _workload(self, arrival_s: np.ndarray) -> Workload:
+        idx = np.arange(arrival_s.shape[0]) % self.lengths.num_requests
+        return Workload(
             num_prompt_tokens=self.lengths.prompt[idx],
             num_output_tokens=self.lengths.output[idx],
             arrival_s=arrival_s,
         )
-        return run_instance(self.engine, workload, self.speculative, self._kv_fraction, self.seed)
+
+
+def _last_finish_s(records: Sequence[RequestRecord]) -> float:
+    """When the last request finished: a column's maximum for the engine's `RecordTable`
+    (building every `RequestRecord` to read it was 12 % of a capacity run), else per record
+    (speculative runs give a list)."""
+    if isinstance(records, RecordTable):
+        return float(records.finish_s.max())
+    return max(r.finish_s or 0.0 for r in records)
 
 
 def _alone(

@@ -14,7 +14,9 @@ with the cache equals a plan without it (`tests/sizing/test_probe_cache.py`).
 Each plan gets a `Probe.view` of the cached probe: it shares the simulated points but lists
 only those its own search asked for, so a plan's result (every configuration's points
 included) is the same with or without the cache. Threads may share a cache: the table is
-guarded by a lock, and a probe's shared points only ever gain identical entries.
+guarded by a lock, and a probe's shared points only ever gain identical entries, or a whole
+run's point in place of one stopped early (`early_stop`), which only searches watching its
+limit are handed.
 """
 
 from __future__ import annotations

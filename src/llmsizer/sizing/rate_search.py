@@ -18,6 +18,10 @@ Probes are a deterministic function of the rate and both phases depend on the li
 through pass or fail, so two searches with limits L1 tighter than L2 probe the same rates
 until the first rate that passes L2 but not L1; from there L1's answer stays below it and
 L2's at or above it. A tighter limit never gives a higher rate.
+
+`stop_early`: probes may stop once certain to miss the limits (`early_stop`), which leaves
+every verdict, and so the search, as it was; for searches that report no failing point's
+latencies (the lever table's).
 """
 
 from __future__ import annotations
@@ -34,10 +38,16 @@ class RateSearch:
     there is nothing to search: the rate is the capacity."""
 
     def __init__(
-        self, probe: Probe, limits: Limits, online: bool = True, start: float | None = None
+        self,
+        probe: Probe,
+        limits: Limits,
+        online: bool = True,
+        start: float | None = None,
+        stop_early: bool = False,
     ) -> None:
         self.probe = probe
         self.limits = limits
+        self._stop_for = limits if stop_early else None
         self.online = online
         self.capacity = probe.capacity()
         self.passed: Point | None = None
@@ -106,12 +116,13 @@ class RateSearch:
         if self.done:
             raise RuntimeError("the rate search is done")
         if self.passed is None:
-            point = self.probe.at_rate(self._down.pop(0) * self.capacity)
+            rate = self._down.pop(0) * self.capacity
         elif not self.bracketed:
-            point = self.probe.at_rate(self._up.pop(0) * self.capacity)
+            rate = self._up.pop(0) * self.capacity
         else:
             assert self.failed is not None
-            point = self.probe.at_rate(0.5 * (self.passed_rate + self.failed.offered_rate))
+            rate = 0.5 * (self.passed_rate + self.failed.offered_rate)
+        point = self.probe.at_rate(rate, self._stop_for)
         if self.limits.met_by(point.latencies):
             self.passed = point
         else:

@@ -30,6 +30,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from llmsizer.instance import DeploymentSpec, make_instance
 from llmsizer.perf import DoesNotFitError, EfficiencyFactors
@@ -40,6 +41,9 @@ from llmsizer.sizing.probe import Batch1, Lengths, Point, Probe
 from llmsizer.sizing.rate_search import GRID, RateSearch
 from llmsizer.sizing.servers import server_for
 from llmsizer.specs import UnknownNameError
+
+if TYPE_CHECKING:
+    from llmsizer.sweep import Sweep
 
 SpecEfficiency = Callable[[DeploymentSpec], EfficiencyFactors]
 """The efficiency factors to price a configuration with (`plan`'s `efficiency` argument as
@@ -77,7 +81,8 @@ class SearchSpace:
     servers at either end (the count is then exact; the rate is known less precisely):
     pruning for searches that report counts only, such as the lever table's.
     `per_group`: keep an incumbent per lever group (`group`), so every group's best is
-    exact; else one per GPU, which prunes harder (the plan's main search).
+    exact; else one per GPU, which prunes harder (the plan's main search). `stop_early`:
+    failing probes may stop once certain (`RateSearch`), for searches showing no points.
     """
 
     lengths: Lengths
@@ -92,6 +97,7 @@ class SearchSpace:
     arrivals: ArrivalPattern = POISSON
     settle_on_objective: bool = False
     per_group: bool = False
+    stop_early: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,11 +155,20 @@ def search(
     progress: Progress | None = None,
     starts: Mapping[DeploymentSpec, float] | None = None,
     probes: MakeProbe | None = None,
+    sweep: Sweep | None = None,
 ) -> tuple[ConfigResult, ...]:
     """Every configuration's result, in `space.configs` order; the best per GPU has a curve
     (module docstring, step 5). `starts`: warm starts (fractions of capacity, `RateSearch`)
     for configurations a similar one has been searched for. `probes` builds each probe
-    (default `make_probe`)."""
+    (default `make_probe`). `sweep` runs the search's independent parts (per GPU or lever
+    group: `search_parts`) on a process pool or Ray, with the same results; `progress` then
+    hears of whole parts."""
+    if sweep is not None and sweep.workers > 1:
+        from llmsizer.sizing.search_parts import on_sweep  # it imports this module
+
+        found = on_sweep(sweep, space, efficiency, progress, starts, probes)
+        if found is not None:
+            return found
     bnb = _BranchAndBound(space, efficiency, starts or {}, make_probe if probes is None else probes)
     done = len(space.configs) - len(bnb.heap)
     while bnb.heap:
@@ -202,8 +217,9 @@ class _BranchAndBound:
             return True
         search = self.searches.get(config)
         if search is None:
+            space, probe, start = self.space, self.probes[config], self.starts.get(config)
             search = self.searches[config] = RateSearch(
-                self.probes[config], self.space.limits, self.space.online, self.starts.get(config)
+                probe, space.limits, space.online, start, space.stop_early
             )
             self.results[config] = replace(self.results[config], capacity=search.capacity)
         else:
@@ -269,7 +285,7 @@ def evaluate(
     partial, probe = _screen(space, config, efficiency, make_probe if probes is None else probes)
     if probe is None:
         return partial
-    search = RateSearch(probe, space.limits, space.online, start).run()
+    search = RateSearch(probe, space.limits, space.online, start, space.stop_early).run()
     return _settled(replace(partial, capacity=search.capacity), search)
 
 

@@ -48,22 +48,22 @@ def part_of(space: SearchSpace, config: DeploymentSpec) -> Group | str:
     return group(config) if space.per_group and not curves else config.gpu
 
 
-def search_on(
-    sweep: Sweep | None,
+def on_sweep(
+    sweep: Sweep,
     space: SearchSpace,
     efficiency: SpecEfficiency,
-    progress: Progress | None = None,
-    starts: Mapping[DeploymentSpec, float] | None = None,
-    probes: MakeProbe | None = None,
-) -> tuple[ConfigResult, ...]:
-    """`search(space, efficiency, progress, starts, probes)`, its parts run on `sweep`:
-    the same results. Without a sweep, on one worker, or with one part, `search` itself.
-    `progress` then hears of whole parts, in configurations."""
+    progress: Progress | None,
+    starts: Mapping[DeploymentSpec, float] | None,
+    probes: MakeProbe | None,
+) -> tuple[ConfigResult, ...] | None:
+    """`search(..., sweep=sweep)`: its parts run on `sweep`, the same results; `None` when
+    there is one part only (`search` then runs in process). `progress` hears of whole
+    parts, in configurations."""
     parts: dict[Group | str, list[DeploymentSpec]] = {}
     for config in space.configs:
         parts.setdefault(part_of(space, config), []).append(config)
-    if sweep is None or sweep.workers <= 1 or len(parts) < 2:
-        return search(space, efficiency, progress, starts, probes)
+    if len(parts) < 2:
+        return None
     starts = starts or {}
     jobs: list[_Job] = [
         (

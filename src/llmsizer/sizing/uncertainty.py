@@ -95,6 +95,7 @@ def band(
     (rate, capacity) per instance; each re-search starts at the same fraction of capacity."""
     base_rate, capacity = base
     start = base_rate / capacity
+    space = dataclasses.replace(space, stop_early=True)  # a variant shows its rate only
     runs: list[tuple[str, SearchSpace, SpecEfficiency]] = []
     if uncertainty > 0:
         for sign, word in ((-1, "slower"), (1, "faster")):

@@ -1,0 +1,98 @@
+"""Stopping a probe once it is certain to miss its limit (issue 13: in the course's NeMo 43B
+plan, failing probes were 40 % of the engine steps, most of them in the lever table).
+
+A probe judges the requests after warm-up (the N with ids >= `warm`) by one percentile p of
+a latency. numpy's linear percentile is at least the order statistic x_(k),
+k = floor((N - 1) p / 100) (it interpolates upwards from there), so once N - k of the N
+values are certainly over the limit, x_(k) is over it, and so is the percentile, whatever
+the other requests do: the probe fails. A watched run advances in `SLICES` equal slices of
+its arrival span; after each, it counts the judged requests that have finished with their
+latency over the limit (their records, the first-token hold included, so the values are
+exact). One request more than the bound needs (k - 1 for k) and a relative 1e-9 above the
+limit absorb the rounding in numpy's index and in the ms summary, so a stopped probe's full
+run fails too, and a probe that is not stopped ran to the end: the pass or fail verdict is
+the full run's, always (`tests/sizing/test_early_stop.py`). Slices go on past the last
+arrival until every request has finished (an overloaded run drains long after it).
+
+Only a run judged on one limit, of TTFT or E2E, is watched: those latencies are known when a
+request finishes, and with one limit the limit a failure binds is that one. A stopped
+run's point (`Point.complete` False) holds the summary of the requests finished by then, a
+lower bound of the full run's latencies: the search uses it for its verdict only, and
+anything that shows a point's latencies asks for a complete one (`Probe.at_rate`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from llmsizer.records import RecordTable
+from llmsizer.sim import Engine, SimResult
+from llmsizer.sim.arrivals import Arrivals
+from llmsizer.sizing.limits import Limit, Limits, Metric
+from llmsizer.workload import Workload
+
+SLICES = 16  # checks per watched run (a partial record table each: O(steps + finished))
+_WATCHED = (Metric.TTFT, Metric.E2EL)  # latencies final when a request finishes
+
+
+@dataclass(frozen=True, slots=True)
+class MissWatch:
+    """The one limit a probe's run is judged on, and the requests it judges (ids >= `warm`,
+    `num_judged` of them)."""
+
+    limit: Limit
+    warm: int
+    num_judged: int
+
+    @classmethod
+    def of(cls, limits: Limits, num_requests: int, warm: int) -> MissWatch | None:
+        """A watch for a run of `num_requests` judged from id `warm` on; `None` when the
+        limits are not one TTFT or E2E limit (module docstring)."""
+        active = limits.limits()
+        if len(active) != 1 or active[0].metric not in _WATCHED or num_requests <= warm:
+            return None
+        return cls(active[0], warm, num_requests - warm)
+
+    @property
+    def needed(self) -> int:
+        """Judged values over the limit that make the percentile certainly over it."""
+        k = math.floor((self.num_judged - 1) * (self.limit.percentile / 100))
+        return self.num_judged - max(k - 1, 0)
+
+    def certain_miss(self, finished: RecordTable) -> bool:
+        """Whether the requests finished so far already decide that the limit is missed."""
+        judged = finished.request_id >= self.warm
+        if int(judged.sum()) < self.needed:
+            return False
+        end = finished.first_token_s() if self.limit.metric is Metric.TTFT else None
+        if end is None:
+            end = finished.last_token_s()
+        over = (end - finished.arrival_s)[judged] > self.limit.limit_s * (1 + 1e-9)
+        return int(over.sum()) >= self.needed
+
+
+def run_watched(engine: Engine, workload: Workload, watch: MissWatch) -> tuple[SimResult, bool]:
+    """`engine.run(workload)`, stopped once `watch` is certain the limit is missed: the
+    result so far (the requests finished) and True, or the whole run's result and False."""
+    assert workload.arrival_s is not None  # Poisson probes only
+    cfg = engine.config
+    run = engine.start(workload, Arrivals(workload, cfg.block_size, cfg.enable_prefix_caching))
+    step_s = float(workload.arrival_s[-1]) / SLICES or 1.0
+    i = 0
+    while True:  # slices go on past the last arrival: an overloaded run ends much later
+        i += 1
+        run.advance(step_s * i)
+        partial = run.result()
+        assert isinstance(partial.records, RecordTable)
+        if len(partial.records) == workload.num_requests:
+            return partial, False  # every request finished: the whole run's result
+        if watch.certain_miss(partial.records):
+            return partial, True
+
+
+def judged_rows(records: RecordTable, warm: int) -> RecordTable:
+    """The rows of requests with ids >= `warm` (ids ascend: a suffix of the table)."""
+    return records[int(np.searchsorted(records.request_id, warm)) :]
