@@ -24,6 +24,14 @@ CONFIGS = [
     {"engine": "vllm", "num_gpu_blocks": 120},  # preemption
     {"engine": "sglang", "num_gpu_blocks": 120},
     {"engine": "vllm", "scheduler_recv_interval": 3},
+    # delay batching counts held steps in `schedule`, a full batch's too
+    {"engine": "vllm", "batch_wait_timeout_iters": 4, "batch_wait_max_tokens_ratio": 0.5},
+    {
+        "engine": "vllm",
+        "max_num_seqs": 8,
+        "batch_wait_timeout_iters": 4,
+        "batch_wait_max_tokens_ratio": 0.5,
+    },
 ]
 
 

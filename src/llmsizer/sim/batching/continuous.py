@@ -97,11 +97,15 @@ class ContinuousScheduler(Scheduler):
 
     def decodes_only(self) -> bool:
         """No prompt in progress and nothing waiting, or every slot taken (nothing can be
-        admitted: the waiting queue is read only to admit)."""
+        admitted: the waiting queue is read only to admit), unless delay batching counts
+        the steps it holds waiting prompts (it does in `schedule`, full batch or not)."""
         return (
             not self.prefilling
             and bool(self.decoding.members)
-            and (not self.waiting or len(self.running) >= self.max_num_seqs)
+            and (
+                not self.waiting
+                or (len(self.running) >= self.max_num_seqs and not self.batch_waiting)
+            )
         )
 
     def book_decode_step(self) -> bool:
