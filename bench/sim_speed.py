@@ -10,7 +10,9 @@ in its own process so that its peak memory (max RSS) is its own. Prints one row 
 CPU seconds of the run, of the summary (`summarize` over every record) and of both (issue
 13's bar: 1M requests <= 10 s, 100k <= 1 s, CPU time because this machine is shared), wall
 time, engine steps, steps per CPU second, peak memory (issue 13: <= 1.5 GB at 1M), and
-whether the engine ran compiled (`LLMSIZER_COMPILE=1 pip install .`) or as plain Python.
+whether the engine ran compiled (`pip install .`, the default) or as plain Python (`pip
+install -e .`), and the machine's load average before and after (CPU times inflate when
+other jobs share the cores).
 
 Capacity is measured, not assumed: a saturated run (all requests at t=0) gives the
 engine's maximum request throughput with this step cost.
@@ -19,6 +21,7 @@ engine's maximum request throughput with this step cost.
 from __future__ import annotations
 
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -92,6 +95,7 @@ def one(n: int, rate: float) -> dict[str, float | bool]:
 
 
 def main(sizes: list[int]) -> None:
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     rate = 0.8 * capacity_req_s()
     print(f"capacity {rate / 0.8:.1f} req/s; offering {rate:.1f} req/s (80 %)")
     print(
@@ -108,6 +112,7 @@ def main(sizes: list[int]) -> None:
             f"{'compiled' if row['compiled'] else 'python'}, mean batch {row['mean_batch']:.0f}, "
             f"mean TTFT {row['mean_ttft_ms']:.0f} ms"
         )
+    print(f"load average {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

@@ -73,7 +73,8 @@ BUDGET = {
     # + config.json validation (issue 14)
     # + 22: a collected calibration file's device as a GPU (issue 16)
     "perf": 2600,
-    "sim": 1600,
+    "sim": 1760,  # + 110: decode-only steps in a row and their compact step log (issue 13)
+    # + 50: delay batching in the continuous scheduler (merged from main, unbudgeted there)
     "workload": 1300,
     "bench": 2700,
     "report": 2100,
@@ -97,8 +98,10 @@ BUDGET = {
     # + 20: a sweep (local processes or Ray) records the schedules; fits name the fit extra
     # (issue 13)
     # + 30: attention-DP layouts, GB200 disaggregated twins, silicon_concurrency (issue 10)
+    # + 15: delay batching and running caps as launched, fits shipped per group (issue 10)
     + 20
-    + 30,
+    + 30
+    + 15,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run
@@ -112,8 +115,10 @@ BUDGET = {
     # + 70: --ray, --ray-address, plan --workers, pictures refused early without the
     # plots extra (issue 13)
     # + 342: `llmsizer day` and plan --disaggregated / --kv-link / --pd-ratio (issue 12)
+    # + 10: collect --devices / --budget-s (issue 16); the sweep imported on use (issue 13)
     + 70
-    + 342,
+    + 342
+    + 10,
     "serve": 1300,  # the studio: form, jobs, views, uploads, app (templates not counted)
 }
 MAX_MODULE_LINES = 400

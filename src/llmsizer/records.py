@@ -14,7 +14,7 @@ import csv
 import gzip
 import json
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import IO, Any, cast, overload
 
@@ -76,6 +76,7 @@ class RequestRecord:
         return None if self.scheduled_s is None else self.scheduled_s - self.arrival_s
 
 
+@dataclass(frozen=True, slots=True, eq=False, kw_only=True)
 class RecordTable(Sequence[RequestRecord]):
     """A simulated run's records as columns: a `Sequence[RequestRecord]` that builds each
     record when asked, so a million requests cost arrays, not a million objects.
@@ -90,49 +91,18 @@ class RecordTable(Sequence[RequestRecord]):
     list form held.
     """
 
-    __slots__ = (
-        "arrival_s",
-        "finish_s",
-        "first_token_delay_s",
-        "num_cached_tokens",
-        "num_output_tokens",
-        "num_output_tokens_requested",
-        "num_preemptions",
-        "num_prompt_tokens",
-        "request_id",
-        "scheduled_s",
-        "token_buffer",
-        "token_start",
-    )
-
-    def __init__(
-        self,
-        *,
-        request_id: np.ndarray,
-        arrival_s: np.ndarray,
-        scheduled_s: np.ndarray,
-        finish_s: np.ndarray,
-        num_prompt_tokens: np.ndarray,
-        num_output_tokens_requested: np.ndarray,
-        num_cached_tokens: np.ndarray,
-        num_preemptions: np.ndarray,
-        token_start: np.ndarray,
-        num_output_tokens: np.ndarray,
-        token_buffer: np.ndarray,
-        first_token_delay_s: float = 0.0,
-    ) -> None:
-        self.request_id = request_id
-        self.arrival_s = arrival_s
-        self.scheduled_s = scheduled_s
-        self.finish_s = finish_s
-        self.num_prompt_tokens = num_prompt_tokens
-        self.num_output_tokens_requested = num_output_tokens_requested
-        self.num_cached_tokens = num_cached_tokens
-        self.num_preemptions = num_preemptions
-        self.token_start = token_start
-        self.num_output_tokens = num_output_tokens
-        self.token_buffer = token_buffer
-        self.first_token_delay_s = first_token_delay_s
+    request_id: np.ndarray
+    arrival_s: np.ndarray
+    scheduled_s: np.ndarray
+    finish_s: np.ndarray
+    num_prompt_tokens: np.ndarray
+    num_output_tokens_requested: np.ndarray
+    num_cached_tokens: np.ndarray
+    num_preemptions: np.ndarray
+    token_start: np.ndarray
+    num_output_tokens: np.ndarray
+    token_buffer: np.ndarray
+    first_token_delay_s: float = 0.0
 
     def __len__(self) -> int:
         return int(self.request_id.shape[0])
@@ -182,15 +152,12 @@ class RecordTable(Sequence[RequestRecord]):
         return self.token_buffer[self.token_start + self.num_output_tokens - 1]
 
     def _rows(self, index: slice) -> RecordTable:
-        return RecordTable(
-            **{name: getattr(self, name)[index] for name in _ROW_COLUMNS},
-            token_buffer=self.token_buffer,
-            first_token_delay_s=self.first_token_delay_s,
-        )
+        return replace(self, **{name: getattr(self, name)[index] for name in _ROW_COLUMNS})
 
 
+# the columns a slice cuts: one value per request (not the shared buffer, not the hold)
 _ROW_COLUMNS = tuple(
-    name for name in RecordTable.__slots__ if name not in ("token_buffer", "first_token_delay_s")
+    f.name for f in fields(RecordTable) if f.name not in ("token_buffer", "first_token_delay_s")
 )
 
 CSV_FIELDS = (

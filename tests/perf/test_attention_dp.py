@@ -123,3 +123,16 @@ def test_the_kv_cache_holds_each_ranks_requests() -> None:
     assert inst.engine.num_gpu_blocks == 8 * inst.memory.num_kv_blocks
     assert inst.engine.max_num_seqs == 8 * 32
     assert inst.engine.max_num_batched_tokens == 8 * spec.engine.max_num_batched_tokens
+
+
+def test_the_decode_only_shortcut_prices_the_busiest_rank_as_the_formula_does() -> None:
+    """`StepModel.decode_step_s` (the simulator's decode-only path, `perf.decode_step`)
+    costs what `step_terms` costs under attention data parallelism, to the bit, for batch
+    sizes that divide unevenly over the ranks."""
+    model = StepModel(deepseek(tp=1, dp=8, ep=8))
+    c = model.constants
+    for n in (1, 7, 8, 9, 63, 200):
+        batch = decode_batch(n, 1500)
+        assert model.decode_step_s(n, n * 1500) == model(batch)
+        assert model(batch) == StepModel(deepseek(tp=1, dp=8, ep=8)).breakdown(batch).time_s
+        assert model.decode_step_s(n, n * 1500) > 0 and c.attention_dp_size == 8

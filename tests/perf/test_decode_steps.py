@@ -34,6 +34,7 @@ def test_decode_steps_cost_what_the_formula_says_to_the_bit(name: str) -> None:
         expected = general(step, batch)
         assert step(batch) == expected[0]  # twice: the first call fills the table
         assert step(batch) == expected[0]
+        assert step.decode_step_s(n, context) == expected[0]  # the simulator's shortcut
         assert step.measure(batch) == expected
         assert step.breakdown(batch).time_s == expected[0]
 

@@ -59,6 +59,7 @@ from llmsizer.perf.batch_shape import (
     decode_batch,
 )
 from llmsizer.perf.constants import StepConstants, build_constants
+from llmsizer.perf.decode_step import DecodeAttention, DecodeStep
 from llmsizer.perf.deployment import Deployment
 from llmsizer.perf.efficiency import EfficiencyFactors, default_efficiency
 from llmsizer.perf.roofline import Bound, PartCost, StepBreakdown
@@ -226,7 +227,8 @@ class StepModel:
     constants: StepConstants = field(init=False, repr=False, compare=False)
     part_rates: tuple[tuple[float, float], ...] = field(init=False, repr=False, compare=False)
     # decode-only steps by number of sequences: everything but their attention (a cache)
-    _decode: dict[int, _DecodeStep] = field(init=False, repr=False, compare=False)
+    _decode: dict[int, DecodeStep] = field(init=False, repr=False, compare=False)
+    _attention: DecodeAttention = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         c = build_constants(self.deployment, self.efficiency)
@@ -236,19 +238,33 @@ class StepModel:
         )
         object.__setattr__(self, "part_rates", rates)
         object.__setattr__(self, "_decode", {})
+        object.__setattr__(self, "_attention", DecodeAttention(c))
+
+    def __reduce__(self) -> tuple[type[StepModel], tuple[Deployment, EfficiencyFactors]]:
+        """Pickled by its fields, the rest rebuilt: a compiled build's frozen dataclass
+        cannot be unpickled attribute by attribute (`setup.py`)."""
+        return (StepModel, (self.deployment, self.efficiency))
 
     def __call__(self, batch: BatchLike) -> float:
         """Seconds for one step over `batch` (latency through all pipeline stages)."""
-        c = self.constants
         n = batch.num_decode_seqs
-        if n and not batch.prefill_chunks:  # decode only: most steps (`_decode_step`)
-            d = self._decode.get(n) or self._decode_step(n)
-            dec_c, dec_m = _decode_attention(c, n, batch.num_decode_context_tokens)
-            layer_work = d.layers_before_s + (dec_c if dec_c >= dec_m else dec_m) + d.elementwise_s
-            return layer_work + d.lm_head_s + d.communication_s + d.overhead_s
+        if n and not batch.prefill_chunks:  # decode only: most steps
+            return self.decode_step_s(n, batch.num_decode_context_tokens)
+        c = self.constants
         return step_time_s(c, step_terms(c, aggregate(batch, c.window)))
 
-    def _decode_step(self, n: int) -> _DecodeStep:
+    def decode_step_s(self, num_decode_seqs: int, num_decode_context_tokens: int) -> float:
+        """`self(batch)` for a batch of `num_decode_seqs` > 0 decoding sequences reading
+        `num_decode_context_tokens` keys and no prompt work, to the bit, without a batch:
+        the parts that do not depend on the context come from a per-batch-size table
+        (`_decode_step`), decode attention from constants held in native fields."""
+        n = num_decode_seqs
+        d = self._decode.get(n) or self._decode_step(n)
+        dec_c, dec_m = self._attention.time_s(n, num_decode_context_tokens)
+        layer_work = d.layers_before_s + (dec_c if dec_c >= dec_m else dec_m) + d.elementwise_s
+        return layer_work + d.lm_head_s + d.communication_s + d.overhead_s
+
+    def _decode_step(self, n: int) -> DecodeStep:
         """The parts of a step of `n` decoding sequences that do not depend on the context
         they read, summed in the order `step_time_s` and `measure` sum them, so that a
         decode-only step costs the same to the bit (tested) in a third of the time."""
@@ -262,7 +278,7 @@ class StepModel:
         for i, (flops_per_s, bytes_per_s) in enumerate(self.part_rates[:4]):
             flops += terms[2 * i] * flops_per_s
             memory += terms[2 * i + 1] * bytes_per_s
-        d = _DecodeStep(
+        d = DecodeStep(
             layers_before_s=(lin_c if lin_c >= lin_m else lin_m)
             + (exp_c if exp_c >= exp_m else exp_m)
             + prefill_layers_s
@@ -295,7 +311,7 @@ class StepModel:
         n = batch.num_decode_seqs
         if n and not batch.prefill_chunks:  # decode only, as in `__call__`
             d = self._decode.get(n) or self._decode_step(n)
-            dec_c, dec_m = _decode_attention(c, n, batch.num_decode_context_tokens)
+            dec_c, dec_m = self._attention.time_s(n, batch.num_decode_context_tokens)
             layer_work = d.layers_before_s + (dec_c if dec_c >= dec_m else dec_m) + d.elementwise_s
             time_s = layer_work + d.lm_head_s + d.communication_s + d.overhead_s
             flops_rate, bytes_rate = self.part_rates[4]
@@ -320,38 +336,6 @@ class StepModel:
         return StepBreakdown(
             step_time_s(c, terms), stage_interval_s(c, terms), _parts(c, a, terms), a.num_tokens
         )
-
-
-class _DecodeStep(NamedTuple):
-    """A decode-only step of n sequences but for its attention (`StepModel._decode_step`):
-    seconds of the layers' parts before decode attention, elementwise, output projection,
-    collectives and overheads; FLOPs and bytes of the roofline parts before decode
-    attention, and the elementwise bytes."""
-
-    layers_before_s: float
-    elementwise_s: float
-    lm_head_s: float
-    communication_s: float
-    overhead_s: float
-    flops_before: float
-    bytes_before: float
-    elementwise_bytes: float
-
-
-def _decode_attention(c: StepConstants, n: int, context_tokens: int) -> tuple[float, float]:
-    """(compute, memory) seconds of decode attention: `aggregate` and `step_terms`' terms
-    for `n` sequences reading `context_tokens` keys in all, with the same operations."""
-    keys_full = float(context_tokens)
-    keys_window = min(keys_full, float(n * c.window)) if c.window else 0.0
-    if c.attention_dp_size > 1:  # the busiest rank's share, as `busiest_rank` gives it
-        rank = -(-n // c.attention_dp_size)
-        keys_full, keys_window, n = keys_full * rank / n, keys_window * rank / n, rank
-    keys = c.full_layers * keys_full + c.window_layers * keys_window
-    compute_s = keys * c.decode_flops_per_pair / c.attention_flops_per_s
-    memory_s = (
-        keys * c.kv_bytes_per_token_per_layer + n * c.attention_act_bytes_per_token
-    ) / c.attention_bytes_per_s
-    return compute_s, memory_s
 
 
 def _parts(c: StepConstants, a: BatchAggregates, t: StepTerms) -> tuple[PartCost, ...]:

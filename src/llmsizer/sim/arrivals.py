@@ -42,6 +42,12 @@ class Arrivals:
             )
         return w.prefix_block_tokens // block_size, w.prefix_block_tokens
 
+    @property
+    def refills(self) -> bool:
+        """Whether a finish can bring an arrival (closed loop, `on_finish`): otherwise only
+        `pop_until` changes `next_s` while the engine runs."""
+        return self.times is None
+
     def next_s(self) -> float | None:
         """When the next request arrives, if that is known yet."""
         if self.times is not None:

@@ -67,3 +67,15 @@ def make_batch(
 StepCost = Callable[[Batch], float]
 """Seconds one engine step takes for a batch. Any callable works: a fixed tick, a linear fit,
 the roofline model in `llmsizer.perf`, or a measured table."""
+
+
+def decode_step_cost(cost: StepCost) -> Callable[[int, int], float]:
+    """Seconds of a decode-only step of (sequences, context tokens) under `cost`: the cost's
+    own `decode_step_s(num_decode_seqs, num_decode_context_tokens)` when it has one (the
+    price of the `Batch` to the bit, without building it: `llmsizer.perf.StepModel`), else
+    its price of the `Batch`. (An attribute test, not a runtime-checkable `Protocol`: a
+    compiled module cannot define one.)"""
+    own = getattr(cost, "decode_step_s", None)
+    if own is not None:
+        return cast(Callable[[int, int], float], own)
+    return lambda n, context: cost(make_batch((), n, context))

@@ -15,7 +15,7 @@ import numpy as np
 
 from llmsizer.records import RequestRecord
 from llmsizer.sim.arrivals import Arrivals
-from llmsizer.sim.batch import StepCost
+from llmsizer.sim.batch import StepCost, decode_step_cost
 from llmsizer.sim.batching.base import Scheduler
 from llmsizer.sim.batching.continuous import ContinuousScheduler
 from llmsizer.sim.batching.static import StaticScheduler
@@ -49,6 +49,11 @@ class Engine:
 
     def run(self, workload: Workload, progress: Progress | None = None) -> SimResult:
         return _Run(self, workload, progress).run()
+
+    def __reduce__(self) -> tuple[type[Engine], tuple[EngineConfig, StepCost, float]]:
+        """Pickled by its fields: a compiled build's frozen dataclass cannot be unpickled
+        attribute by attribute (`setup.py`), and sweeps send engines to other processes."""
+        return (Engine, (self.config, self.step_cost, self.first_token_delay_s))
 
     def start(self, workload: Workload, arrivals: Arrivals) -> _Run:
         """A run its caller drives: `advance(until_s)` as often as it likes, then `result()`.
@@ -93,12 +98,14 @@ class _Run:
         cfg = engine.config
         check_fits(cfg, workload)
         self.cost = engine.step_cost
+        self.decode_cost = decode_step_cost(engine.step_cost)
         self.first_token_delay_s = engine.first_token_delay_s
         self.cfg = cfg
         self.progress = progress
         if arrivals is None:
             arrivals = Arrivals(workload, cfg.block_size, cfg.enable_prefix_caching)
         self.arrivals = arrivals
+        self.refills = arrivals.refills  # else a finish leaves the next arrival as it was
         self.kv = KVCacheManager(
             cfg.num_gpu_blocks,
             cfg.block_size,
@@ -145,6 +152,11 @@ class _Run:
                 for r in arrivals.pop_until(now):
                     scheduler.add(r)
                 next_arrival = arrivals.next_s()
+            if scheduler.decodes_only():
+                now, ran, next_arrival = self._decode_steps(now, until_s, next_arrival, step)
+                if ran:  # else the next step preempts: `schedule` decides it
+                    step += ran
+                    continue
             out = scheduler.schedule(now, next_arrival)
             if out is None:
                 wake = self._next_wakeup(now)
@@ -173,9 +185,49 @@ class _Run:
             step += 1
             if finished:
                 self._finish(finished, end)
-                next_arrival = arrivals.next_s()
+                if self.refills:
+                    next_arrival = arrivals.next_s()
             now = end
         self.now = now
+
+    def _decode_steps(
+        self, now: float, until_s: float | None, next_arrival: float | None, step: int
+    ) -> tuple[float, int, float | None]:
+        """Decode-only steps in a row from step index `step` (`Scheduler.decodes_only`: the
+        common step at any load short of saturation), until an arrival is due, `until_s` is
+        reached, the batch may change, or a step would preempt (left to `schedule`). Each
+        step is the general path's arithmetic in its order, so the results are the same to
+        the bit, without building a `SchedulerOutput`, and logged in the compact form
+        (`StepLogBuilder`). Returns the time after the last step, the number of steps run
+        and the next arrival's time."""
+        scheduler, cost, kv, log = self.scheduler, self.decode_cost, self.kv, self.log
+        decoding, running, waiting = scheduler.decoding, scheduler.running, scheduler.waiting
+        members = decoding.members
+        add_end, add_kv = log.decode_end_s.append, log.decode_kv_blocks.append
+        ran = 0
+        first, start = step, now  # the segment's (its batch does not change until a finish)
+        row = (len(members), len(running), len(waiting))
+        while scheduler.book_decode_step():
+            end = now + cost(len(members), decoding.num_context_tokens)
+            add_end(end)
+            add_kv(kv.num_used)
+            ran += 1
+            finished = scheduler.end_decode_step()
+            now = end
+            if finished:
+                log.add_segment(first, step + ran - first, row, start)
+                first, start = step + ran, now
+                row = (len(members), len(running), len(waiting))
+                self._finish(finished, end)
+                if self.refills:
+                    next_arrival = self.arrivals.next_s()
+            if next_arrival is not None and next_arrival <= now:
+                break
+            if (until_s is not None and now >= until_s) or not scheduler.decodes_only():
+                break
+        if step + ran > first:
+            log.add_segment(first, step + ran - first, row, start)
+        return now, ran, next_arrival
 
     def _finish(self, finished: list[SimRequest], now: float) -> None:
         for r in finished:

@@ -23,23 +23,63 @@ STEP_FIELDS = (
 
 
 class StepLogBuilder:
-    """Appends one row per step to two flat typed arrays (8 bytes a value, two C calls a step):
-    `times` gets (start_s, end_s), `counts` the other STEP_FIELDS in order, then whether
-    decodes ran (0 / 1). Integers go to an integer array: converting them to doubles one by
-    one was a tenth of a compiled engine's time."""
+    """Appends the step log to flat typed arrays (8 bytes a value, no objects kept).
+
+    A step the scheduler decided (`Engine`'s general path) is a row: `times` gets (start_s,
+    end_s), `counts` the other STEP_FIELDS in order, then whether decodes ran (0 / 1).
+    Decode-only steps run in a row (`_decode_steps`) store only what changes each step,
+    their end time (`decode_end_s`; each starts where the one before ended) and the KV
+    blocks used (`decode_kv_blocks`), and one row per *segment* of them whose batch stays
+    the same: `segments` gets (first step, number of steps, num_decode_seqs, num_running,
+    num_waiting), `segment_start_s` its first step's start. Integers go to integer arrays:
+    converting them to doubles one by one was a tenth of a compiled engine's time, and each
+    value appended is a conversion, so a decode-only step appends two, not nine."""
 
     def __init__(self) -> None:
         self.times = array("d")
         self.counts = array("q")
+        self.decode_end_s = array("d")
+        self.decode_kv_blocks = array("q")
+        self.segments = array("q")
+        self.segment_start_s = array("d")
 
     @property
     def num_steps(self) -> int:
-        return len(self.times) // 2
+        return len(self.times) // 2 + len(self.decode_end_s)
+
+    def add_segment(self, first: int, num: int, row: tuple[int, int, int], start_s: float) -> None:
+        """Decode-only steps `first` .. `first + num - 1` (their end times and KV blocks
+        already appended) of (num_decode_seqs, num_running, num_waiting) `row`."""
+        self.segments.extend((first, num, *row))
+        self.segment_start_s.append(start_s)
 
     def build(self) -> StepLog:
         times = np.frombuffer(self.times, dtype=np.float64).reshape(-1, 2)
         counts = np.frombuffer(self.counts, dtype=np.int64).reshape(-1, len(STEP_FIELDS) - 1)
-        columns = np.concatenate((times.T, counts.T.astype(np.float64)))  # one row a column
+        segments = np.frombuffer(self.segments, dtype=np.int64).reshape(-1, 5).T
+        first, lengths = segments[0], segments[1]
+        # decode-only steps' indices: each segment's first step, counted on within it
+        seen = np.cumsum(lengths) - lengths  # such steps before each segment
+        at = np.arange(len(self.decode_end_s)) + np.repeat(first - seen, lengths)
+        decided = np.ones(self.num_steps, dtype=bool)
+        decided[at] = False
+        # One row a column, each converted as it is copied.
+        columns = np.empty((len(STEP_FIELDS) + 1, self.num_steps))
+        columns[:2, decided] = times.T
+        columns[2:, decided] = counts.T
+        end_s = np.frombuffer(self.decode_end_s, dtype=np.float64)
+        columns[1, at] = end_s
+        start_s = np.empty_like(end_s)
+        start_s[1:] = end_s[:-1]
+        start_s[seen] = np.frombuffer(self.segment_start_s, dtype=np.float64)
+        columns[0, at] = start_s
+        del start_s  # each temporary freed before the next: the allocator reuses its pages
+        columns[2, at] = 0.0  # no prompt work
+        columns[4, at] = 0.0  # no padding
+        for row, field in ((3, 2), (5, 3), (6, 4)):  # a segment's batch, on each of its steps
+            columns[row, at] = np.repeat(segments[field], lengths)
+        columns[7, at] = np.frombuffer(self.decode_kv_blocks, dtype=np.int64)
+        columns[8, at] = 1.0  # decoded
         cols = {name: columns[i] for i, name in enumerate(STEP_FIELDS)}
         return StepLog(**cols, decoded=columns[-1] > 0.5)
 

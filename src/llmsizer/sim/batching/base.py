@@ -77,6 +77,27 @@ class Scheduler:
     def schedule(self, now: float, next_arrival_s: float | None) -> SchedulerOutput | None:
         raise NotImplementedError
 
+    # -- decode-only steps, without a SchedulerOutput (`Engine`'s `_decode_steps`) -------
+    def decodes_only(self) -> bool:
+        """Whether the next step runs only the decoding requests, whatever its timing: no
+        prompt in progress, and nothing waiting that could join. A policy that cannot tell
+        says False, and every step goes through `schedule` and `update`."""
+        return False
+
+    def book_decode_step(self) -> bool:
+        """KV blocks for a decode-only step's tokens, as `schedule` books them; False (and
+        nothing booked) when that would preempt, which only `schedule` does."""
+        need = self.decoding.num_blocks_needed()
+        return not need or self.kv.allocate(need)
+
+    def end_decode_step(self) -> list[SimRequest]:
+        """Apply a decode-only step as `update` does; return the requests it finished."""
+        done = self.decoding.advance()
+        for r in done:
+            self._release(r)
+            r.status = Status.FINISHED
+        return done
+
     def update(self, out: SchedulerOutput, step_index: int) -> list[SimRequest]:
         """Apply a finished step; return requests that produced their last token in it."""
         done = self.decoding.advance() if out.decoded else []

@@ -95,6 +95,26 @@ class ContinuousScheduler(Scheduler):
         batch = make_batch(chunks, len(decoding), self.decoding.num_context_tokens)
         return SchedulerOutput(batch, prefills, True, 0, num_prefill)
 
+    def decodes_only(self) -> bool:
+        """No prompt in progress and nothing waiting, or every slot taken (nothing can be
+        admitted: the waiting queue is read only to admit), unless delay batching counts
+        the steps it holds waiting prompts (it does in `schedule`, full batch or not)."""
+        return (
+            not self.prefilling
+            and bool(self.decoding.members)
+            and (
+                not self.waiting
+                or (len(self.running) >= self.max_num_seqs and not self.batch_waiting)
+            )
+        )
+
+    def book_decode_step(self) -> bool:
+        return self.reserve_full or super().book_decode_step()
+
+    def end_decode_step(self) -> list[SimRequest]:
+        self.num_steps += 1  # counted by `schedule` for `_receives`
+        return super().end_decode_step()
+
     def _grow_decodes(self) -> None:
         """Find a KV slot for every decoding request's next token, preempting when short."""
         if self.reserve_full:

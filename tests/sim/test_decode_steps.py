@@ -1,0 +1,127 @@
+"""Decode-only steps run in a row (the engine's `_decode_steps`, `Scheduler.decodes_only`)
+are the general path's steps: the engine's step log equals the one `schedule` and `update`
+give step by step without the engine (`conftest.drive`), under every policy, with
+and preemption. (The GPU model's decode-only price: tests/perf/test_decode_steps.py.)"""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+from llmsizer.perf import Deployment, StepModel
+from llmsizer.sim import Engine, EngineConfig, LinearStepCost
+from llmsizer.sim.batch import decode_step_cost, make_batch
+from llmsizer.sim.batching.base import Scheduler, SchedulerOutput
+from tests.sim.conftest import drive, make_engine, make_request, make_scheduler, make_workload
+
+CONFIGS = [
+    {"engine": "vllm"},
+    {"engine": "sglang"},
+    {"engine": "trtllm"},
+    {"engine": "vllm", "max_num_seqs": 8},  # a full batch with requests waiting
+    {"engine": "vllm", "num_gpu_blocks": 120},  # preemption
+    {"engine": "sglang", "num_gpu_blocks": 120},
+    {"engine": "vllm", "scheduler_recv_interval": 3},
+    # delay batching counts held steps in `schedule`, a full batch's too
+    {"engine": "vllm", "batch_wait_timeout_iters": 4, "batch_wait_max_tokens_ratio": 0.5},
+    {
+        "engine": "vllm",
+        "max_num_seqs": 8,
+        "batch_wait_timeout_iters": 4,
+        "batch_wait_max_tokens_ratio": 0.5,
+    },
+]
+
+
+def _load(rng: np.random.Generator, n: int = 300) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    isl = rng.integers(8, 300, n)
+    osl = rng.integers(1, 120, n)
+    arrival_s = np.cumsum(rng.exponential(0.03, n))
+    return isl, osl, arrival_s
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda c: "-".join(map(str, c.values())))
+def test_the_engine_logs_the_steps_the_general_path_takes(
+    config: dict[str, object], rng: np.random.Generator
+) -> None:
+    isl, osl, arrival_s = _load(rng)
+    result = make_engine(**config).run(make_workload(isl, osl, arrival_s=arrival_s))
+    seen: list[tuple[int, int, int, int, int]] = []
+
+    def record(s: Scheduler, out: SchedulerOutput) -> None:
+        row = (out.num_prefill_tokens, out.batch.num_decode_seqs, s.num_running, s.num_waiting)
+        seen.append((*row, s.kv.num_used))
+
+    requests = [
+        make_request(i, int(isl[i]), int(osl[i]), arrival_s=float(arrival_s[i]))
+        for i in range(len(isl))
+    ]
+    drive(make_scheduler(**config), requests, tick_s=0.010, check=record)
+    steps = result.steps
+    logged = np.column_stack(
+        [
+            steps.num_prefill_tokens,
+            steps.num_decode_seqs,
+            steps.num_running,
+            steps.num_waiting,
+            steps.num_kv_blocks_used,
+        ]
+    ).astype(int)
+    assert [tuple(row) for row in logged.tolist()] == seen
+    if "num_gpu_blocks" in config:
+        assert result.num_preemptions > 0  # the case exercises preemption
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda c: "-".join(map(str, c.values())))
+def test_a_decode_only_step_is_what_schedule_decides(
+    config: dict[str, object], rng: np.random.Generator
+) -> None:
+    """When `decodes_only` says so before a step, `schedule` decides decodes only (unless it
+    had to preempt, which `book_decode_step` leaves to it), and it says so often unless
+    requests wait for something else than a slot."""
+    isl, osl, arrival_s = _load(rng)
+    s = make_scheduler(**config)
+    pending = [
+        make_request(i, int(isl[i]), int(osl[i]), arrival_s=float(arrival_s[i]))
+        for i in range(len(isl))
+    ]
+    now, index, num_quiet = 0.0, 0, 0
+    while pending or s.has_unfinished():
+        while pending and pending[0].arrival_s <= now:
+            s.add(pending.pop(0))
+        quiet, preemptions = s.decodes_only(), s.num_preemptions
+        out = s.schedule(now, pending[0].arrival_s if pending else None)
+        if out is None:
+            now = pending[0].arrival_s
+            continue
+        if quiet and s.num_preemptions == preemptions:
+            assert not out.prefills and out.decoded and out.batch.num_decode_seqs == s.num_running
+            num_quiet += 1
+        s.update(out, index)
+        index, now = index + 1, now + 0.010
+    # (requests wait for KV blocks, or delay batching counts the steps it holds them)
+    rarely = {"num_gpu_blocks", "batch_wait_timeout_iters"} & set(config)
+    assert num_quiet > (0 if rarely else index // 4)
+
+
+def test_a_cost_without_a_decode_price_is_asked_for_the_batch() -> None:
+    cost = LinearStepCost(0.005, 1e-5, 2e-5, 3e-9)
+    assert decode_step_cost(cost)(7, 900) == cost(make_batch((), 7, 900))
+
+
+def test_an_engine_on_the_gpu_model_pickles_and_runs_the_same(rng: np.random.Generator) -> None:
+    """Sweeps send engines to other processes: compiled (`setup.py`), a frozen dataclass
+    cannot be unpickled field by field, so `Engine` and `StepModel` pickle by their fields."""
+    engine = Engine(
+        EngineConfig(engine="vllm"),
+        StepModel(Deployment.from_names("llama-3.1-8b", "h100-sxm", "fp8")),
+        first_token_delay_s=0.002,
+    )
+    copy = pickle.loads(pickle.dumps(engine))
+    isl, osl, arrival_s = _load(rng, 100)
+    workload = make_workload(isl, osl, arrival_s=arrival_s)
+    a, b = engine.run(workload).records, copy.run(workload).records
+    assert copy.first_token_delay_s == engine.first_token_delay_s
+    assert np.array_equal(a.token_buffer, b.token_buffer) and np.array_equal(a.finish_s, b.finish_s)
