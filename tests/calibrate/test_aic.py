@@ -157,7 +157,7 @@ def test_a_product_layout_with_attention_data_parallelism_is_still_skipped() -> 
             {"attention_dp_size": "4"},
             "attention data parallelism (attention_dp_size 4) not modelled yet",
         ),
-        ({"system": "gb300"}, "GPU gb300 not in the catalog"),
+        ({"system": "mi355x"}, "GPU mi355x not in the catalog"),
         ({"model_path": "acme/NoSuchModel-1B"}, "model acme/NoSuchModel-1B not in the catalog"),
     ],
 )

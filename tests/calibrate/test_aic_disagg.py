@@ -85,7 +85,7 @@ def test_the_rows_pools_are_the_instances_own_simulators() -> None:
     [
         ({"decode_moe_ep_size": "8"}, "expert parallelism"),
         ({"prefill_attention_dp_size": "4"}, "attention data parallelism"),
-        ({"system": "gb300"}, "GPU gb300 not in the catalog"),
+        ({"system": "mi355x"}, "GPU mi355x not in the catalog"),
         ({"decode_tp_size": "32"}, "wide-EP / attention-DP layout (decode_tp_size 32"),
         ({"prefill_tp_size": "72"}, "wide-EP / attention-DP layout (prefill_tp_size 72"),
         ({"model_path": "nobody/NoModel-1B"}, "not in the catalog"),

@@ -5,9 +5,9 @@ as cases to predict.
 TPOT) or an `AicSkipped` with a one-line reason. How the rows were measured is in
 `docs/aic_measurement.md`; the rules (`map_aic_row`):
 
-- **Deployment.** `model_path` through `get_model`; `system` through `AIC_GPUS` (GB300 is
-  not in the catalog); `tp_size` / `pp_size`; the engine preset named by `backend` with the
-  scheduler settings the row was launched with (`llmsizer.calibrate.aic_launch`).
+- **Deployment.** `model_path` through `get_model`; `system` through `AIC_GPUS`;
+  `tp_size` / `pp_size`; the engine preset named by `backend` with the scheduler settings
+  the row was launched with (`llmsizer.calibrate.aic_launch`).
 - **Precision.** One weight precision per model today: `gemm_quant_mode`
   (`quant_mode_precision`). Where `moe_quant_mode` differs (fp8 GEMMs with fp8_block
   experts, DeepSeek) the experts are priced as the GEMM precision and the case's `note` says
@@ -49,11 +49,12 @@ from llmsizer.instance import PredictSpec, make_instance
 from llmsizer.specs import get_gpu, get_model
 from llmsizer.specs.dtypes import Precision, quant_mode_precision
 
-AIC_GPUS = {  # AIC `system` -> catalog GPU; GB300 has no catalog entry yet
+AIC_GPUS = {  # AIC `system` -> catalog GPU
     "h100_sxm": "h100-sxm",
     "b200_sxm": "b200",
     "b300_sxm": "b300",
     "gb200": "gb200",
+    "gb300": "gb300",
 }
 LENGTH_RATIO = 0.8  # InferenceX RANDOM_RANGE_RATIO (.github/workflows/benchmark-tmpl.yml)
 PROMPTS_PER_CLIENT = 10  # InferenceX --num-prompts $((CONC*10))

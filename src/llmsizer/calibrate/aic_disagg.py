@@ -49,6 +49,7 @@ AIC_SYSTEMS = {  # AIC `system` -> catalog system (the NVLink domain and NICs ar
     "b200_sxm": "dgx-b200",
     "b300_sxm": "hgx-b300",
     "gb200": "gb200-nvl72",
+    "gb300": "gb300-nvl72",
 }
 _FP8_KV = (Precision.FP8, Precision.FP8_BLOCK, Precision.FP4)
 WIDEST_TP = 16  # the widest dense TP group in the rows: two 8-GPU H100 nodes (SGLang)
