@@ -167,14 +167,25 @@ def _map(row: Mapping[str, str], check_fit: bool) -> AicCase:
 def _layout(row: Mapping[str, str], gpus_per_node: int) -> tuple[int, int, int]:
     """(tensor parallel, expert parallel, attention data parallel) as the row was launched
     (module docstring: a layout AIC wrote as a product is read back)."""
-    tp, dp = _int(row, "tp_size", 1), _int(row, "attention_dp_size", 1)
-    moe_tp, ep = _int(row, "moe_tp_size", 1), _int(row, "moe_ep_size", 1)
+    tp, dp, moe_tp, ep = layout_columns(row)
     world = tp * dp
     if ep == 1 or world != moe_tp * ep or world <= gpus_per_node:
         return tp, ep, dp
     if moe_tp > 1:  # SGLang / TensorRT-LLM: TP moe_tp with EP moe_ep, attention DP if tp is 1
         return moe_tp, ep, moe_tp if tp == 1 else 1
     return tp, tp, 1  # vLLM: expert parallel over the TP group
+
+
+def layout_columns(row: Mapping[str, str], prefix: str = "") -> tuple[int, int, int, int]:
+    """(tp, attention dp, moe tp, moe ep) as the row's `{prefix}tp_size`,
+    `{prefix}attention_dp_size`, `{prefix}moe_tp_size`, `{prefix}moe_ep_size` cells say
+    (an empty cell is 1); `prefix` `prefill_` / `decode_` reads a disaggregated pool."""
+    return (
+        _int(row, f"{prefix}tp_size", 1),
+        _int(row, f"{prefix}attention_dp_size", 1),
+        _int(row, f"{prefix}moe_tp_size", 1),
+        _int(row, f"{prefix}moe_ep_size", 1),
+    )
 
 
 def _int(row: Mapping[str, str], column: str, default: int) -> int:

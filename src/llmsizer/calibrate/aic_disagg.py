@@ -17,29 +17,50 @@ follow the aggregated mapping (`llmsizer.calibrate.aic`, `docs/aic_measurement.m
 - **Link.** All workers inside the system's NVLink domain (an 8-GPU node, an NVL72 rack):
   `nvlink`; otherwise `network` (the system's InfiniBand NICs). Routers: least outstanding
   requests in both pools (Dynamo's default load balancing).
-- **Skipped.** Expert parallelism or attention data parallelism in either pool, pipeline
-  parallelism, GPUs, systems and models outside the catalog, deployments the model rejects,
-  and pools wider than `WIDEST_TP` GPUs. Those are GB200 NVL72 rows of 20-72 GPUs per pool
-  whose ids name them `tpN_ep` (InferenceX's wide expert parallelism with data-parallel
-  attention) while the CSV's columns say pure TP (`moe_ep_size` 1): pricing them as one
-  tensor-parallel group of 20-72 GPUs (an all-reduce over every GPU twice a layer, the
-  attention heads split 72 ways) would be a different deployment. `DeploymentSpec` has no
-  attention data parallelism, so they are refused, not mispriced.
+- **Expert parallelism.** Each pool's layout is read from its own columns
+  (`layout_columns`, the helper the aggregated mapping reads `tp_size` ... with):
+  `{pool}_moe_ep_size` is the pool's `expert_parallel_size`, its experts split whole over
+  that many of the `{pool}_tp_size` ranks and each over `{pool}_moe_tp_size` of them
+  (`moe_tp x moe_ep = tp` in every such row). The aggregated mapping's reading of layouts
+  written as products (`aic._layout`) does not apply: it rests on single-node runs, and a
+  disaggregated worker may span nodes (srt-slurm launches 16-GPU H100 workers over two).
+- **Skipped.** Attention data parallelism in either pool (`DeploymentSpec` has none yet),
+  pipeline parallelism, GPUs, systems and models outside the catalog, deployments the
+  model rejects, and pools wider than `WIDEST_TP` GPUs. Those are GB200 / GB300 NVL72 rows
+  of 20-72 GPUs per pool, all from InferenceX's `source_file=` exports, which leave the
+  worker counts and batch sizes empty and write the GPUs of one worker as `tp_size`: where
+  the same run is also in the `db-dump` export (same system, engine, lengths and clients,
+  TTFT and TPOT within a few %), the dump names a data-parallel attention worker (a
+  `decode_tp_size 32` export row is one DEP32 worker: `attention_dp_size 32`, `moe_ep_size
+  32`). Pricing them as one tensor-parallel group of 20-72 GPUs (an all-reduce over every
+  GPU twice a layer, the attention heads split 72 ways) would be a different deployment.
+- **Worker counts.** Where `{pool}_num_workers` is empty (the `source_file=` rows) one
+  worker of each pool is simulated; the dump's twins of these rows run 1-15 prefill and
+  1-5 decode workers, so these rows are priced on a smaller fleet than was measured.
 """
 
 from __future__ import annotations
 
 import csv
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from llmsizer.calibrate.aic import AIC_GPUS, LENGTH_RATIO, PROMPTS_PER_CLIENT, AicSkipped
+import numpy as np
+
+from llmsizer.calibrate.aic import (
+    AIC_GPUS,
+    LENGTH_RATIO,
+    PROMPTS_PER_CLIENT,
+    AicSkipped,
+    layout_columns,
+)
 from llmsizer.instance import DeploymentSpec, PredictSpec
 from llmsizer.instance.disagg import Link, make_disaggregated
-from llmsizer.metrics import summarize
+from llmsizer.perf import EfficiencyFactors
+from llmsizer.records import RequestRecord
 from llmsizer.specs import get_model, get_system
 from llmsizer.specs.dtypes import Precision, quant_mode_precision
 from llmsizer.workload import make_workload
@@ -71,6 +92,7 @@ class AicDisaggCase:
     num_decode: int
     link: Link
     measured: dict[str, float]
+    workers_given: bool = True  # False: the worker counts were empty, one of each simulated
 
 
 class _Skip(Exception):
@@ -95,21 +117,29 @@ def _int(row: Mapping[str, str], column: str, default: int = 1) -> int:
     return int(text) if text else default
 
 
+def _pool_layout(row: Mapping[str, str], pool: str) -> dict[str, int]:
+    """A pool's `tp` and `expert_parallel_size` as its columns say (module docstring), or
+    the reason it is skipped."""
+    tp, dp, moe_tp, ep = layout_columns(row, f"{pool}_")
+    if _int(row, f"{pool}_pp_size") > 1:
+        raise _Skip(f"pipeline parallelism ({pool}_pp_size {row[f'{pool}_pp_size']}) not modelled")
+    if tp > WIDEST_TP:
+        raise _Skip(
+            f"wide-EP / attention-DP layout ({pool}_tp_size {tp} > {WIDEST_TP}: "
+            "module docstring) not modelled"
+        )
+    if dp > 1:
+        raise _Skip(f"attention data parallelism ({pool}_attention_dp_size {dp}) not modelled yet")
+    if moe_tp * ep != tp:
+        raise _Skip(
+            f"{pool} layout inconsistent: moe_tp_size {moe_tp} x moe_ep_size {ep} != "
+            f"tp_size {tp} x attention_dp_size {dp}"
+        )
+    return {"tp": tp, "expert_parallel_size": ep}
+
+
 def _map(row: Mapping[str, str]) -> AicDisaggCase:
-    for pool in ("prefill", "decode"):
-        for column, what in (
-            ("moe_ep_size", "expert parallelism"),
-            ("attention_dp_size", "attention data parallelism"),
-            ("pp_size", "pipeline parallelism"),
-        ):
-            if _int(row, f"{pool}_{column}") > 1:
-                raise _Skip(f"{what} ({pool}_{column} {row[f'{pool}_{column}']}) not modelled yet")
-        tp = _int(row, f"{pool}_tp_size")
-        if tp > WIDEST_TP:
-            raise _Skip(
-                f"wide-EP / attention-DP layout ({pool}_tp_size {tp} > {WIDEST_TP}: "
-                "module docstring) not modelled"
-            )
+    layouts = {pool: _pool_layout(row, pool) for pool in ("prefill", "decode")}
     gpu, system_key = AIC_GPUS.get(row["system"]), AIC_SYSTEMS.get(row["system"])
     if gpu is None or system_key is None:
         raise _Skip(f"GPU {row['system']} not in the catalog")
@@ -134,7 +164,7 @@ def _map(row: Mapping[str, str]) -> AicDisaggCase:
     prefill = PredictSpec.model_validate(
         {
             **base,
-            "tp": _int(row, "prefill_tp_size"),
+            **layouts["prefill"],
             **_batch(row, "prefill_batch_size"),
             "isl": isl,
             "osl": osl,
@@ -144,7 +174,7 @@ def _map(row: Mapping[str, str]) -> AicDisaggCase:
         }
     )
     decode = DeploymentSpec.model_validate(
-        {**base, "tp": _int(row, "decode_tp_size"), **_batch(row, "decode_batch_size")}
+        {**base, **layouts["decode"], **_batch(row, "decode_batch_size")}
     )
     num_prefill = _int(row, "prefill_num_workers")
     gpus = num_prefill * prefill.tensor_parallel_size + num_decode * decode.tensor_parallel_size
@@ -164,6 +194,7 @@ def _map(row: Mapping[str, str]) -> AicDisaggCase:
         num_decode,
         link,
         measured,
+        bool(row["prefill_num_workers"].strip() and row["decode_num_workers"].strip()),
     )
 
 
@@ -184,9 +215,13 @@ def _precision(row: Mapping[str, str]) -> Precision:
     return Precision.parse(column) if column else Precision.BF16
 
 
-def predict_disagg(case: AicDisaggCase) -> dict[str, float]:
-    """Simulate `case` on its two pools: the summary (`mean_ttft_ms`, `mean_tpot_ms`, ...).
-    Raises ValueError when the model rejects a pool (weights that do not fit, ...)."""
+def predict_disagg(
+    case: AicDisaggCase, efficiency: EfficiencyFactors | None = None
+) -> dict[str, float]:
+    """Simulate `case` on its two pools: `mean_ttft_ms`, `mean_tpot_ms` (the client's run
+    means, as `llmsizer.metrics.summarize` takes them) and `completed`. `efficiency` prices
+    both pools instead of the shipped factors (a cross-validation fold's). Raises ValueError
+    when the model rejects a pool (weights that do not fit, ...)."""
     spec = case.prefill
     fleet = make_disaggregated(
         spec,
@@ -196,7 +231,28 @@ def predict_disagg(case: AicDisaggCase) -> dict[str, float]:
         link=case.link,
         system=get_system(AIC_SYSTEMS[case.system]),
         max_model_len=spec.isl + spec.osl,
+        efficiency=None if efficiency is None else (efficiency, efficiency),
     )
     workload = make_workload(spec.workload_spec(spec.num_requests or 1))
-    res = fleet.run(workload)
-    return summarize(res.records, num_gpus=fleet.num_gpus)
+    return run_means(fleet.run(workload).records)
+
+
+def run_means(records: Sequence[RequestRecord]) -> dict[str, float]:
+    """Mean TTFT and TPOT (ms) of the successful records and how many there were: the two
+    means of `summarize` without its percentiles, which cost more than a large fleet's
+    simulation."""
+    ok = [r for r in records if r.ok]
+    if not ok:
+        raise ValueError("no request of the run completed")
+    ttft = np.fromiter((r.token_times_s[0] - r.arrival_s for r in ok), np.float64, len(ok))
+    multi = [r for r in ok if r.num_output_tokens > 1]
+    tpot = np.fromiter(
+        ((r.token_times_s[-1] - r.token_times_s[0]) / (r.num_output_tokens - 1) for r in multi),
+        np.float64,
+        len(multi),
+    )
+    return {
+        "mean_ttft_ms": 1e3 * float(ttft.mean()),
+        "mean_tpot_ms": 1e3 * float(tpot.mean()) if len(tpot) else float("nan"),
+        "completed": float(len(ok)),
+    }
