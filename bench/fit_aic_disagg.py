@@ -178,6 +178,8 @@ def table(
 def source(case: AicDisaggCase) -> str:
     """Which InferenceX export the row came from (`aic_disagg` module docstring: the
     `source_file=` rows carry no worker counts)."""
+    if case.twin:
+        return "export, layout of its dump twin"
     return "db-dump" if case.workers_given else "export, workers not given"
 
 

@@ -21,9 +21,10 @@ follow the aggregated mapping (`llmsizer.calibrate.aic`, `docs/aic_measurement.m
   (`layout_columns`, the helper the aggregated mapping reads `tp_size` ... with):
   `{pool}_moe_ep_size` is the pool's `expert_parallel_size`, its experts split whole over
   that many of the `{pool}_tp_size` ranks and each over `{pool}_moe_tp_size` of them
-  (`moe_tp x moe_ep = tp` in every such row). The aggregated mapping's reading of layouts
-  written as products (`aic._layout`) does not apply: it rests on single-node runs, and a
-  disaggregated worker may span nodes (srt-slurm launches 16-GPU H100 workers over two).
+  (`moe_tp x moe_ep = tp`; a row where it does not hold is refused). The aggregated
+  mapping's reading of layouts written as products (`aic._layout`) does not apply: it
+  rests on single-node runs, and a disaggregated worker may span nodes (srt-slurm launches
+  16-GPU H100 workers over two).
 - **Skipped.** Attention data parallelism in either pool (`DeploymentSpec` has none yet),
   pipeline parallelism, GPUs, systems and models outside the catalog, deployments the
   model rejects, and pools wider than `WIDEST_TP` GPUs. Those are GB200 / GB300 NVL72 rows
@@ -34,9 +35,11 @@ follow the aggregated mapping (`llmsizer.calibrate.aic`, `docs/aic_measurement.m
   `decode_tp_size 32` export row is one DEP32 worker: `attention_dp_size 32`, `moe_ep_size
   32`). Pricing them as one tensor-parallel group of 20-72 GPUs (an all-reduce over every
   GPU twice a layer, the attention heads split 72 ways) would be a different deployment.
-- **Worker counts.** Where `{pool}_num_workers` is empty (the `source_file=` rows) one
-  worker of each pool is simulated; the dump's twins of these rows run 1-15 prefill and
-  1-5 decode workers, so these rows are priced on a smaller fleet than was measured.
+- **Worker counts.** Where `{pool}_num_workers` is empty (the `source_file=` rows), the
+  pool columns of the row's twin in the dump are used (`llmsizer.calibrate.aic_twins`: the
+  same run in the other export); a row without a twin is simulated with one worker of
+  each pool (`workers_given` False): the dump's runs have 1-15 prefill and 1-5 decode
+  workers, so such a row is priced on a fleet smaller than, or equal to, the measured one.
 """
 
 from __future__ import annotations
@@ -57,6 +60,7 @@ from llmsizer.calibrate.aic import (
     AicSkipped,
     layout_columns,
 )
+from llmsizer.calibrate.aic_twins import with_twin_layouts, workers_given
 from llmsizer.instance import DeploymentSpec, PredictSpec
 from llmsizer.instance.disagg import Link, make_disaggregated
 from llmsizer.perf import EfficiencyFactors
@@ -93,6 +97,7 @@ class AicDisaggCase:
     link: Link
     measured: dict[str, float]
     workers_given: bool = True  # False: the worker counts were empty, one of each simulated
+    twin: str = ""  # the dump row whose pool columns an exported row took (`aic_twins`)
 
 
 class _Skip(Exception):
@@ -102,7 +107,8 @@ class _Skip(Exception):
 def load_aic_disagg(path: Path) -> list[AicDisaggCase | AicSkipped]:
     """Every disaggregated row of the CSV at `path`, mapped, in file order."""
     with path.open(newline="") as f:
-        return [map_disagg_row(r) for r in csv.DictReader(f) if r["mode"] == "disagg"]
+        rows = [r for r in csv.DictReader(f) if r["mode"] == "disagg"]
+    return [map_disagg_row(r) for r in with_twin_layouts(rows)]
 
 
 def map_disagg_row(row: Mapping[str, str]) -> AicDisaggCase | AicSkipped:
@@ -130,7 +136,7 @@ def _pool_layout(row: Mapping[str, str], pool: str) -> dict[str, int]:
         )
     if dp > 1:
         raise _Skip(f"attention data parallelism ({pool}_attention_dp_size {dp}) not modelled yet")
-    if moe_tp * ep != tp:
+    if ep > 1 and moe_tp * ep != tp:
         raise _Skip(
             f"{pool} layout inconsistent: moe_tp_size {moe_tp} x moe_ep_size {ep} != "
             f"tp_size {tp} x attention_dp_size {dp}"
@@ -194,7 +200,8 @@ def _map(row: Mapping[str, str]) -> AicDisaggCase:
         num_decode,
         link,
         measured,
-        bool(row["prefill_num_workers"].strip() and row["decode_num_workers"].strip()),
+        workers_given(row),
+        row.get("twin", ""),
     )
 
 
