@@ -47,6 +47,7 @@ from llmsizer.calibrate.gpu_fit import calibration_file
 from llmsizer.calibrate.measurements import load_measurements
 from llmsizer.calibrate.replay import ScheduleTrace
 from llmsizer.instance import PredictSpec
+from llmsizer.perf import EfficiencyFactors
 from llmsizer.perf.calibrated import save_calibration
 from llmsizer.sweep import Sweep, open_sweep
 
@@ -236,10 +237,12 @@ def main() -> None:
         recorded = _recorded(cases, sweep, args.cache) + Recorded.record(tables, sweep)
     say(f"recorded in {time.perf_counter() - t0:.0f} s; fitting")
     fits = {g: f for g, f in recorded.fit_groups().items() if g[1] in shipping}
+    by_gpu: dict[tuple[str, str, str], EfficiencyFactors] = {}  # each fold's factors
+    by_model: dict[tuple[str, str, str], EfficiencyFactors] = {}
     runs = {
         "shipped": recorded.shipped(fits),
-        "leave one GPU out": recorded.leave_one_out(lambda c: c.system, shipping),
-        "leave one model out": recorded.leave_one_out(lambda c: c.model, shipping),
+        "leave one GPU out": recorded.leave_one_out(lambda c: c.system, shipping, by_gpu),
+        "leave one model out": recorded.leave_one_out(lambda c: c.model, shipping, by_model),
     }
     say(f"fitted and cross-validated in {time.perf_counter() - t0:.0f} s")
     shown = {g: _factors_text(f.factors.as_dict()) for g, f in fits.items()}
@@ -249,7 +252,7 @@ def main() -> None:
         if cache is None and args.cache is not None:
             cache = args.cache.with_name(args.cache.name + ".disagg")
         lines, disagg_runs = fit_aic_disagg.section(
-            args.csv, recorded, fits, shipping, skipped, len(mapped),
+            args.csv, recorded, fits, shipping, skipped, len(mapped), (by_gpu, by_model),
             cache_path=cache, workers=args.workers, sample=args.disagg_sample,
         )  # fmt: skip
         text += "\n" + "\n".join(lines)

@@ -40,6 +40,7 @@ from llmsizer.specs import get_gpu
 RUNS = ("shipped", "leave one GPU out", "leave one model out")
 Outcome = dict[str, float] | str  # the predicted means, or why the model rejected the row
 Cache = dict[tuple[str, str, str], Outcome]
+FoldFactors = dict[tuple[str, str, str], EfficiencyFactors]  # (engine, arch, held) -> factors
 SAVE_EVERY_S = 60.0
 
 
@@ -67,10 +68,17 @@ class Folds:
         recorded: Recorded,
         fits: Mapping[tuple[str, str], FitResult],
         shipping: Collection[str],
+        folds: tuple[FoldFactors, FoldFactors] = ({}, {}),
     ) -> None:
+        """`folds`: the factors `Recorded.leave_one_out` fitted, by GPU and by model (a fold
+        missing there is fitted here)."""
         self.recorded, self.fits, self.shipping = recorded, fits, shipping
         self.groups = recorded.groups()
-        self.memo: dict[tuple[str, str, str, str], EfficiencyFactors] = {}
+        self.memo: dict[tuple[str, str, str, str], EfficiencyFactors] = {
+            (*key[:2], by, key[2]): factors
+            for by, fitted in zip(("system", "model"), folds, strict=True)
+            for key, factors in fitted.items()
+        }
 
     def shipped(self, case: AicDisaggCase) -> EfficiencyFactors:
         fit = self.fits.get((case.backend, architecture(case)))
@@ -190,6 +198,7 @@ def section(
     shipping: Collection[str],
     agg_skipped: Sequence[AicSkipped],
     num_agg_rows: int,
+    folds: tuple[FoldFactors, FoldFactors],
     *,
     cache_path: Path | None,
     workers: int,
@@ -199,12 +208,12 @@ def section(
     mapped = load_aic_disagg(csv_path)
     cases = [m for m in mapped if isinstance(m, AicDisaggCase)][::sample]
     skipped = [m for m in mapped if isinstance(m, AicSkipped)]
-    folds = Folds(recorded, fits, shipping)
+    folds_of = Folds(recorded, fits, shipping, folds)
     jobs: dict[tuple[str, str, str], tuple[AicDisaggCase, EfficiencyFactors]] = {}
     keys: dict[str, dict[str, tuple[str, str, str]]] = {}
     for c in cases:
         keys[c.row_id] = {}
-        for run, factors in folds.factors(c).items():
+        for run, factors in folds_of.factors(c).items():
             key = (c.row_id, case_digest(c), digest(factors))
             jobs[key] = (c, factors)
             keys[c.row_id][run] = key

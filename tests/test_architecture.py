@@ -87,7 +87,10 @@ BUDGET = {
     # + disaggregated AIC rows (issue 12)
     # + 20: a sweep (local processes or Ray) records the schedules; fits name the fit extra
     # (issue 13)
-    + 20,
+    + 20
+    # + 120: the disaggregated rows' expert parallelism per pool, their layouts read from
+    # the dump's twin (aic_twins), the run means of a fold's factors (issue 10)
+    + 120,
     "collect": 1300,  # issue 16: kernel timing, roofline fit, device entry, decode check
     "fleet": 1200,  # routers, fleet loop, disaggregated pools, autoscaler, day replay (issue 12)
     "cli": 1720  # + --overwrite on every command that writes, input checks at the edges

@@ -150,12 +150,16 @@ class Recorded:
         return out
 
     def leave_one_out(
-        self, held: Callable[[AicCase], str], architectures: Collection[str]
+        self,
+        held: Callable[[AicCase], str],
+        architectures: Collection[str],
+        folds: dict[tuple[str, str, str], EfficiencyFactors] | None = None,
     ) -> Predicted:
         """Every case predicted by factors fitted without any case sharing its `held` value
         (its GPU, its model) in its group (module docstring); groups of other architectures
         than `architectures` (whose fits do not ship) by the engine's general fit, which saw
-        none of these rows."""
+        none of these rows. `folds`, when given, receives each fold's factors by (engine,
+        architecture, held-out value), for rows priced outside this recording."""
         out: Predicted = {}
         for (engine, architecture), idx in self.groups().items():
             if architecture not in architectures:
@@ -167,5 +171,7 @@ class Recorded:
                 factors = (
                     self.fit(train, engine).factors if train else calibrated_efficiency(engine)
                 )
+                if folds is not None:
+                    folds[(engine, architecture, value)] = factors
                 out |= self.predict(test, factors)
         return out
