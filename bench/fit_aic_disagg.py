@@ -33,6 +33,7 @@ from llmsizer.calibrate.aic import AicSkipped
 from llmsizer.calibrate.aic_disagg import AicDisaggCase, load_aic_disagg, predict_disagg
 from llmsizer.calibrate.aic_fit import Recorded
 from llmsizer.calibrate.fit import FitResult
+from llmsizer.instance import DeploymentSpec
 from llmsizer.perf import EfficiencyFactors
 from llmsizer.perf.calibrated import calibrated_efficiency
 from llmsizer.specs import get_gpu
@@ -318,8 +319,7 @@ def write_rows(path: Path, runs: Mapping[str, Sequence[DisaggRow]]) -> None:
             c, p, d = r.case, r.case.prefill, r.case.decode
             out.writerow(
                 [c.row_id, c.backend, c.system, c.model, p.isl, p.osl, p.concurrency,
-                 f"{c.num_prefill}x tp{p.tensor_parallel_size} ep{p.expert_parallel_size}",
-                 f"{c.num_decode}x tp{d.tensor_parallel_size} ep{d.expert_parallel_size}",
+                 f"{c.num_prefill}x {_layout(p)}", f"{c.num_decode}x {_layout(d)}",
                  c.workers_given]
                 + [f"{c.measured[m]:.4g}" for m in METRICS]
                 + [_cell(by_run[run].get(c.row_id), m) for run in runs for m in METRICS]
@@ -328,3 +328,7 @@ def write_rows(path: Path, runs: Mapping[str, Sequence[DisaggRow]]) -> None:
 
 def _cell(predicted: dict[str, float] | None, metric: str) -> str:
     return "" if predicted is None else f"{predicted[metric]:.4g}"
+
+
+def _layout(spec: DeploymentSpec) -> str:
+    return f"tp{spec.tensor_parallel_size} dp{spec.attention_dp_size} ep{spec.expert_parallel_size}"

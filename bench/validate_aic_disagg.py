@@ -168,8 +168,10 @@ def write_rows(path: Path, results: list[Row]) -> None:
                     c.prefill.osl,
                     c.prefill.concurrency,
                     f"{c.num_prefill}x tp{c.prefill.tensor_parallel_size} "
+                    f"dp{c.prefill.attention_dp_size} "
                     f"b{c.prefill.engine.max_num_seqs}",
                     f"{c.num_decode}x tp{c.decode.tensor_parallel_size} "
+                    f"dp{c.decode.attention_dp_size} "
                     f"b{c.decode.engine.max_num_seqs}",
                     c.link,
                     c.measured["mean_ttft_ms"],

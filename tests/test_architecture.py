@@ -73,9 +73,11 @@ BUDGET = {
     "workload": 1300,
     "bench": 2700,
     "report": 2100,
-    "instance": 1000,  # + speculative decoding runs (issue 11); EP, per-architecture fit (issue 10)
+    "instance": 1000  # + speculative decoding runs (issue 11); EP, per-architecture fit (issue 10)
     # + 11: the speculative KV over-commit bound (issue 11)
     # + disaggregated pools and their KV link (issue 12)
+    # + 40: attention data parallelism, the field and one engine for every rank (issue 10)
+    + 40,
     "sizing": 3650  # the plan pipeline only; + levers, arrivals, price models (issue 11), ETA
     # + the probe cache and quick plans the studio needs (issue 15); fleet check (issue 12)
     # + 120: the search's parts on a sweep (`search_parts`, issue 13)

@@ -21,7 +21,7 @@ def make_row(**changes: str) -> dict[str, str]:
     """An InferenceX agg row: vLLM Llama-3.1-70B FP8 on 4 x B200, 1k/1k at 16 clients."""
     row = {
         "id": "llama70b_b200_vllm_fp8_agg_1024x1024_c16",
-        "silicon_data_source": "db-dump/2026-04-27; config_id=1; silicon_concurrency=16",
+        "silicon_data_source": "db-dump/2026-04-27; config_id=1",
         "backend": "vllm",
         "backend_version": "0.19.0",
         "model_path": "meta-llama/Llama-3.1-70B",
@@ -78,7 +78,8 @@ def test_an_inferencex_row_is_a_closed_loop_of_ten_prompts_per_client() -> None:
     [("h100_sxm", "h100-sxm"), ("b200_sxm", "b200"), ("b300_sxm", "b300"), ("gb200", "gb200")],
 )
 def test_systems_map_to_catalog_gpus(system: str, gpu: str) -> None:
-    assert mapped(system=system).spec.gpu == gpu
+    gap = "source_file=/x/aic-auto-gap-analysis/a.csv"  # InferenceX GB200 runs are disagg
+    assert mapped(system=system, silicon_data_source=gap).spec.gpu == gpu
 
 
 def test_engine_preset_is_the_backend() -> None:
@@ -141,22 +142,56 @@ def test_a_layout_written_as_a_product_is_read_as_launched(
     assert spec.concurrency == 8 * int(dp)  # the clients are the row's silicon_concurrency
 
 
-def test_a_product_layout_with_attention_data_parallelism_is_still_skipped() -> None:
-    reason = skip_reason(
-        **DEEPSEEK, backend="trtllm", tp_size="1", attention_dp_size="64", moe_tp_size="8",
-        moe_ep_size="8",
+@pytest.mark.parametrize(
+    ("backend", "aic_layout", "launched"),
+    [
+        # (tp_size, attention_dp_size, moe_tp_size, moe_ep_size) -> (tp, dp, ep)
+        ("trtllm", ("1", "64", "8", "8"), (1, 8, 8)),  # id ..._tp8_ep8_...: a product
+        ("trtllm", ("1", "16", "4", "4"), (1, 4, 4)),  # id ..._tp4_ep4_...: a product
+        ("trtllm", ("1", "8", "1", "8"), (1, 8, 8)),  # id ..._tp8_0_ep8_0_...: as written
+        ("vllm", ("2", "2", "1", "4"), (2, 2, 4)),  # MiniMax -tp 2 -dp 2 --enable-expert-parallel
+    ],
+)
+def test_attention_data_parallel_rows_are_read_as_launched(
+    backend: str, aic_layout: tuple[str, ...], launched: tuple[int, int, int]
+) -> None:
+    tp, dp, moe_tp, ep = aic_layout
+    case = mapped(
+        **DEEPSEEK, backend=backend, tp_size=tp, attention_dp_size=dp, moe_tp_size=moe_tp,
+        moe_ep_size=ep, batch_size="2", silicon_data_source="source_file=x.csv",
     )  # fmt: skip
-    assert reason == "attention data parallelism (attention_dp_size 8) not modelled yet"
+    spec = case.spec
+    got = (spec.tensor_parallel_size, spec.attention_dp_size, spec.expert_parallel_size)
+    assert got == launched
+    assert spec.gpus_per_instance == launched[0] * launched[1]
+    assert spec.concurrency == 2 * int(dp)  # batch_size is per attention-DP rank
+
+
+def test_the_clients_are_the_rows_silicon_concurrency_where_it_names_them() -> None:
+    """One product row says c32 with batch_size 32 and attention_dp_size 64."""
+    case = mapped(
+        **DEEPSEEK, backend="trtllm", tp_size="1", attention_dp_size="64", moe_tp_size="8",
+        moe_ep_size="8", batch_size="32",
+        silicon_data_source="source_file=2026-04-06.csv; silicon_concurrency=32; wip=False",
+    )  # fmt: skip
+    assert case.spec.concurrency == 32 and case.spec.num_requests == 320
+
+
+def test_inferencex_gb200_rows_are_disaggregated_runs() -> None:
+    reason = skip_reason(**DEEPSEEK, system="gb200", tp_size="36", moe_tp_size="36")
+    assert reason.startswith("a disaggregated GB200 run recorded as agg")
+    assert "tp_size 36" in reason
+    gap = mapped(
+        **DEEPSEEK, system="gb200", tp_size="8", moe_tp_size="8", backend="trtllm",
+        silicon_data_source="source_file=/x/aic-auto-gap-analysis/gb200.csv",
+    )  # fmt: skip
+    assert gap.spec.gpu == "gb200"
 
 
 @pytest.mark.parametrize(
     ("changes", "reason"),
     [
         ({"mode": "disagg"}, "disagg mode (separate prefill and decode pools) not modelled yet"),
-        (
-            {"attention_dp_size": "4"},
-            "attention data parallelism (attention_dp_size 4) not modelled yet",
-        ),
         ({"system": "mi355x"}, "GPU mi355x not in the catalog"),
         ({"model_path": "acme/NoSuchModel-1B"}, "model acme/NoSuchModel-1B not in the catalog"),
     ],

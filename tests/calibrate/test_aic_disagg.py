@@ -83,12 +83,14 @@ def test_the_rows_pools_are_the_instances_own_simulators() -> None:
 @pytest.mark.parametrize(
     ("change", "reason"),
     [
-        ({"prefill_attention_dp_size": "4"}, "attention data parallelism"),
         ({"decode_moe_ep_size": "4"}, "decode layout inconsistent: moe_tp_size 1 x moe_ep_size 4"),
         ({"prefill_pp_size": "2"}, "pipeline parallelism (prefill_pp_size 2)"),
         ({"system": "mi355x"}, "GPU mi355x not in the catalog"),
-        ({"decode_tp_size": "32"}, "wide-EP / attention-DP layout (decode_tp_size 32"),
-        ({"prefill_tp_size": "72"}, "wide-EP / attention-DP layout (prefill_tp_size 72"),
+        (
+            {"prefill_tp_size": "20", "decode_tp_size": "20"},
+            "layout not recorded (prefill_tp_size = decode_tp_size = 20",
+        ),
+        ({"prefill_moe_ep_size": "0"}, "rejected by the model: expert_parallel_size 0"),
         ({"model_path": "nobody/NoModel-1B"}, "not in the catalog"),
     ],
 )
@@ -111,17 +113,23 @@ DSR1 = {
     ("prefill", "decode", "want"),
     [
         # TRT-LLM B200 NVFP4 (74 rows): prefill TP4 EP4, decode TP8 with moe_tp 2 x EP 4
-        (("4", "1", "1", "4"), ("8", "1", "2", "4"), ((4, 4), (8, 4))),
+        (("4", "1", "1", "4"), ("8", "1", "2", "4"), ((4, 1, 4), (8, 1, 4))),
         # SGLang B200 (73 rows): TP8 EP8 in both pools
-        (("8", "1", "1", "8"), ("8", "1", "1", "8"), ((8, 8), (8, 8))),
+        (("8", "1", "1", "8"), ("8", "1", "1", "8"), ((8, 1, 8), (8, 1, 8))),
         # TRT-LLM B300 (53 rows): pure TP, moe_tp = tp
-        (("4", "1", "4", "1"), ("8", "1", "8", "1"), ((4, 1), (8, 1))),
+        (("4", "1", "4", "1"), ("8", "1", "8", "1"), ((4, 1, 1), (8, 1, 1))),
         # empty MoE cells (dense models' rows): EP 1
-        (("2", "1", "", ""), ("4", "", "", ""), ((2, 1), (4, 1))),
+        (("2", "1", "", ""), ("4", "", "", ""), ((2, 1, 1), (4, 1, 1))),
+        # TRT-LLM GB200 dump rows: prefill DEP4, decode DEP32 (attention DP, experts over all)
+        (("1", "4", "1", "4"), ("1", "32", "1", "32"), ((1, 4, 4), (1, 32, 32))),
+        # SGLang: attention DP 8 with the experts tensor-parallel over the 8 GPUs
+        (("1", "8", "8", "1"), ("8", "1", "8", "1"), ((1, 8, 1), (8, 1, 1))),
+        # an exported row's decode worker of 48 GPUs: one DEP48 worker (module docstring)
+        (("4", "1", "1", "4"), ("48", "1", "12", "4"), ((4, 1, 4), (1, 48, 48))),
     ],
 )
 def test_each_pool_reads_its_own_expert_parallel_layout(
-    prefill: tuple[str, ...], decode: tuple[str, ...], want: tuple[tuple[int, int], ...]
+    prefill: tuple[str, ...], decode: tuple[str, ...], want: tuple[tuple[int, ...], ...]
 ) -> None:
     columns = ("tp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size")
     row = dict(DSR1)
@@ -130,7 +138,7 @@ def test_each_pool_reads_its_own_expert_parallel_layout(
     case = map_disagg_row(row)
     assert isinstance(case, AicDisaggCase)
     got = tuple(
-        (spec.tensor_parallel_size, spec.expert_parallel_size)
+        (spec.tensor_parallel_size, spec.attention_dp_size, spec.expert_parallel_size)
         for spec in (case.prefill, case.decode)
     )
     assert got == want
@@ -189,3 +197,28 @@ def test_run_means_are_summarize_means() -> None:
     assert means["completed"] == full["completed"] == 40
     for m in ("mean_ttft_ms", "mean_tpot_ms"):
         assert means[m] == pytest.approx(full[m], rel=1e-12)
+
+
+def test_attention_dp_pools_count_all_their_gpus_for_the_link_and_simulate() -> None:
+    dp_pools = {
+        "silicon_data_source": "db-dump; silicon_concurrency=4; x",
+        "prefill_num_workers": "1",
+        "decode_num_workers": "1",
+        "prefill_tp_size": "1",
+        "prefill_attention_dp_size": "4",
+        "prefill_moe_tp_size": "1",
+        "prefill_moe_ep_size": "4",
+        "decode_tp_size": "1",
+        "decode_attention_dp_size": "8",
+        "decode_moe_tp_size": "1",
+        "decode_moe_ep_size": "8",
+    }
+    case = map_disagg_row({**DSR1, **dp_pools})
+    assert isinstance(case, AicDisaggCase)
+    assert case.link == "network"  # 4 + 8 GPUs: more than one 8-GPU B200 node
+    rack = map_disagg_row({**DSR1, **dp_pools, "system": "gb200"})
+    assert isinstance(rack, AicDisaggCase) and rack.link == "nvlink"  # inside the NVL72
+    s = predict_disagg(case)
+    assert s["completed"] == 40
+    # a DeepSeek decode step reads at least the active experts' and attention weights
+    assert s["mean_tpot_ms"] > 1 and s["mean_ttft_ms"] > s["mean_tpot_ms"]

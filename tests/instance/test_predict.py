@@ -64,7 +64,7 @@ def test_decode_at_small_batch_is_bandwidth_bound() -> None:
 def test_bad_cases_get_clear_errors() -> None:
     with pytest.raises(ValueError, match="exactly one load"):
         spec(concurrency=1, offline=True)
-    with pytest.raises(ValueError, match="num_gpus=3 is not a multiple of tp x pp = 2"):
+    with pytest.raises(ValueError, match="num_gpus=3 is not a multiple of tp x pp x dp = 2"):
         spec(concurrency=1, tp=2, num_gpus=3)
     with pytest.raises(ValueError, match="does not fit"):
         predict(spec(model="llama-3.1-405b", gpu="l4", concurrency=1))

@@ -14,14 +14,20 @@ TPOT) or an `AicSkipped` with a one-line reason. How the rows were measured is i
   so; the two formats differ by 0.03 % in bytes and use the same FP8 math. An empty mode means
   the checkpoint's dtype: the `precision` column, else bf16 (Llama-3.1-8B-Instruct's
   checkpoint). FP8 and NVFP4 weights get an FP8 KV cache, as the InferenceX scripts launch them.
-- **Load.** A closed loop at `batch_size x attention_dp_size` clients (batch_size is per
-  attention-DP rank). InferenceX rows: `10 c` requests with lengths uniform in
-  [int(0.8 L), L] (`--random-range-ratio 0.8`, `length_ratio` on the spec). AIC's own
-  gap-analysis rows (aiperf): fixed lengths, `20 c` requests. The simulation starts on an
-  idle engine with all `c` requests at t = 0, as the timed run does: the client's warm-up
-  (`2 c` requests, since 2026-01-21) drains before it, so nothing is dropped.
+- **Load.** A closed loop of the row's `silicon_concurrency` clients (in its source), else
+  `batch_size x attention_dp_size` (batch_size is per attention-DP rank). InferenceX rows:
+  `10 c` requests with lengths uniform in [int(0.8 L), L] (`--random-range-ratio 0.8`,
+  `length_ratio` on the spec). AIC's own gap-analysis rows (aiperf): fixed lengths, `20 c`
+  requests. The simulation starts on an idle engine with all `c` requests at t = 0, as the
+  timed run does: the client's warm-up (`2 c` requests, since 2026-01-21) drains before it,
+  so nothing is dropped.
 - **Expert parallelism.** `moe_ep_size` is the spec's `expert_parallel_size` (experts split
-  whole over that many of the TP ranks, each over `moe_tp_size` = tp / ep of them).
+  whole over that many of the GPUs the MoE layers run on, each over `moe_tp_size` of them).
+- **Attention data parallelism.** AIC writes it as vLLM launches it: `attention_dp_size` D
+  ranks of `tp_size` GPUs each (attention TP), the MoE layers over all `tp_size x D` =
+  `moe_tp_size x moe_ep_size` GPUs. That is the spec's `attention_dp_size` with
+  `tensor_parallel_size` = `tp_size` (TensorRT-LLM `enable_attention_dp` rows: `tp_size` 1,
+  D = the GPUs; vLLM MiniMax-M2.5 `-tp 2 -dp 2 --enable-expert-parallel`: TP 2, D 2, EP 4).
 - **Layouts written as products** (`_layout`). In 254 agg rows of InferenceX's expert-parallel
   runs on 8-GPU HGX nodes, `tp_size x attention_dp_size` equals `moe_tp_size x moe_ep_size`
   and exceeds the node: 16 or 64 GPUs on one B200 / B300 / H100 node. The rows' ids name
@@ -29,16 +35,24 @@ TPOT) or an `AicSkipped` with a one-line reason. How the rows were measured is i
   import wrote TP x EP where it meant TP. Such a row is read as launched: TP `moe_tp_size`
   with EP `moe_ep_size` (SGLang, TensorRT-LLM), or TP `tp_size` with EP over all of it
   (vLLM's `enable_expert_parallel`, where AIC wrote `moe_tp_size` 1); TensorRT-LLM rows with
-  `tp_size` 1 ran attention data-parallel over the node. The clients stay
-  `batch_size x attention_dp_size` (the rows' `silicon_concurrency`).
-- **Skipped.** Disaggregated rows; attention data parallelism (`attention_dp_size > 1`); GPUs
-  and models outside the catalog; deployments the model rejects (weights that do not fit,
-  heads not divisible by TP).
+  `tp_size` 1 ran attention data-parallel over the node: `..._tp8_ep8_...` with `tp_size` 1,
+  `attention_dp_size` 64, `moe_tp_size` 8, `moe_ep_size` 8 is TP 1, D 8, EP 8 on 8 GPUs. The
+  clients stay `batch_size x attention_dp_size` (the rows' `silicon_concurrency`).
+- **GB200 rows from InferenceX are disaggregated runs.** InferenceX runs GB200 NVL72 only as
+  multi-node disaggregated deployments (Dynamo with TensorRT-LLM or SGLang: `runner: gb200`,
+  `multinode: true`, `disagg: true` in `.github/configs/nvidia-master.yaml`). The 55 agg rows
+  of `source_file=2026-04-06.csv` on GB200 each repeat a disagg row with the same id but
+  for the mode (`..._c1075_tp20_ep1_15` and `..._disagg_..._c1075_tp20_ep1_1073`), the same
+  concurrency and TTFT/TPOT within a few %, and their `tp_size` (12-72) is the GPUs of
+  both pools together. They are skipped here, predicted as the disaggregated rows they are.
+- **Skipped.** Disaggregated rows; those GB200 rows; GPUs and models outside the catalog;
+  deployments the model rejects (weights that do not fit, heads not divisible by TP).
 """
 
 from __future__ import annotations
 
 import csv
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,6 +75,7 @@ PROMPTS_PER_CLIENT = 10  # InferenceX --num-prompts $((CONC*10))
 GAP_PROMPTS_PER_CLIENT = 20  # AIC bench_run.sh.j2: aiperf --num-requests c*20 (HEAD default)
 _GAP_MARKERS = ("gap-analysis", "gtl_job_id=")
 _FP8_KV = (Precision.FP8, Precision.FP8_BLOCK, Precision.FP4)
+_CONCURRENCY = re.compile(r"silicon_concurrency=(\d+)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,18 +128,21 @@ def _map(row: Mapping[str, str], check_fit: bool) -> AicCase:
     gpu = AIC_GPUS.get(row["system"])
     if gpu is None:
         raise _Skip(f"GPU {row['system']} not in the catalog")
+    gap = any(marker in row["silicon_data_source"] for marker in _GAP_MARKERS)
+    if gpu == "gb200" and not gap:  # module docstring
+        raise _Skip(
+            f"a disaggregated GB200 run recorded as agg (InferenceX runs GB200 only "
+            f"disaggregated; tp_size {row['tp_size']} is both pools' GPUs): see its disagg row"
+        )
     tp, ep, dp = _layout(row, get_gpu(gpu).scale_up_domain_size)
-    if dp > 1:
-        raise _Skip(f"attention data parallelism (attention_dp_size {dp}) not modelled yet")
     try:
         model = get_model(row["model_path"]).name
     except (ValueError, OSError) as e:
         raise _Skip(f"model {row['model_path']} not in the catalog") from e
     precision, note = _precision(row)
-    concurrency = _int(row, "batch_size", 0) * _int(row, "attention_dp_size", 1)
+    concurrency = _concurrency(row)
     if concurrency < 1:
         raise _Skip("batch_size not given")
-    gap = any(marker in row["silicon_data_source"] for marker in _GAP_MARKERS)
     per_client = GAP_PROMPTS_PER_CLIENT if gap else PROMPTS_PER_CLIENT
     fields: dict[str, Any] = {
         "model": model,
@@ -134,6 +152,7 @@ def _map(row: Mapping[str, str], check_fit: bool) -> AicCase:
         "tp": tp,
         "pp": _int(row, "pp_size", 1),
         "expert_parallel_size": ep,
+        "attention_dp_size": dp,
         "engine": row["backend"],
         "isl": int(row["isl"]),
         "osl": int(row["osl"]),
@@ -145,7 +164,7 @@ def _map(row: Mapping[str, str], check_fit: bool) -> AicCase:
         engine=row["backend"],
         model=model,
         precision=precision.value,
-        tp=fields["tp"],
+        tp=tp * dp,
         gpu_memory_bytes=get_gpu(gpu).memory_bytes,
         concurrency=concurrency,
         isl=fields["isl"],
@@ -171,8 +190,10 @@ def _layout(row: Mapping[str, str], gpus_per_node: int) -> tuple[int, int, int]:
     world = tp * dp
     if ep == 1 or world != moe_tp * ep or world <= gpus_per_node:
         return tp, ep, dp
-    if moe_tp > 1:  # SGLang / TensorRT-LLM: TP moe_tp with EP moe_ep, attention DP if tp is 1
-        return moe_tp, ep, moe_tp if tp == 1 else 1
+    if moe_tp > 1 and tp == 1:  # TensorRT-LLM attention DP over moe_tp GPUs, EP moe_ep
+        return 1, ep, moe_tp
+    if moe_tp > 1:  # SGLang / TensorRT-LLM: TP moe_tp with EP moe_ep
+        return moe_tp, ep, 1
     return tp, tp, 1  # vLLM: expert parallel over the TP group
 
 
@@ -186,6 +207,16 @@ def layout_columns(row: Mapping[str, str], prefix: str = "") -> tuple[int, int, 
         _int(row, f"{prefix}moe_tp_size", 1),
         _int(row, f"{prefix}moe_ep_size", 1),
     )
+
+
+def _concurrency(row: Mapping[str, str]) -> int:
+    """The clients: `silicon_concurrency` where the source names it (the run's own number;
+    in one product-layout row and 8 gap rows it is not batch_size x attention_dp_size),
+    else batch_size x attention_dp_size (batch_size is per attention-DP rank)."""
+    named = _CONCURRENCY.search(row["silicon_data_source"])
+    if named:
+        return int(named.group(1))
+    return _int(row, "batch_size", 0) * _int(row, "attention_dp_size", 1)
 
 
 def _int(row: Mapping[str, str], column: str, default: int) -> int:

@@ -25,16 +25,24 @@ follow the aggregated mapping (`llmsizer.calibrate.aic`, `docs/aic_measurement.m
   mapping's reading of layouts written as products (`aic._layout`) does not apply: it
   rests on single-node runs, and a disaggregated worker may span nodes (srt-slurm launches
   16-GPU H100 workers over two).
-- **Skipped.** Attention data parallelism in either pool (`DeploymentSpec` has none yet),
-  pipeline parallelism, GPUs, systems and models outside the catalog, deployments the
-  model rejects, and pools wider than `WIDEST_TP` GPUs. Those are GB200 / GB300 NVL72 rows
-  of 20-72 GPUs per pool, all from InferenceX's `source_file=` exports, which leave the
-  worker counts and batch sizes empty and write the GPUs of one worker as `tp_size`: where
-  the same run is also in the `db-dump` export (same system, engine, lengths and clients,
-  TTFT and TPOT within a few %), the dump names a data-parallel attention worker (a
-  `decode_tp_size 32` export row is one DEP32 worker: `attention_dp_size 32`, `moe_ep_size
-  32`). Pricing them as one tensor-parallel group of 20-72 GPUs (an all-reduce over every
-  GPU twice a layer, the attention heads split 72 ways) would be a different deployment.
+- **Attention data parallelism.** `{pool}_attention_dp_size` D is the spec's
+  `attention_dp_size`: D ranks of `{pool}_tp_size` GPUs for attention, the experts over
+  all `tp x D` = `moe_tp x moe_ep` GPUs (TensorRT-LLM `enable_attention_dp`, SGLang
+  `--enable-dp-attention`; `llmsizer.calibrate.aic` reads the aggregated rows so).
+- **Wide pools.** The exported (`source_file=`) rows leave the worker counts and batch
+  sizes empty and write the GPUs of one worker as `{pool}_tp_size`, with the prefill pool's
+  expert parallelism. Where the same run is in the `db-dump` export too (same system,
+  engine, lengths and clients, TTFT and TPOT within a few %), the dump names a
+  data-parallel attention worker for every such pool wider than a node: an exported
+  `decode_tp_size` 32 is one DEP32 worker (`attention_dp_size` 32, `moe_ep_size` 32), 16 is
+  DEP16. A pool wider than `WIDEST_TP` GPUs is therefore read as one worker of that many
+  attention-DP ranks with the experts split over all of them (pricing it as one
+  tensor-parallel group of 20-72 GPUs, an all-reduce over every GPU twice a layer, would
+  be a different deployment). Rows whose prefill and decode `tp_size` are the same wide
+  number (`source_file=2026-04-06.csv`, GB200) write the GPUs of both pools together
+  (the aggregated copies of these runs say so, `llmsizer.calibrate.aic`): refused.
+- **Skipped.** Pipeline parallelism, GPUs, systems and models outside the catalog,
+  deployments the model rejects, and the rows above.
 - **Worker counts.** Where `{pool}_num_workers` is empty (the `source_file=` rows), the
   pool columns of the row's twin in the dump are used (`llmsizer.calibrate.aic_twins`: the
   same run in the other export); a row without a twin is simulated with one worker of
@@ -52,6 +60,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic import ValidationError
 
 from llmsizer.calibrate.aic import (
     AIC_GPUS,
@@ -124,24 +133,26 @@ def _int(row: Mapping[str, str], column: str, default: int = 1) -> int:
 
 
 def _pool_layout(row: Mapping[str, str], pool: str) -> dict[str, int]:
-    """A pool's `tp` and `expert_parallel_size` as its columns say (module docstring), or
-    the reason it is skipped."""
+    """A pool's `tp`, `attention_dp_size` and `expert_parallel_size` as its columns say, a
+    pool wider than `WIDEST_TP` read as one data-parallel attention worker (module
+    docstring), or the reason it is skipped."""
     tp, dp, moe_tp, ep = layout_columns(row, f"{pool}_")
     if _int(row, f"{pool}_pp_size") > 1:
         raise _Skip(f"pipeline parallelism ({pool}_pp_size {row[f'{pool}_pp_size']}) not modelled")
     if tp > WIDEST_TP:
-        raise _Skip(
-            f"wide-EP / attention-DP layout ({pool}_tp_size {tp} > {WIDEST_TP}: "
-            "module docstring) not modelled"
-        )
-    if dp > 1:
-        raise _Skip(f"attention data parallelism ({pool}_attention_dp_size {dp}) not modelled yet")
-    if ep > 1 and moe_tp * ep != tp:
+        other = "decode" if pool == "prefill" else "prefill"
+        if _int(row, f"{other}_tp_size") == tp:
+            raise _Skip(
+                f"layout not recorded (prefill_tp_size = decode_tp_size = {tp}: the GPUs of "
+                "both pools together, module docstring)"
+            )
+        return {"tp": 1, "attention_dp_size": tp, "expert_parallel_size": tp}
+    if ep > 1 and moe_tp * ep != tp * dp:
         raise _Skip(
             f"{pool} layout inconsistent: moe_tp_size {moe_tp} x moe_ep_size {ep} != "
             f"tp_size {tp} x attention_dp_size {dp}"
         )
-    return {"tp": tp, "expert_parallel_size": ep}
+    return {"tp": tp, "attention_dp_size": dp, "expert_parallel_size": ep}
 
 
 def _map(row: Mapping[str, str]) -> AicDisaggCase:
@@ -167,23 +178,28 @@ def _map(row: Mapping[str, str]) -> AicDisaggCase:
         "engine": row["backend"],
     }
     isl, osl = int(row["isl"]), int(row["osl"])
-    prefill = PredictSpec.model_validate(
-        {
-            **base,
-            **layouts["prefill"],
-            **_batch(row, "prefill_batch_size"),
-            "isl": isl,
-            "osl": osl,
-            "concurrency": concurrency,
-            "num_requests": PROMPTS_PER_CLIENT * concurrency,
-            "length_ratio": LENGTH_RATIO,
-        }
-    )
-    decode = DeploymentSpec.model_validate(
-        {**base, **layouts["decode"], **_batch(row, "decode_batch_size")}
-    )
+    try:
+        prefill = PredictSpec.model_validate(
+            {
+                **base,
+                **layouts["prefill"],
+                **_batch(row, "prefill_batch_size"),
+                "isl": isl,
+                "osl": osl,
+                "concurrency": concurrency,
+                "num_requests": PROMPTS_PER_CLIENT * concurrency,
+                "length_ratio": LENGTH_RATIO,
+            }
+        )
+        decode = DeploymentSpec.model_validate(
+            {**base, **layouts["decode"], **_batch(row, "decode_batch_size")}
+        )
+    except ValidationError as e:  # a layout the spec refuses (a 0 cell, ...)
+        first = e.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise _Skip(f"rejected by the model: {where} {first['input']!r}: {first['msg']}") from e
     num_prefill = _int(row, "prefill_num_workers")
-    gpus = num_prefill * prefill.tensor_parallel_size + num_decode * decode.tensor_parallel_size
+    gpus = num_prefill * prefill.gpus_per_instance + num_decode * decode.gpus_per_instance
     link: Link = "nvlink" if gpus <= get_system(system_key).nvlink_domain_size else "network"
     measured = {
         "mean_ttft_ms": float(row["silicon_ttft_ms"]),

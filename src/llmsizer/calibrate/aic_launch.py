@@ -22,6 +22,12 @@ in the engines' wheels and the scripts at the commits named there:
   (`70b_fp8_b200_trt_slurm.sh` @ c198b20e); DeepSeek-R1/V3 `max(8192, ceil64(CONC + ISL +
   64))` tokens and `max_batch_size` CONC (`dsr1_fp{4,8}_b200_trt.sh` @ 626932a1).
 
+Memory fractions, each in its engine's meaning (`llmsizer.perf.memory.MemoryRule`): vLLM
+Kimi-K2.5 INT4 `--gpu-memory-utilization 0.95`; SGLang DeepSeek-R1/V3 FP8
+`--mem-fraction-static` 0.82 at TP8 and 0.95 at TP4, NVFP4 0.85, Qwen3.5 0.82, GLM-5 0.85;
+TensorRT-LLM DeepSeek-R1/V3 `free_gpu_memory_fraction: 0.8` (the same scripts). The rest
+launch at 0.9, the default here (vLLM's default, TensorRT-LLM's too).
+
 AIC's own gap-analysis rows (aiperf against AIC-generated launches) keep the engine defaults.
 """
 
@@ -57,6 +63,8 @@ def launch_settings(
             settings["max_num_batched_tokens"] = 2 * isl
         elif family == "kimi":
             settings["max_num_seqs"] = concurrency
+            if precision == "int4":
+                settings["gpu_memory_utilization"] = 0.95
         elif family == "llama-70b":
             settings["max_num_seqs"] = concurrency if gpu_memory_bytes < 100 * GB else 512
     elif engine == "sglang":
@@ -64,21 +72,28 @@ def launch_settings(
         if family == "qwen3.5" or (family == "deepseek" and fp8):
             settings["scheduler_recv_interval"] = 30 if concurrency >= 16 else 10
         if family == "deepseek":
-            tokens, running = (32768, 128) if tp >= 8 else (8192, 32)
+            tokens, running, fraction = (32768, 128, 0.82) if tp >= 8 else (8192, 32, 0.95)
             settings.update(
                 max_num_batched_tokens=tokens if fp8 else 16384,
                 max_num_seqs=running if fp8 else 256,
+                gpu_memory_utilization=fraction if fp8 else 0.85,
             )
         elif family == "qwen3.5":
-            settings.update(max_num_batched_tokens=32768, max_num_seqs=128)
+            settings.update(
+                max_num_batched_tokens=32768, max_num_seqs=128, gpu_memory_utilization=0.82
+            )
         elif family == "glm":
-            settings.update(max_num_batched_tokens=32768, max_num_seqs=concurrency)
+            settings.update(
+                max_num_batched_tokens=32768, max_num_seqs=concurrency, gpu_memory_utilization=0.85
+            )
     elif engine == "trtllm":
         if family == "llama-70b":
             settings.update(max_num_batched_tokens=16384, max_num_seqs=1024)
         elif family == "deepseek":
             tokens = max(8192, -(-(concurrency + isl + 64) // 64) * 64)
-            settings.update(max_num_batched_tokens=tokens, max_num_seqs=concurrency)
+            settings.update(
+                max_num_batched_tokens=tokens, max_num_seqs=concurrency, gpu_memory_utilization=0.8
+            )
     return settings
 
 

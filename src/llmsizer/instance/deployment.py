@@ -57,7 +57,14 @@ class HardwareSpec(BaseModel):
         "activations.",
     )
     gpu_memory_utilization: float = Field(
-        0.9, gt=0, le=1, description="Fraction of GPU memory the engine may use."
+        0.9,
+        gt=0,
+        le=1,
+        description="The engine's memory fraction, in its own meaning: vLLM "
+        "gpu_memory_utilization (of all memory: weights, activations, KV), SGLang "
+        "mem_fraction_static (of all memory: weights and KV), TensorRT-LLM "
+        "free_gpu_memory_fraction (of the memory left free after weights and activations: "
+        "KV).",
     )
     sparsity: bool = Field(False, description="2:4 structured sparsity of the weights.")
     expert_parallel_size: int = Field(
@@ -69,10 +76,21 @@ class HardwareSpec(BaseModel):
         " vLLM's --enable-expert-parallel is expert_parallel_size = tensor_parallel_size).",
     )
 
+    attention_dp_size: int = Field(
+        1,
+        ge=1,
+        validation_alias=AliasChoices("attention_dp_size", "dp"),
+        description="Attention data parallelism (MoE models): this many ranks of "
+        "tensor_parallel_size GPUs each run attention and the dense layers on their own "
+        "requests, the MoE layers run over all tp x dp GPUs (vLLM --data-parallel-size with "
+        "--enable-expert-parallel; SGLang --enable-dp-attention --dp-size D --tp T is tp T/D;"
+        " TensorRT-LLM enable_attention_dp with tp_size T is tp 1, dp T).",
+    )
+
     @model_validator(mode="before")
     @classmethod
     def _vllm_expert_parallel(cls, data: Any) -> Any:
-        """vLLM's `enable_expert_parallel: true` (with data parallelism 1): EP size = TP."""
+        """vLLM's `enable_expert_parallel: true`: EP size = TP x DP (its data-parallel ranks)."""
         if not isinstance(data, dict) or "enable_expert_parallel" not in data:
             return data
         data = dict(data)
@@ -81,7 +99,8 @@ class HardwareSpec(BaseModel):
             raise ValueError(f"enable_expert_parallel must be true or false, not {enabled!r}")
         if enabled and data.get("expert_parallel_size", data.get("ep")) is None:
             tp = data.get("tensor_parallel_size", data.get("tp", 1))
-            data["expert_parallel_size"] = tp
+            dp = data.get("attention_dp_size", data.get("dp", 1))
+            data["expert_parallel_size"] = tp * dp
         return data
 
     speculative: SpeculativeSpec | None = Field(
@@ -90,8 +109,8 @@ class HardwareSpec(BaseModel):
 
     @property
     def gpus_per_instance(self) -> int:
-        """GPUs of one instance: tensor x pipeline parallel."""
-        return self.tensor_parallel_size * self.pipeline_parallel_size
+        """GPUs of one instance: tensor x pipeline parallel x attention data parallel."""
+        return self.tensor_parallel_size * self.pipeline_parallel_size * self.attention_dp_size
 
 
 class DeploymentSpec(HardwareSpec):
@@ -139,6 +158,8 @@ class DeploymentSpec(HardwareSpec):
     def label(self) -> str:
         """`h100-sxm bf16 TP8 trtllm` (plus PP and scheduler settings the preset leaves)."""
         parts = [self.gpu, self.precision, f"TP{self.tensor_parallel_size}"]
+        if self.attention_dp_size > 1:
+            parts.append(f"DP{self.attention_dp_size}")
         if self.expert_parallel_size > 1:
             parts.append(f"EP{self.expert_parallel_size}")
         if self.sparsity:

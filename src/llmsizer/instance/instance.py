@@ -8,6 +8,11 @@ the engine's batching knobs with those blocks filled in.
 Pipeline parallelism runs `pp` batches in flight (vLLM's virtual engines): each virtual
 engine holds 1/pp of the KV blocks and of the batch slots, and its steps take the full
 pipeline latency (`virtual_engine`).
+
+Attention data parallelism (`attention_dp_size` D) is simulated as one engine for all D
+ranks: the engine settings are each rank's (its `max_num_seqs`, `max_num_batched_tokens`
+and KV blocks, as each rank's scheduler has them), so the engine gets D times each, and the
+step model prices the busiest rank's share of every batch (`llmsizer.perf.step`).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from dataclasses import dataclass
 from llmsizer.instance.deployment import DeploymentSpec
 from llmsizer.perf import Deployment, EfficiencyFactors, MemoryPlan, StepModel, plan_memory
 from llmsizer.perf.calibrated import calibrated_efficiency, packaged_calibration
+from llmsizer.perf.memory import ENGINE_MEMORY_RULES, MemoryRule
 from llmsizer.perf.sparsity import StructuredSparsity
 from llmsizer.sim import Engine, EngineConfig, StepCost
 from llmsizer.specs import ModelSpec, get_gpu
@@ -89,6 +95,7 @@ def make_instance(
         pipeline_parallel_size=spec.pipeline_parallel_size,
         sparsity=StructuredSparsity() if spec.sparsity else None,
         expert_parallel_size=spec.expert_parallel_size,
+        attention_dp_size=spec.attention_dp_size,
     )
     memory = plan_memory(
         deployment,
@@ -97,9 +104,12 @@ def make_instance(
         max_num_batched_tokens=engine.max_num_batched_tokens,
         max_num_seqs=engine.max_num_seqs,
         max_model_len=max_model_len,
+        rule=ENGINE_MEMORY_RULES.get(spec.preset, MemoryRule.TOTAL),
     )
     if engine.num_gpu_blocks is None:
         engine = engine.model_copy(update={"num_gpu_blocks": memory.num_kv_blocks})
+    if spec.attention_dp_size > 1:  # every rank's settings (module docstring)
+        engine = _all_ranks(engine, spec.attention_dp_size)
     if efficiency is None:
         efficiency = calibrated_efficiency(spec.preset, deployment.gpu.architecture)
     step = StepModel(deployment, efficiency)
@@ -152,3 +162,14 @@ def virtual_engine(cfg: EngineConfig, pp: int) -> EngineConfig:
     blocks = max(1, (cfg.num_gpu_blocks or 0) // pp)
     seqs = max(1, cfg.max_num_seqs // pp)
     return cfg.model_copy(update={"num_gpu_blocks": blocks, "max_num_seqs": seqs})
+
+
+def _all_ranks(cfg: EngineConfig, dp: int) -> EngineConfig:
+    """One engine for `dp` attention data-parallel ranks of `cfg` each."""
+    return cfg.model_copy(
+        update={
+            "num_gpu_blocks": (cfg.num_gpu_blocks or 0) * dp,
+            "max_num_seqs": cfg.max_num_seqs * dp,
+            "max_num_batched_tokens": cfg.max_num_batched_tokens * dp,
+        }
+    )

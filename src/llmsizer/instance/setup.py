@@ -40,7 +40,7 @@ class PredictSpec(DeploymentSpec):
     """A deployment, its lengths and its load (a row of `llmsizer predict --cases`)."""
 
     num_gpus: int | None = Field(
-        None, ge=1, description="GPUs in all: a multiple of tp x pp (data-parallel instances)."
+        None, ge=1, description="GPUs in all: a multiple of tp x pp x dp (data-parallel instances)."
     )
     isl: int = Field(ge=1, description="Prompt tokens per request.")
     osl: int = Field(ge=1, description="Output tokens per request.")
@@ -66,7 +66,8 @@ class PredictSpec(DeploymentSpec):
             raise ValueError("give exactly one load: concurrency, request_rate, or offline")
         if self.num_gpus is not None and self.num_gpus % self.gpus_per_instance:
             raise ValueError(
-                f"num_gpus={self.num_gpus} is not a multiple of tp x pp = {self.gpus_per_instance}"
+                f"num_gpus={self.num_gpus} is not a multiple of tp x pp x dp = "
+                f"{self.gpus_per_instance}"
             )
         return self
 

@@ -14,6 +14,7 @@ chunks' causal (query, key) pairs and KV reads, the decoding sequences' keys.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
@@ -147,4 +148,30 @@ def aggregate(batch: BatchLike, window: int) -> Aggregates:
         num_decode,
         keys,
         min(keys, float(num_decode * window)) if window else 0.0,
+    )
+
+
+def busiest_rank(a: Aggregates, dp: int) -> Aggregates:
+    """The aggregates of the busiest of `dp` attention data-parallel ranks, each running its
+    own requests: spread evenly, a rank holds ceil(c / dp) of the c prompt chunks and
+    ceil(n / dp) of the n decoding sequences, with that share of their tokens, pairs and
+    keys (the batch's means). The step waits for it (`llmsizer.perf.step`)."""
+    (_, sampled, num_prefill, pairs_full, pairs_window, kv_full, kv_window,
+     num_decode, keys_full, keys_window) = a  # fmt: skip
+    chunks = sampled - num_decode
+    rank_chunks = -(-chunks // dp)
+    share = rank_chunks / chunks if chunks else 0.0
+    rank_prefill = math.ceil(num_prefill * share)
+    rank_decode = -(-num_decode // dp)
+    return (
+        rank_prefill + rank_decode,
+        rank_chunks + rank_decode,
+        rank_prefill,
+        pairs_full * share,
+        pairs_window * share,
+        kv_full * share,
+        kv_window * share,
+        rank_decode,
+        keys_full * rank_decode / num_decode if num_decode else 0.0,
+        keys_window * rank_decode / num_decode if num_decode else 0.0,
     )

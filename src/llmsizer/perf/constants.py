@@ -10,6 +10,16 @@ dtype: GEMM inputs and outputs go with the GEMMs; norms (read + write h, twice p
 residual adds (two reads and a write of h, twice), the gated activation (read 2I, write I),
 rotary embedding (read + write Q and K) and MoE token permutation (read + write h per routed
 copy) are the memory-bound "elementwise" part.
+
+Attention data parallelism (`Deployment.attention_dp_size` D > 1): the per-token numbers are
+per token of one rank (its attention tensor-parallel group of tp GPUs), except the experts',
+which are per token of the whole batch, gathered over the `moe_world_size` W = tp x D GPUs;
+the MoE layers' elementwise work per rank token is D times their work per gathered token
+(the ranks' loads balanced). Each layer's collectives are the MoE layer's all-gather of
+every rank's tokens before it and reduce-scatter after it (an all-reduce's traffic over W:
+2 (W - 1) / W of the D T_rank h activations per link, one all-reduce's hops), plus the
+attention all-reduce over the rank's tp GPUs when tp > 1; they are priced as
+`num_allreduces` collectives of their mean hops and bytes.
 """
 
 from __future__ import annotations
@@ -31,6 +41,7 @@ class StepConstants:
     """Per-configuration numbers for the step cost (see the module docstring for units)."""
 
     window: int
+    attention_dp_size: int
     full_layers: int
     window_layers: int
     linear_flops_per_s: float
@@ -83,11 +94,14 @@ def build_constants(d: Deployment, eff: EfficiencyFactors) -> StepConstants:
     expert_width = 0 if moe is None else moe.expert_intermediate_size
     top_k = 0 if moe is None else moe.num_experts_per_tok
     ep = d.expert_parallel_size
-    moe_tp = tp // ep  # each expert's shards (TensorRT-LLM moe_tp_size)
-    link = d.link_bytes_per_s(tp) * eff.interconnect_efficiency
-    send_link = d.link_bytes_per_s(tp * pp) * eff.interconnect_efficiency
+    dp = d.attention_dp_size
+    world = d.moe_world_size  # tp without attention data parallelism
+    moe_tp = world // ep  # each expert's shards (TensorRT-LLM moe_tp_size)
+    send_link = d.link_bytes_per_s(d.num_gpus) * eff.interconnect_efficiency
+    num_allreduces, allreduce_hops, allreduce_s_per_token = _collectives(d, eff)
     return StepConstants(
         window=m.sliding_window or 0,
+        attention_dp_size=dp,
         full_layers=m.num_layers - m.num_sliding_window_layers,
         window_layers=m.num_sliding_window_layers,
         linear_flops_per_s=d.matmul_flops_per_s * eff.gemm_compute_efficiency * sparse_speedup,
@@ -104,7 +118,7 @@ def build_constants(d: Deployment, eff: EfficiencyFactors) -> StepConstants:
         experts_per_rank=0.0 if ep == 1 or moe is None else moe.num_experts / ep,
         expert_max_z=expected_max_normal(ep),
         expert_weight_bytes=m.expert_params * w / moe_tp,
-        expert_flops_per_token=2.0 * top_k * m.expert_params / tp,
+        expert_flops_per_token=2.0 * top_k * m.expert_params / world,
         # per routed copy: read h, write 2I/moe_tp (gate, up), read I/moe_tp, write h; under
         # expert parallelism a rank serves 1/ep of the copies
         expert_act_bytes_per_token=act * top_k * (2 * h + 3 * expert_width / moe_tp) / ep,
@@ -121,9 +135,9 @@ def build_constants(d: Deployment, eff: EfficiencyFactors) -> StepConstants:
         # scale-up fabric, a ring's 2 (tp - 1) over PCIe) and 2 (tp - 1) / tp of the T h
         # activations over each link; and one hop and one send of the T h activations
         # between consecutive pipeline stages
-        num_allreduces=2 * m.num_layers if tp > 1 else 0,
-        allreduce_latency_s=d.allreduce_hops(tp) * eff.collective_hop_latency_s,
-        allreduce_s_per_token=2 * (tp - 1) / tp * h * act / link,
+        num_allreduces=num_allreduces,
+        allreduce_latency_s=allreduce_hops * eff.collective_hop_latency_s,
+        allreduce_s_per_token=allreduce_s_per_token,
         num_pipeline_sends=pp - 1,
         send_latency_s=eff.collective_hop_latency_s,
         send_s_per_token=h * act / send_link,
@@ -132,6 +146,25 @@ def build_constants(d: Deployment, eff: EfficiencyFactors) -> StepConstants:
         prefill_layers_overhead_s=m.num_layers * eff.prefill_layer_overhead_s,
         stage_fraction=math.ceil(m.num_layers / pp) / m.num_layers,
     )
+
+
+def _collectives(d: Deployment, eff: EfficiencyFactors) -> tuple[int, float, float]:
+    """(all-reduces a step runs, hops of one, seconds per token of one at the link) (module
+    docstring); without attention data parallelism two all-reduces a layer over tp."""
+    m, tp, dp = d.model, d.tensor_parallel_size, d.attention_dp_size
+    act = d.activation_precision.bytes_per_element
+
+    def per_token_s(ranks: int, tokens_per_rank_token: int) -> float:
+        link = d.link_bytes_per_s(ranks) * eff.interconnect_efficiency
+        return 2 * (ranks - 1) / ranks * tokens_per_rank_token * m.hidden_size * act / link
+
+    if dp == 1:
+        return (2 * m.num_layers if tp > 1 else 0), d.allreduce_hops(tp), per_token_s(tp, 1)
+    world = d.moe_world_size
+    per_layer = 2 if tp > 1 else 1  # the MoE gather and scatter; the attention all-reduce
+    hops = (d.allreduce_hops(world) + d.allreduce_hops(tp)) / per_layer
+    seconds = (per_token_s(world, dp) + per_token_s(tp, 1)) / per_layer
+    return per_layer * m.num_layers, hops, seconds
 
 
 def _decode_flops_per_pair(d: Deployment) -> float:
@@ -182,7 +215,11 @@ def _elementwise_elements(d: Deployment) -> float:
     if m.moe is not None:
         copies = m.moe.num_experts_per_tok
         width = copies * m.moe.expert_intermediate_size + m.moe.shared_expert_intermediate_size
+        dp, world = d.attention_dp_size, d.moe_world_size
         routed = 3 * width / tp + 2 * copies * h
+        if dp > 1:  # per rank token: the D ranks' tokens gathered over W (module docstring)
+            shared = m.moe.shared_expert_intermediate_size
+            routed = dp * (3 * (width - shared) / world + 2 * copies * h) + 3 * shared / tp
     embedding = h
     return (
         m.num_layers * per_layer

@@ -16,6 +16,16 @@ Which math runs where:
 
 The tensor-parallel all-reduce runs on the scale-up fabric (NVLink) when the group fits in
 the GPU's NVLink domain, else over PCIe.
+
+Attention data parallelism (`attention_dp_size` D > 1, MoE models only): D ranks of
+`tensor_parallel_size` GPUs each run attention, the dense layers and the output projection
+on their own requests, with those weights replicated per rank, while the MoE layers run on
+every rank's tokens gathered, over all tp x D GPUs (`moe_world_size`; experts split over
+`expert_parallel_size` of them, each over the rest). As the engines lay it out:
+- vLLM `-tp T --data-parallel-size D --enable-expert-parallel`: tp T, D, EP T x D;
+- SGLang `--tp T --dp D --enable-dp-attention`: attention TP is T / D, so tp T / D and D;
+- TensorRT-LLM `tensor_parallel_size T` with `enable_attention_dp`: attention TP 1, so tp 1
+  and D = T (`moe_expert_parallel_size` and `moe_tensor_parallel_size` as given).
 """
 
 from __future__ import annotations
@@ -42,6 +52,7 @@ class Deployment:
     pipeline_parallel_size: int = 1
     sparsity: StructuredSparsity | None = None
     expert_parallel_size: int = 1
+    attention_dp_size: int = 1
 
     def __post_init__(self) -> None:
         tp, pp = self.tensor_parallel_size, self.pipeline_parallel_size
@@ -55,20 +66,37 @@ class Deployment:
             )
         if pp > self.model.num_layers:
             raise ValueError(f"pipeline_parallel_size {pp} > {self.model.num_layers} layers")
+        self._check_attention_dp()
         self._check_expert_parallel()
         if self.sparsity is not None:
             self.sparsity.check_gpu(self.gpu)
 
+    def _check_attention_dp(self) -> None:
+        """Attention data parallelism needs MoE layers to gather the ranks' tokens."""
+        dp = self.attention_dp_size
+        if dp < 1:
+            raise ValueError(f"attention_dp_size must be >= 1, got {dp}")
+        if dp > 1 and self.model.moe is None:
+            raise ValueError(
+                f"attention_dp_size {dp}: {self.model.name} has no experts (attention data "
+                "parallelism is for MoE models); serve a dense model's replicas as more "
+                "instances (num_gpus) instead"
+            )
+
     def _check_expert_parallel(self) -> None:
-        """Experts split whole over `ep` of the `tp` ranks, each expert over `tp / ep`."""
-        ep, tp, moe = self.expert_parallel_size, self.tensor_parallel_size, self.model.moe
+        """Experts split whole over `ep` of the `moe_world_size` ranks (tp x attention DP),
+        each expert over `moe_world_size / ep`."""
+        ep, world, moe = self.expert_parallel_size, self.moe_world_size, self.model.moe
         if ep == 1:
             return
         if moe is None:
             raise ValueError(f"expert_parallel_size {ep}: {self.model.name} has no experts")
-        if ep < 1 or tp % ep or moe.num_experts % ep:
+        if ep < 1 or world % ep or moe.num_experts % ep:
+            ranks = f"tensor_parallel_size {world}"
+            if self.attention_dp_size > 1:
+                ranks = f"tensor_parallel_size x attention_dp_size = {world}"
             raise ValueError(
-                f"expert_parallel_size {ep} must divide tensor_parallel_size {tp} and the "
+                f"expert_parallel_size {ep} must divide {ranks} and the "
                 f"{moe.num_experts} experts of {self.model.name}"
             )
 
@@ -83,6 +111,7 @@ class Deployment:
         pipeline_parallel_size: int = 1,
         sparsity: StructuredSparsity | None = None,
         expert_parallel_size: int = 1,
+        attention_dp_size: int = 1,
     ) -> Deployment:
         """Look names up leniently (`"llama-3.1-70b"`, `"H100 SXM"`, `"FP8"`, `"auto"`)."""
         kv = None
@@ -97,11 +126,17 @@ class Deployment:
             pipeline_parallel_size=pipeline_parallel_size,
             sparsity=sparsity,
             expert_parallel_size=expert_parallel_size,
+            attention_dp_size=attention_dp_size,
         )
 
     @property
     def num_gpus(self) -> int:
-        return self.tensor_parallel_size * self.pipeline_parallel_size
+        return self.tensor_parallel_size * self.pipeline_parallel_size * self.attention_dp_size
+
+    @property
+    def moe_world_size(self) -> int:
+        """GPUs the MoE layers of one pipeline stage run over: tp x attention DP."""
+        return self.tensor_parallel_size * self.attention_dp_size
 
     @property
     def activation_precision(self) -> Precision:

@@ -1,15 +1,29 @@
 """GPU memory: weights per GPU, activation and runtime reserve, and the KV blocks left.
 
-vLLM's rule (`gpu_memory_utilization`, default 0.9): of each GPU's memory, that fraction is
-the budget; weights, the peak activation memory of a profiling forward pass and non-torch
-memory (CUDA context, NCCL and cuBLAS workspaces) come off it, and what remains becomes KV
-cache, cut into blocks of `block_size` tokens (default 16). The simulator's block manager
-takes `MemoryPlan.num_kv_blocks`.
+What the memory fraction f (`gpu_memory_utilization`) is a fraction of is the engine's
+(`MemoryRule`; M the GPU's memory, W weights, A the peak activations of a profiling
+forward pass, R non-torch memory: CUDA context, NCCL and cuBLAS workspaces):
+- vLLM `gpu_memory_utilization` (`TOTAL`): f M is the budget for W + A + R + KV, so the KV
+  cache is f M - W - A - R (`vllm/v1/worker/gpu_worker.py` `determine_available_memory`).
+- SGLang `mem_fraction_static` (`STATIC`): f M holds the weights and the KV pool, the rest
+  the activations and CUDA graphs: KV = (free after loading) - M (1 - f) = f M - W - R
+  (`sglang/srt/model_executor/model_runner.py` `profile_max_num_token`, 0.5.x).
+- TensorRT-LLM `free_gpu_memory_fraction` (`FREE`): KV = f (M - W - A - R), the fraction of
+  the memory still free once the model is loaded and profiled (TensorRT-LLM
+  `docs/source/reference/memory.md`, "KV cache tensor": "KV cache will by default allocate
+  85% of the remaining free GPU memory"; the PyTorch backend's default f is 0.9).
+The KV cache is cut into blocks of `block_size` tokens (default 16); the simulator's block
+manager takes `MemoryPlan.num_kv_blocks`.
 
 Assumptions, stated once:
 - weights: the stage with most bytes. Layers are split evenly over pipeline stages (the
   first stage also holds the embedding, the last the output projection); every matrix is
   sharded over `tensor_parallel_size` (vocab-parallel embedding and output projection).
+  With attention data parallelism over D ranks (`Deployment.attention_dp_size`) every rank
+  holds all but the routed experts (attention, dense layers, shared experts, embedding and
+  output projection replicated per rank), and the routed experts are split over all
+  tp x D GPUs. Each GPU's KV cache then holds its rank's requests only: the instance
+  holds D times the blocks of one GPU (`llmsizer.instance`).
 - activations: the profiling pass runs `max_num_batched_tokens` tokens (vLLM V1's default
   8192 for online serving). Its peak is the residual stream and hidden state (2h per
   token) plus the widest layer output, the MLP's gate/up and activation (3I/tp; MoE: the
@@ -23,6 +37,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from enum import StrEnum
 
 from llmsizer.perf.deployment import Deployment
 from llmsizer.specs.dtypes import Precision
@@ -31,6 +46,21 @@ from llmsizer.units import GB, GiB
 DEFAULT_RUNTIME_OVERHEAD_BYTES = 1.0 * GiB
 _LOGIT_BYTES = 4.0
 _UNQUANTIZED_BYTES = Precision.BF16.bytes_per_element
+
+
+class MemoryRule(StrEnum):
+    """What an engine's memory fraction is a fraction of (module docstring)."""
+
+    TOTAL = "total"  # vLLM gpu_memory_utilization
+    STATIC = "static"  # SGLang mem_fraction_static
+    FREE = "free"  # TensorRT-LLM free_gpu_memory_fraction
+
+
+ENGINE_MEMORY_RULES = {
+    "vllm": MemoryRule.TOTAL,
+    "sglang": MemoryRule.STATIC,
+    "trtllm": MemoryRule.FREE,
+}
 
 
 class DoesNotFitError(ValueError):
@@ -50,9 +80,14 @@ class MemoryPlan:
     kv_bytes_per_token: float
     block_size: int
     num_kv_blocks: int
+    rule: MemoryRule = MemoryRule.TOTAL
 
     @property
     def budget_bytes(self) -> float:
+        """What the memory fraction allows for what it covers (`MemoryRule`)."""
+        if self.rule is MemoryRule.FREE:
+            rest = self.weight_bytes + self.activation_bytes + self.runtime_overhead_bytes
+            return (self.gpu_memory_bytes - rest) * self.gpu_memory_utilization
         return self.gpu_memory_bytes * self.gpu_memory_utilization
 
     @property
@@ -65,7 +100,8 @@ def weight_bytes_per_gpu(d: Deployment) -> float:
     """Weight bytes on the fullest GPU (module docstring)."""
     m = d.model
     tp, pp = d.tensor_parallel_size, d.pipeline_parallel_size
-    layer_weights = (m.dense_linear_params + m.routed_expert_params) * d.weight_bytes_per_element
+    routed = m.routed_expert_params / d.attention_dp_size  # split over tp x dp GPUs
+    layer_weights = (m.dense_linear_params + routed) * d.weight_bytes_per_element
     layer_other = m.num_layers * m.norm_params_per_layer + m.num_moe_layers * m.router_params
     per_layer = (layer_weights / tp + layer_other * _UNQUANTIZED_BYTES) / m.num_layers
     stage_layers = math.ceil(m.num_layers / pp)
@@ -104,6 +140,7 @@ def plan_memory(
     max_num_seqs: int = 256,
     max_model_len: int | None = None,
     runtime_overhead_bytes: float = DEFAULT_RUNTIME_OVERHEAD_BYTES,
+    rule: MemoryRule = MemoryRule.TOTAL,
 ) -> MemoryPlan:
     """KV blocks per GPU for `d`; `DoesNotFitError` says by how many GB it falls short.
 
@@ -118,6 +155,11 @@ def plan_memory(
     weights = weight_bytes_per_gpu(d)
     activations = activation_bytes_per_gpu(d, max_num_batched_tokens, max_num_seqs)
     kv_cache = memory * gpu_memory_utilization - weights - activations - runtime_overhead_bytes
+    if rule is MemoryRule.STATIC:  # activations outside the static fraction
+        kv_cache = memory * gpu_memory_utilization - weights - runtime_overhead_bytes
+    elif rule is MemoryRule.FREE:
+        free = memory - weights - activations - runtime_overhead_bytes
+        kv_cache = gpu_memory_utilization * free
     per_token = d.kv_bytes_per_token_per_layer_per_gpu * math.ceil(
         d.model.num_layers / d.pipeline_parallel_size
     )
@@ -132,6 +174,7 @@ def plan_memory(
         kv_bytes_per_token=per_token,
         block_size=block_size,
         num_kv_blocks=num_blocks,
+        rule=rule,
     )
     needed_tokens = max_model_len or block_size
     if plan.max_num_kv_tokens < needed_tokens:
@@ -142,14 +185,16 @@ def plan_memory(
 
 def _explain(d: Deployment, plan: MemoryPlan, needed_tokens: int, short_bytes: float) -> str:
     kv_needed = needed_tokens * plan.kv_bytes_per_token
+    dp = f", dp={d.attention_dp_size}" if d.attention_dp_size > 1 else ""
+    of_gb = plan.budget_bytes / plan.gpu_memory_utilization / GB
     return (
         f"{d.model.name} ({d.precision.value} weights) on {d.num_gpus}x {d.gpu.key} "
-        f"(tp={d.tensor_parallel_size}, pp={d.pipeline_parallel_size}) does not fit: per GPU "
+        f"(tp={d.tensor_parallel_size}, pp={d.pipeline_parallel_size}{dp}) does not fit: per GPU "
         f"weights need {plan.weight_bytes / GB:.1f} GB, activations "
         f"{plan.activation_bytes / GB:.1f} GB and runtime {plan.runtime_overhead_bytes / GB:.1f} "
         f"GB, and {needed_tokens} tokens of KV cache {kv_needed / GB:.2f} GB, "
-        f"but gpu_memory_utilization={plan.gpu_memory_utilization} of "
-        f"{plan.gpu_memory_bytes / GB:.0f} GB leaves {plan.budget_bytes / GB:.1f} GB: short by "
+        f"but gpu_memory_utilization={plan.gpu_memory_utilization} ({plan.rule.value} rule) of "
+        f"{of_gb:.0f} GB leaves {plan.budget_bytes / GB:.1f} GB: short by "
         f"{short_bytes / GB:.1f} GB. Use more GPUs (tensor or pipeline parallel), a narrower "
         f"precision, or a GPU with more memory."
     )

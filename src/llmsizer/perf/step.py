@@ -13,6 +13,9 @@ sample a token, one GPU of a tensor-parallel group spends, over all layers:
     elementwise    norms, residuals, activations, rotary: bytes / B
     communication  2 L ring all-reduces of T h bytes (tp > 1), pp - 1 activation sends:
                    link time plus one hop latency per ring step or send
+    attention DP   with D ranks (`attention_dp_size`), everything but the experts is the
+                   busiest rank's (`batch_shape.busiest_rank`: ceil(n / D) of the requests);
+                   the experts see all T tokens; collectives in `perf.constants`
     overhead       step_overhead + L * layer_overhead (+ L * prefill_layer_overhead when
                    the step has prompt work: it is launched eagerly, not from a CUDA graph)
 
@@ -52,6 +55,7 @@ from llmsizer.perf.batch_shape import (
     BatchAggregates,
     BatchLike,
     aggregate,
+    busiest_rank,
     decode_batch,
 )
 from llmsizer.perf.constants import StepConstants, build_constants
@@ -116,17 +120,23 @@ def step_terms(c: StepConstants, a: Aggregates) -> Terms:
      num_decode, keys_full, keys_window) = a  # fmt: skip
     if t == 0:
         return _NO_STEP
+    tokens = t  # the experts run on every attention data-parallel rank's tokens
+    if c.attention_dp_size > 1:  # the rest is the busiest rank's
+        (t, sampled, num_prefill, pairs_full, pairs_window, kv_full, kv_window,
+         num_decode, keys_full, keys_window) = busiest_rank(a, c.attention_dp_size)  # fmt: skip
     full, windowed = c.full_layers, c.window_layers
     experts_compute_s = experts_memory_s = 0.0
     if c.num_moe_layers:
         # expected distinct experts a layer reads (roofline.expected_experts_touched)
-        touched = c.num_experts * (1.0 - c.expert_miss_per_token**t)
+        touched = c.num_experts * (1.0 - c.expert_miss_per_token**tokens)
         if c.experts_per_rank:  # expert parallel: the busiest rank's (expected_max_normal)
             n, hit = c.experts_per_rank, touched / c.num_experts
             touched = min(n, n * hit + c.expert_max_z * math.sqrt(n * hit * (1.0 - hit)))
-        experts_compute_s = c.num_moe_layers * (t * c.expert_flops_per_token / c.linear_flops_per_s)
+        experts_compute_s = c.num_moe_layers * (
+            tokens * c.expert_flops_per_token / c.linear_flops_per_s
+        )
         experts_memory_s = c.num_moe_layers * (
-            (touched * c.expert_weight_bytes + t * c.expert_act_bytes_per_token)
+            (touched * c.expert_weight_bytes + tokens * c.expert_act_bytes_per_token)
             / c.gemm_bytes_per_s
         )
     prefill_compute_s = prefill_memory_s = prefill_overhead_s = 0.0
@@ -333,6 +343,9 @@ def _decode_attention(c: StepConstants, n: int, context_tokens: int) -> tuple[fl
     for `n` sequences reading `context_tokens` keys in all, with the same operations."""
     keys_full = float(context_tokens)
     keys_window = min(keys_full, float(n * c.window)) if c.window else 0.0
+    if c.attention_dp_size > 1:  # the busiest rank's share, as `busiest_rank` gives it
+        rank = -(-n // c.attention_dp_size)
+        keys_full, keys_window, n = keys_full * rank / n, keys_window * rank / n, rank
     keys = c.full_layers * keys_full + c.window_layers * keys_window
     compute_s = keys * c.decode_flops_per_pair / c.attention_flops_per_s
     memory_s = (
