@@ -12,8 +12,9 @@ follow the aggregated mapping (`llmsizer.calibrate.aic`, `docs/aic_measurement.m
   where the cell is empty). FP8 and NVFP4 weights
   get an FP8 KV cache; the weight precision is `gemm_quant_mode` (else `precision`).
 - **Load.** The InferenceX multi-node client (srt-slurm sa-bench): a closed loop of
-  `silicon_concurrency` clients (from `silicon_data_source`, else decode batch x decode
-  workers), 10 c requests, lengths uniform in [int(0.8 L), L]; all c start at t = 0.
+  `silicon_concurrency` clients (from `silicon_data_source`, else decode batch per
+  attention-DP rank x ranks x decode workers), 10 c requests, lengths uniform in
+  [int(0.8 L), L]; all c start at t = 0.
 - **Link.** All workers inside the system's NVLink domain (an 8-GPU node, an NVL72 rack):
   `nvlink`; otherwise `network` (the system's InfiniBand NICs). Routers: least outstanding
   requests in both pools (Dynamo's default load balancing).
@@ -169,7 +170,8 @@ def _map(row: Mapping[str, str]) -> AicDisaggCase:
     num_decode = _int(row, "decode_num_workers")
     if found is None and not row["decode_batch_size"].strip():
         raise _Skip("concurrency not given (no silicon_concurrency, no decode_batch_size)")
-    concurrency = int(found.group(1)) if found else _int(row, "decode_batch_size") * num_decode
+    per_worker = _int(row, "decode_batch_size") * layouts["decode"]["attention_dp_size"]
+    concurrency = int(found.group(1)) if found else per_worker * num_decode
     base: dict[str, Any] = {
         "model": model,
         "gpu": gpu,
