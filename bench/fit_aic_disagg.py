@@ -274,31 +274,38 @@ def summary_line(name: str, rows: Sequence[DisaggRow]) -> str:
 
 def whole_file(
     agg_skipped: Sequence[AicSkipped],
-    num_agg_rows: int,
+    num_rows: int,
     disagg: Sequence[AicDisaggCase | AicSkipped],
     rejected: Counter[str],
     num_simulated: int,
     sample: int,
 ) -> list[str]:
-    """Rows predicted and refused, with reasons, over the whole file."""
-    disagg_skipped = [m for m in disagg if isinstance(m, AicSkipped)]
-    refused = Counter(f"agg: {s.reason.split(' (')[0]}" for s in agg_skipped)
-    refused += Counter(f"disagg: {s.reason.split(' (')[0]}" for s in disagg_skipped)
-    refused += Counter({f"disagg: {r}": n for r, n in rejected.items()})
-    total = num_agg_rows + len(disagg)
-    n_refused = sum(refused.values())
+    """Rows predicted and refused, with reasons, over the whole file of `num_rows` rows (the
+    aggregated mapping's skips of the disaggregated rows are not refusals: they are
+    mapped here)."""
+    refused = Counter(
+        f"agg: {s.reason.split(' (')[0]}" for s in agg_skipped if not s.reason.startswith("disagg")
+    )
+    refused += Counter(
+        f"disagg: {s.reason.split(' (')[0]}" for s in disagg if isinstance(s, AicSkipped)
+    )
+    scale = len([m for m in disagg if isinstance(m, AicDisaggCase)]) / max(num_simulated, 1)
+    estimated = round(sum(rejected.values()) * scale)
+    n_refused = sum(refused.values()) + estimated
     lines = [
         "## Rows predicted and refused, the whole file",
         "",
-        f"{total} rows ({num_agg_rows} aggregated, {len(disagg)} disaggregated): "
-        f"{n_refused} refused ({100 * n_refused / total:.1f} %)"
-        + (f" (disaggregated rejections counted on the {num_simulated} simulated, every "
-           f"{sample}-th mapped row)" if sample > 1 else "")
+        f"{num_rows} rows: {n_refused} refused ({100 * n_refused / num_rows:.1f} %), "
+        f"{sum(refused.values())} by the mappings and {estimated} by the model"
+        + (f" (estimated from the {sum(rejected.values())} of the {num_simulated} "
+           f"simulated disaggregated rows, every {sample}-th)" if sample > 1 else "")
         + ".",
         "",
         "| reason | rows |",
         "|---|---:|",
         *(f"| {r} | {n} |" for r, n in refused.most_common()),
+        *(f"| disagg: {r} | {n}" + (" (of the simulated)" if sample > 1 else "") + " |"
+          for r, n in rejected.most_common()),
         "",
     ]  # fmt: skip
     return lines
