@@ -92,7 +92,10 @@ BUDGET = {
     + 20
     # + 120: the disaggregated rows' expert parallelism per pool, their layouts read from
     # the dump's twin (aic_twins), the run means of a fold's factors (issue 10)
-    + 120,
+    + 120
+    # + 65: the aggregated rows' attention data parallelism and GB200 duplicates (attndp's
+    # aic.py / aic_launch.py, merged into the disagg branch for the pools' attention DP)
+    + 65,
     "collect": 1300,  # issue 16: kernel timing, roofline fit, device entry, decode check
     "fleet": 1200,  # routers, fleet loop, disaggregated pools, autoscaler, day replay (issue 12)
     "cli": 1720  # + --overwrite on every command that writes, input checks at the edges
