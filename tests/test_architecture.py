@@ -89,14 +89,17 @@ BUDGET = {
     # + disaggregated AIC rows (issue 12)
     # + 20: a sweep (local processes or Ray) records the schedules; fits name the fit extra
     # (issue 13)
+    # + 30: attention-DP layouts, GB200 disaggregated twins, silicon_concurrency (issue 10)
     + 20
-    # + 120: the disaggregated rows' expert parallelism per pool, their layouts read from
-    # the dump's twin (aic_twins), the run means of a fold's factors (issue 10)
-    + 120
-    # + 65: the aggregated rows' attention data parallelism and GB200 duplicates (attndp's
-    # aic.py / aic_launch.py, merged into the disagg branch for the pools' attention DP)
-    + 65,
-    "collect": 1300,  # issue 16: kernel timing, roofline fit, device entry, decode check
+    + 30
+    # + 180: the disaggregated rows' expert parallelism and attention DP per pool, their
+    # layouts read from the dump's twin (aic_twins), the run means of a fold's factors
+    # (issue 10)
+    + 180,
+    "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
+    # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
+    # expert GEMMs and MLA attention shapes, the time budget, provenance split from run
+    + 650,
     "fleet": 1200,  # routers, fleet loop, disaggregated pools, autoscaler, day replay (issue 12)
     "cli": 1720  # + --overwrite on every command that writes, input checks at the edges
     # + 115: errors name flags as typed (a flag table per command), time left on progress

@@ -273,3 +273,79 @@ def test_gap_rows_keep_the_engine_defaults_for_the_gpu() -> None:
     assert (vllm["max_num_batched_tokens"], vllm["max_num_seqs"]) == (8192, 1024)
     sglang = engine_of(backend="sglang", **gap)  # chunked_prefill_size 16384 above 160 GB
     assert sglang["max_num_batched_tokens"] == 16384 and sglang["scheduler_recv_interval"] == 1
+
+
+@pytest.mark.parametrize(
+    ("backend", "tp", "quant", "fraction"),
+    [
+        ("sglang", "8", "fp8", 0.82),  # dsr1_fp8_b200.sh: --mem-fraction-static 0.82 at TP8
+        ("sglang", "4", "fp8", 0.95),  # ... and 0.95 at TP4
+        ("sglang", "8", "nvfp4", 0.85),  # dsr1_fp4_b200.sh
+        ("trtllm", "4", "fp8", 0.8),  # dsr1_fp8_b200_trt.sh: free_gpu_memory_fraction 0.8
+        ("vllm", "8", "fp8", 0.9),  # the default
+    ],
+)
+def test_deepseek_launches_use_the_scripts_memory_fraction(
+    backend: str, tp: str, quant: str, fraction: float
+) -> None:
+    case = mapped(
+        **{**DEEPSEEK, "gemm_quant_mode": quant, "moe_quant_mode": quant},
+        backend=backend, tp_size=tp, moe_tp_size=tp,
+    )  # fmt: skip
+    assert case.spec.gpu_memory_utilization == fraction
+
+
+@pytest.mark.parametrize("backend", ["trtllm", "sglang"])
+def test_deepseek_r1_fp8_on_four_b200_fits_as_inferencex_launched_it(backend: str) -> None:
+    row = make_row(
+        **DEEPSEEK, backend=backend, tp_size="4", moe_tp_size="4", isl="8192", osl="1024",
+        batch_size="8",
+    )  # fmt: skip
+    assert isinstance(map_aic_row(row), AicCase)
+
+
+@pytest.mark.shared
+def test_every_aggregated_row_is_predicted_but_the_gb200_disaggregated_twins() -> None:
+    """Of the 2,195 agg rows, only the 55 InferenceX GB200 rows (disaggregated runs) are
+    refused; attention-DP rows and DeepSeek-R1 FP8 on 4 x B200 are predicted."""
+    path = shared_path("calibration", "aic_silicon_calibration.csv")
+    rows = load_aic(path)
+    agg = [r for r in rows if not (isinstance(r, AicSkipped) and r.reason.startswith("disagg"))]
+    refused = [r for r in agg if isinstance(r, AicSkipped)]
+    assert len(agg) == 2195
+    assert len(refused) == 55
+    assert all(r.reason.startswith("a disaggregated GB200 run") for r in refused)
+    cases = [r for r in agg if isinstance(r, AicCase)]
+    assert sum(c.spec.attention_dp_size > 1 for c in cases) == 83
+
+
+@pytest.mark.parametrize(("clients", "cap"), [("64", 128), ("128", 128), ("512", 512)])
+def test_sglang_running_cap_is_the_scripts_or_the_rows_concurrency(clients: str, cap: int):
+    """The scripts' cap is the sweep's highest CONC; rows beyond it ran with at least CONC
+    (their TTFT shows no queue at the script's cap: aic_launch docstring)."""
+    e = engine_of(
+        backend="sglang", model_path="deepseek-ai/DeepSeek-R1", batch_size=clients,
+        tp_size="8", gemm_quant_mode="fp8_block", moe_quant_mode="fp8_block",
+    )  # fmt: skip
+    assert e["max_num_seqs"] == cap
+
+
+def test_trtllm_delay_batching_as_the_scripts_launch_it() -> None:
+    """Llama-70B 1k/1k below TP8 (20 steps / 0.9); DeepSeek FP8 1k/1k from CONC 64 on
+    TRT-LLM 1.2 (40 / 0.8); neither elsewhere (aic_launch docstring)."""
+
+    def wait(**changes: str) -> tuple[int, float]:
+        e = mapped(**{"backend": "trtllm", "isl": "1024", "osl": "1024", **changes}).spec.engine
+        return e.batch_wait_timeout_iters, e.batch_wait_max_tokens_ratio
+
+    llama = {"model_path": "meta-llama/Llama-3.1-70B-Instruct", "gemm_quant_mode": "fp8"}
+    assert wait(**llama, tp_size="4") == (20, 0.9)
+    assert wait(**llama, tp_size="8") == (0, 0.0)
+    assert wait(**llama, tp_size="4", osl="8192") == (0, 0.0)
+    deepseek = {
+        "model_path": "deepseek-ai/DeepSeek-R1", "tp_size": "8", "gemm_quant_mode": "fp8_block",
+        "moe_quant_mode": "fp8_block", "backend_version": "1.2.0rc6.post2",
+    }  # fmt: skip
+    assert wait(**deepseek, batch_size="64") == (40, 0.8)
+    assert wait(**deepseek, batch_size="32") == (0, 0.0)
+    assert wait(**{**deepseek, "backend_version": "1.1.0rc2.post2"}, batch_size="64") == (0, 0.0)

@@ -1,8 +1,10 @@
 """`llmsizer collect` on the CPU end to end: a tiny Llama-shaped model (shipped beside this
-test) is timed, fitted and written; predict, simulate and `gpus --factors` accept the file."""
+test) is timed, fitted and written, with an all-reduce over two gloo processes; predict,
+simulate and `gpus --factors` accept the file."""
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 
@@ -26,6 +28,7 @@ runner = CliRunner()
 def collected(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("collect") / "cpu.yaml"
     args = ["collect", "--model", str(TINY), "--quick", "--device", "cpu", "--threads", "1"]
+    args += ["--devices", "2"]
     r = runner.invoke(app, [*args, "--out", str(out)])
     assert r.exit_code == 0, r.output
     return out
@@ -35,11 +38,32 @@ def test_the_file_says_it_is_a_cpu_and_keeps_its_raw_timings(collected: Path) ->
     cal = read_calibration(collected)
     assert cal.fitted_on["device_kind"] == "cpu"
     assert cal.device is not None and cal.device["vendor"] == "cpu"
-    assert "all-reduce" not in cal.factors and "skipped: one device" in cal.fitted_on["allreduce"]
     timings = parse_timings_csv(collected.with_name("cpu.timings.csv").read_text())
     assert len(timings) == cal.fitted_on["num_timings"]
-    assert {t.kind for t in timings} == set(Kind)
+    assert {t.kind for t in timings} == set(Kind) - {Kind.EXPERT_GEMM}  # a dense model
     assert all(t.seconds > 0 for t in timings)
+
+
+def test_the_allreduce_ran_with_gloo_on_the_cpu_and_set_the_collective_factors(
+    collected: Path,
+) -> None:
+    cal = read_calibration(collected)
+    assert cal.fitted_on["allreduce"].startswith("timed with gloo over 2 processes on the CPU")
+    fit = cal.fitted_on["allreduce_fit"]
+    assert fit["backend"] == "gloo" and fit["ranks"] == 2 and fit["hops"] == 2  # a ring of 2
+    assert 0 < fit["bus_bandwidth_gb_s"] < math.inf and fit["num_rows"] >= 2
+    assert 0 < cal.factors["interconnect_efficiency"] <= 1
+    assert 0 < cal.factors["collective_hop_latency_s"] <= 100e-6
+    # the device's link is the measured bus bandwidth, and the file says so
+    assert cal.device is not None and "gloo all-reduce" in cal.device["sources"]["interconnect"]
+    assert cal.device["pcie_gb_s"] / 2 == pytest.approx(fit["link_gb_s"], rel=1e-3)
+    rows = [
+        t
+        for t in parse_timings_csv(collected.with_name("cpu.timings.csv").read_text())
+        if t.kind is Kind.ALLREDUCE
+    ]
+    assert all(t.batch == 2 and t.name == "gloo" for t in rows)
+    assert all(t.bytes == 256 * 2 * t.tokens for t in rows)  # hidden x tokens x BF16
 
 
 def test_collected_gemm_rate_lies_between_a_tenth_of_the_peak_and_the_peak(
@@ -127,9 +151,9 @@ def test_bad_flags_are_refused_naming_the_value(
     assert not out.exists()
 
 
-def test_moe_models_are_refused_before_any_timing(tmp_path: Path) -> None:
+def test_linear_attention_models_are_refused_before_any_timing(tmp_path: Path) -> None:
     r = runner.invoke(
-        app, ["collect", "--model", "mixtral-8x7b", "--out", str(tmp_path / "m.yaml")]
+        app, ["collect", "--model", "qwen3.5-397b-a17b", "--out", str(tmp_path / "m.yaml")]
     )
     assert "does not time yet" in str(r.exception)
 

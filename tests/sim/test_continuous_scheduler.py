@@ -289,3 +289,44 @@ def test_an_idle_engine_reads_at_once_whatever_the_interval() -> None:
     s.add(b)
     out, _ = step(s, 1)  # step 1 is no multiple of 30, but nothing runs: b is read now
     assert out.prefills == [(b, 8)]
+
+
+# -- delay batching (TensorRT-LLM batch_wait_timeout_iters / batch_wait_max_tokens_ratio) ---
+
+
+@pytest.mark.parametrize("timeout", [1, 5, 20])
+def test_while_others_decode_a_prompt_waits_the_timeout_in_steps(timeout: int) -> None:
+    s = make_scheduler(
+        max_num_seqs=4,
+        max_num_batched_tokens=64,
+        batch_wait_timeout_iters=timeout,
+        batch_wait_max_tokens_ratio=0.9,
+    )
+    a, b = make_request(0, 8, 100), make_request(1, 8, 2)
+    s.add(a)
+    out, _ = step(s, 0)  # nothing decodes yet: a is never held
+    assert out.prefills == [(a, 8)]
+    s.add(b)  # 8 prompt + 1 decode tokens < 0.9 x 64: held for `timeout` steps
+    admitted_at = next(i for i in range(1, timeout + 3) if step(s, i)[0].prefills)
+    assert admitted_at == 1 + timeout
+
+
+def test_a_prompt_that_fills_the_token_ratio_is_not_held() -> None:
+    s = make_scheduler(
+        max_num_seqs=4, max_num_batched_tokens=64, batch_wait_timeout_iters=20,
+        batch_wait_max_tokens_ratio=0.5,
+    )  # fmt: skip
+    a, b = make_request(0, 8, 100), make_request(1, 40, 2)
+    s.add(a)
+    step(s, 0)
+    s.add(b)  # 40 prompt + 1 decode = 41 >= 0.5 x 64 = 32 tokens: runs at once
+    assert step(s, 1)[0].prefills == [(b, 40)]
+
+
+def test_without_delay_batching_a_prompt_joins_the_next_step() -> None:
+    s = make_scheduler(max_num_seqs=4, max_num_batched_tokens=64)
+    a, b = make_request(0, 8, 100), make_request(1, 8, 2)
+    s.add(a)
+    step(s, 0)
+    s.add(b)
+    assert step(s, 1)[0].prefills == [(b, 8)]

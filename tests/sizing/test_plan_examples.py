@@ -28,12 +28,14 @@ def answer_only(name: str) -> UseCase:
     return u.model_copy(update={"search": quick})
 
 
-def test_the_course_nemo_43b_case_needs_11_to_15_dgx_h100() -> None:
+def test_the_course_nemo_43b_case_needs_10_to_15_dgx_h100() -> None:
     result = plan(answer_only("nemo43b_dgx_h100"))
     w = result.winner
     assert w is not None and w.sizing is not None and w.best is not None
     assert "DGX H100" in w.server.name
-    assert 11 <= w.sizing.num_servers <= 15  # the course: 13
+    # the course: 13; 10 since TensorRT-LLM's KV cache is its free_gpu_memory_fraction of
+    # the memory left free after the weights (issue 10, `perf.memory.MemoryRule`), 11 before
+    assert 10 <= w.sizing.num_servers <= 15
     assert w.best.config.preset == "trtllm" and w.best.config.precision == "bf16"
     assert w.best.at_rate is not None
     assert w.best.at_rate.summary["p95_ttft_ms"] <= 3000

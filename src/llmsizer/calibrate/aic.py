@@ -169,6 +169,9 @@ def _map(row: Mapping[str, str], check_fit: bool) -> AicCase:
         concurrency=concurrency,
         isl=fields["isl"],
         inferencex=not gap,
+        osl=fields["osl"],
+        version=row["backend_version"].strip(),
+        attention_dp=dp,
     )
     try:
         spec = PredictSpec.model_validate(fields)

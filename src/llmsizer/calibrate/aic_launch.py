@@ -16,11 +16,21 @@ in the engines' wheels and the scripts at the commits named there:
   `--max-running-requests` 128, at TP4 8192 and 32; NVFP4 16384 and 256
   (`dsr1_fp{8,4}_b200.sh` @ 20073baf); Qwen3.5 32768 and 128; GLM-5 32768 and CONC. The
   DeepSeek FP8 and Qwen3.5 scripts also set `--scheduler-recv-interval` 30 when CONC >= 16,
-  else 10 (`qwen3.5_fp8_b200.sh`: `SCHEDULER_RECV_INTERVAL`).
+  else 10 (`qwen3.5_fp8_b200.sh`: `SCHEDULER_RECV_INTERVAL`). Those running caps are, in the
+  scripts' words, "the maximum concurrency" of the official sweep (`nvidia-master.yaml` @
+  cdcf0df1 runs DeepSeek FP8 TP8 at CONC <= 64, TP4 <= 32). Rows above a cap come from runs
+  beyond that sweep, and they ran with a cap of at least CONC: DeepSeek-R1 FP8 TP8 1k/1k at
+  CONC 512 has a mean TTFT of 3.1 s at 69 ms TPOT, where a cap of 128 would hold 384 clients
+  for about a whole request (~70 s). So the cap is `max(script cap, CONC)`.
 - **TensorRT-LLM** (`llm_args.py`): `max_num_tokens` 8192, chunked context off: the preset.
   InferenceX: Llama-70B `--max_num_tokens 16384`, `max_batch_size` 1024
   (`70b_fp8_b200_trt_slurm.sh` @ c198b20e); DeepSeek-R1/V3 `max(8192, ceil64(CONC + ISL +
   64))` tokens and `max_batch_size` CONC (`dsr1_fp{4,8}_b200_trt.sh` @ 626932a1).
+  Delay batching (`batch_wait_timeout_iters` / `batch_wait_max_tokens_ratio`): Llama-70B at
+  1k/1k below TP8 20 / 0.9 (`70b_fp8_b200_trt_slurm.sh` @ c198b20e: "will improve the
+  performance"); DeepSeek FP8 at 1k/1k from CONC 64, 40 / 0.8, since the move to TRT-LLM
+  1.2.0rc6 (`dsr1_fp8_b200_trt.sh` @ ec7bafaa, 2026-01-29). TensorRT-LLM turns it off under
+  attention data parallelism (`PyExecutor._schedule`).
 
 Memory fractions, each in its engine's meaning (`llmsizer.perf.memory.MemoryRule`): vLLM
 Kimi-K2.5 INT4 `--gpu-memory-utilization 0.95`; SGLang DeepSeek-R1/V3 FP8
@@ -50,6 +60,9 @@ def launch_settings(
     concurrency: int,
     isl: int,
     inferencex: bool,
+    osl: int = 0,
+    version: str = "",
+    attention_dp: int = 1,
 ) -> dict[str, Any]:
     """`EngineConfig` overrides for one row (module docstring); empty when the preset holds."""
     settings: dict[str, Any] = {}
@@ -75,25 +88,33 @@ def launch_settings(
             tokens, running, fraction = (32768, 128, 0.82) if tp >= 8 else (8192, 32, 0.95)
             settings.update(
                 max_num_batched_tokens=tokens if fp8 else 16384,
-                max_num_seqs=running if fp8 else 256,
+                max_num_seqs=max(running if fp8 else 256, concurrency),
                 gpu_memory_utilization=fraction if fp8 else 0.85,
             )
         elif family == "qwen3.5":
             settings.update(
-                max_num_batched_tokens=32768, max_num_seqs=128, gpu_memory_utilization=0.82
+                max_num_batched_tokens=32768,
+                max_num_seqs=max(128, concurrency),
+                gpu_memory_utilization=0.82,
             )
         elif family == "glm":
             settings.update(
                 max_num_batched_tokens=32768, max_num_seqs=concurrency, gpu_memory_utilization=0.85
             )
     elif engine == "trtllm":
+        chat = (isl, osl) == (1024, 1024) and attention_dp == 1
         if family == "llama-70b":
             settings.update(max_num_batched_tokens=16384, max_num_seqs=1024)
+            if chat and tp < 8:
+                settings.update(batch_wait_timeout_iters=20, batch_wait_max_tokens_ratio=0.9)
         elif family == "deepseek":
             tokens = max(8192, -(-(concurrency + isl + 64) // 64) * 64)
             settings.update(
                 max_num_batched_tokens=tokens, max_num_seqs=concurrency, gpu_memory_utilization=0.8
             )
+            delayed = precision.startswith("fp8") and not version.startswith(("1.0", "1.1"))
+            if chat and delayed and concurrency >= 64:
+                settings.update(batch_wait_timeout_iters=40, batch_wait_max_tokens_ratio=0.8)
     return settings
 
 

@@ -63,13 +63,29 @@ def collect(
             "gives steadier timings.",
         ),
     ] = None,
+    devices: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Devices the all-reduce runs over, one process each (NCCL on GPUs, gloo "
+            "on the CPU); default: every GPU present (one CPU). One device: skipped.",
+        ),
+    ] = None,
+    budget_s: Annotated[
+        float,
+        typer.Option(
+            min=1.0,
+            help="Seconds the timings may take: each kind of kernel is sampled coarse to "
+            "fine until its share is spent (plus one size of each, at least).",
+        ),
+    ] = 300.0,
     overwrite: Annotated[bool, typer.Option(help=OVERWRITE_HELP)] = False,
 ) -> None:
     """Time this device's kernels at a model's shapes (PyTorch, random weights) and write a
     calibration file that predict, plan and simulate accept as --calibration.
 
-    Needs PyTorch: pip install 'llmsizer[collect]'. The default grid takes under 5 minutes
-    on one GPU; --quick runs in seconds on a CPU.
+    Needs PyTorch: pip install 'llmsizer[collect]'. The run keeps to --budget-s (5 minutes
+    by default) plus one size of each kernel; --quick runs in seconds on a CPU.
     """
     refuse_existing((out_path, timings_path(out_path)), overwrite=overwrite)
     spec = get_model(model)
@@ -86,7 +102,10 @@ def collect(
     found = find_device(device, gpu)
     err.print(f"collecting on {found.name} for {spec.name}", highlight=False)
     if found.is_cpu and not quick:
-        err.print("the full grid (up to 16k tokens) takes long on a CPU; --quick takes seconds")
+        err.print(
+            f"the full grid (up to 16k tokens) is sampled within {budget_s:.0f} s: on a CPU "
+            "few of its sizes fit; --quick covers a small grid in seconds"
+        )
     result = run_collect(
         spec,
         found,
@@ -94,6 +113,8 @@ def collect(
         precision=precision,
         engine=preset,
         check=check,
+        num_devices=devices,
+        budget_s=budget_s,
         say=lambda s: err.print(s, highlight=False),
     )
     data = result.calibration.model_dump(mode="json")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
-from collections.abc import Callable
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
 
@@ -120,6 +120,15 @@ class DecodeModel:
         return F.linear(F.rms_norm(x, (h,), self.norm), self.lm_head)
 
 
+def check_skipped(model: ModelSpec, precision: str) -> str | None:
+    """Why the decode check cannot run for `model` at `precision`, or None when it can."""
+    if precision != "bf16":
+        return "the decode loop runs BF16; collect --precision bf16 checks"
+    if model.moe is not None or model.mla is not None:
+        return "the decode loop is built for dense models with MHA / GQA attention"
+    return None
+
+
 def check_decode(
     model: ModelSpec,
     gpu: GpuSpec,
@@ -128,8 +137,7 @@ def check_decode(
     num_layers: int,
     points: tuple[tuple[int, int], ...],
     timer: Timer,
-    progress: Callable[[str], None] | None = None,
-) -> list[CheckPoint]:
+) -> Iterator[CheckPoint]:
     """Measured against predicted decode step times at each (batch, context) of `points`."""
     small = dataclasses.replace(
         model, num_layers=num_layers, num_sliding_window_layers=0, sliding_window=None
@@ -137,18 +145,11 @@ def check_decode(
     deployment = Deployment(model=small, gpu=gpu, precision=Precision.BF16)
     predict = StepModel(deployment, factors.replace(step_overhead_s=0.0))
     decoder = DecodeModel(model, num_layers, timer.device)
-    results = []
     with torch.inference_mode():
         for batch, context in points:
             cache = decoder.cache(batch, context)
             x = torch.randn(batch, model.hidden_size, device=timer.device, dtype=torch.bfloat16)
             measured = timer(partial(decoder.step, x, context, cache, decoder.rotary(context)))
             predicted = predict(decode_batch(batch, context + 1))
-            results.append(CheckPoint(batch, context, measured, predicted))
-            if progress:
-                progress(
-                    f"check: batch {batch}, context {context}: {measured * 1e3:.2f} ms "
-                    f"measured, {predicted * 1e3:.2f} ms predicted"
-                )
             del cache
-    return results
+            yield CheckPoint(batch, context, measured, predicted)

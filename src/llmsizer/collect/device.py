@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 
+from llmsizer.collect.allreduce import AllReduceFit
 from llmsizer.collect.fit import Peaks
 from llmsizer.specs import GpuSpec
 from llmsizer.specs.gpus import get_gpu
@@ -40,7 +41,7 @@ class Device:
 
     @property
     def num_devices(self) -> int:
-        """Devices of this kind present (GPUs for an all-reduce; one CPU)."""
+        """Devices of this kind present: the all-reduce's default ranks (GPUs; one CPU)."""
         return torch.cuda.device_count() if self.torch_device.type == "cuda" else 1
 
 
@@ -100,9 +101,12 @@ def _catalog(device_name: str, gpu: str | None) -> GpuSpec | None:
         return None
 
 
-def device_entry(device: Device, peaks: Peaks, copy_bytes: int) -> dict[str, Any]:
+def device_entry(
+    device: Device, peaks: Peaks, copy_bytes: int, allreduce: AllReduceFit | None = None
+) -> dict[str, Any]:
     """The device in `gpus.yaml`'s format (datasheet units): the catalog's figures for a
-    catalogued GPU, the measured ones otherwise."""
+    catalogued GPU, the measured ones otherwise (the link: the all-reduce's best bus
+    bandwidth when one was timed)."""
     if device.catalog is not None:
         return catalog_entry(device.catalog)
     measured = "measured by llmsizer collect on this device"
@@ -122,18 +126,35 @@ def device_entry(device: Device, peaks: Peaks, copy_bytes: int) -> dict[str, Any
         "scale_up_link": None,
         "scale_up_gb_s": None,
         "scale_up_domain_size": 1,
-        # one device: the link prices only tp/pp > 1, which one device cannot run; the
-        # figure is the measured memory copy rate, both directions
-        "pcie_gb_s": round(2 * peaks.bytes_per_s / GB_S, 3),
+        "pcie_gb_s": round(2 * _link_bytes_per_s(peaks, allreduce) / GB_S, 3),
         "tdp_w": None,
         "sources": {
             "memory": f"{measured}: best bandwidth of a {copy_bytes >> 20} MiB copy and the "
             "memory-bound kernels timed; capacity from the OS / CUDA",
             "compute": f"{measured}: best rate of any GEMM timed (square and the model's)",
-            "interconnect": f"not measured (one device); {host_link}",
+            "interconnect": _link_source(allreduce, host_link),
             "tdp": "not measured",
         },
     }
+
+
+def _link_bytes_per_s(peaks: Peaks, allreduce: AllReduceFit | None) -> float:
+    """Per direction: the all-reduce's bus bandwidth (the fitted line's or the best row's,
+    the higher); without one, the memory copy rate (one device: the link prices only
+    tp/pp > 1, which it cannot run)."""
+    if allreduce is None:
+        return peaks.bytes_per_s
+    return max(allreduce.bus_bytes_per_s, allreduce.best_bus_bytes_per_s)
+
+
+def _link_source(allreduce: AllReduceFit | None, host_link: str) -> str:
+    if allreduce is None:
+        return f"not measured (one device); {host_link}"
+    return (
+        f"measured by llmsizer collect: the bus bandwidth of a {allreduce.backend} all-reduce "
+        f"over {allreduce.num_ranks} processes on this machine (its fitted line's or its "
+        "best message's, the higher), priced as a ring"
+    )
 
 
 def catalog_entry(gpu: GpuSpec) -> dict[str, Any]:

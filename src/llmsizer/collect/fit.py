@@ -10,8 +10,10 @@ the squared log error of
 over its timings (a grid search: three parameters, a few hundred rows). The efficiency
 factors are e_c, e_b of the GEMMs and of attention (prefill and decode together: prefill
 fixes e_c, decode fixes e_b); `layer_overhead_s` is the intercepts of one layer's kernels
-(four GEMMs, one attention, the elementwise work). The rest (host step overhead, eager
-prefill launches, interconnect) are the engine's priors: a kernel timing cannot see them.
+(its GEMMs, four in a dense layer; one attention; the elementwise work). The collectives'
+factors come from the all-reduce's own fit (`llmsizer.collect.allreduce`) when there was
+one; the rest (host step overhead, eager prefill launches) are the engine's priors: a
+kernel timing cannot see them.
 
 Peaks: a device in the GPU catalog is priced at its datasheet peaks, so the factors are
 fractions of those. Any other device (a CPU, an uncatalogued GPU) is priced at its
@@ -112,7 +114,7 @@ def measured_peaks(timings: Iterable[Timing]) -> Peaks:
     timings = list(timings)
     flops: dict[str, float] = {}
     for t in timings:
-        if t.kind in (Kind.GEMM, Kind.SQUARE_GEMM):
+        if t.kind in (Kind.GEMM, Kind.SQUARE_GEMM, Kind.EXPERT_GEMM):
             flops[t.precision] = max(flops.get(t.precision, 0.0), t.flops_per_s)
     bandwidth = [
         t.bytes_per_s
@@ -133,9 +135,14 @@ class CollectedFit:
     fits: dict[str, RooflineFit]
 
 
-def fit_factors(timings: list[Timing], peaks: Peaks, precision: str) -> CollectedFit:
-    """Efficiency factors for GEMMs in `precision` and 16-bit attention at `peaks`."""
-    gemms = [t for t in timings if t.kind is Kind.GEMM and t.precision == precision]
+def fit_factors(
+    timings: list[Timing], peaks: Peaks, precision: str, gemm_launches_per_layer: float = 4.0
+) -> CollectedFit:
+    """Efficiency factors for GEMMs in `precision` (the routed experts' grouped GEMMs with
+    them: the model prices both at the same rates) and 16-bit attention at `peaks`; a layer
+    launches `gemm_launches_per_layer` GEMMs (`shapes.gemm_launches_per_layer`)."""
+    gemm_kinds = (Kind.GEMM, Kind.EXPERT_GEMM)
+    gemms = [t for t in timings if t.kind in gemm_kinds and t.precision == precision]
     attention = [t for t in timings if t.kind in (Kind.PREFILL_ATTENTION, Kind.DECODE_ATTENTION)]
     elementwise = [t for t in timings if t.kind is Kind.ELEMENTWISE]
     if precision not in peaks.flops_per_s:
@@ -149,7 +156,7 @@ def fit_factors(timings: list[Timing], peaks: Peaks, precision: str) -> Collecte
         "elementwise": fit_roofline(elementwise, bf16, peaks.bytes_per_s),
     }
     per_layer = (
-        4 * fits["gemm"].intercept_s
+        gemm_launches_per_layer * fits["gemm"].intercept_s
         + fits["attention"].intercept_s
         + fits["elementwise"].intercept_s
     )

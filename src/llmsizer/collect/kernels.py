@@ -24,7 +24,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from llmsizer.collect.shapes import Gemm, Grid, decode_work, elementwise_bytes, prefill_work
+from llmsizer.collect.budget import coarse_to_fine
+from llmsizer.collect.shapes import ExpertGemm, Gemm, Grid, elementwise_bytes
 from llmsizer.collect.timings import Kind, Timing
 from llmsizer.specs import ModelSpec
 
@@ -50,6 +51,8 @@ class Timer:
     warmup: int
     repeats: int
     flush_bytes: int = 0
+    # the `perf_counter` time its calls should end by (the budget's stage deadline)
+    until: Callable[[], float] | None = None
 
     @cached_property
     def _flush_buffer(self) -> torch.Tensor:
@@ -60,25 +63,40 @@ class Timer:
             self._flush_buffer.zero_()
 
     def __call__(self, fn: Callable[[], Any]) -> float:
-        for _ in range(self.warmup):
-            self._flush()
-            fn()
+        repeats = self._warm_up(fn)
         if self.device.type == "cuda":
-            return self._cuda(fn)
+            return self._cuda(fn, repeats)
         # one thread: the process's CPU time, which a busy machine's other processes do not
         # inflate (it is the thread's busy time); more threads: wall time
         clock = time.process_time if torch.get_num_threads() == 1 else time.perf_counter
         samples = []
-        for _ in range(self.repeats):
+        for _ in range(repeats):
             self._flush()
             start = clock()
             fn()
             samples.append(clock() - start)
         return statistics.median(samples)
 
-    def _cuda(self, fn: Callable[[], Any]) -> float:
+    def _warm_up(self, fn: Callable[[], Any]) -> int:
+        """Run the warm-ups; the repeats to time: all of them, or as many as fit before
+        `until` at the first call's pace (one at least), so one large kernel cannot run
+        far past a time budget."""
+        start = time.perf_counter()
+        for n in range(self.warmup):
+            self._flush()
+            fn()
+            if n == 0 and self.until is not None:
+                if self.device.type == "cuda":
+                    torch.cuda.synchronize(self.device)
+                call_s = time.perf_counter() - start
+                left_s = self.until() - time.perf_counter()
+                if call_s * (self.warmup - 1 + self.repeats) > left_s:
+                    return max(1, min(self.repeats, int(left_s / call_s)))
+        return self.repeats
+
+    def _cuda(self, fn: Callable[[], Any], repeats: int) -> float:
         pairs = []
-        for _ in range(self.repeats):
+        for _ in range(repeats):
             self._flush()  # queued before the start event: not timed
             start = torch.cuda.Event(enable_timing=True)
             end = torch.cuda.Event(enable_timing=True)
@@ -90,10 +108,13 @@ class Timer:
         return statistics.median(s.elapsed_time(e) for s, e in pairs) / 1000.0  # ms -> s
 
 
-def make_timer(device: torch.device, warmup: int, repeats: int) -> Timer:
-    """A `Timer` flushing the device's caches (`GPU_FLUSH_BYTES`, `CPU_FLUSH_BYTES`)."""
+def make_timer(
+    device: torch.device, warmup: int, repeats: int, until: Callable[[], float] | None = None
+) -> Timer:
+    """A `Timer` flushing the device's caches (`GPU_FLUSH_BYTES`, `CPU_FLUSH_BYTES`),
+    cutting its repeats short near `until`."""
     flush = GPU_FLUSH_BYTES if device.type == "cuda" else CPU_FLUSH_BYTES
-    return Timer(device, warmup, repeats, flush)
+    return Timer(device, warmup, repeats, flush, until)
 
 
 def fp8_supported(device: torch.device) -> bool:
@@ -132,31 +153,42 @@ def _gemm_closure(
 def time_gemms(
     gemms: tuple[Gemm, ...], grid: Grid, precision: str, timer: Timer
 ) -> Iterator[Timing]:
-    """Each linear layer at each token count of the grid."""
+    """Each linear layer at each token count of the grid (coarse to fine)."""
     weight_bytes = 1.0 if precision == "fp8" else 2.0
-    for gemm in gemms:
-        for tokens in grid.gemm_tokens:
-            rows = fp8_rows(tokens) if precision == "fp8" else tokens
+    for tokens in coarse_to_fine(grid.gemm_tokens):
+        rows = fp8_rows(tokens) if precision == "fp8" else tokens
+        for gemm in gemms:
             fn = _gemm_closure(rows, gemm.in_features, gemm.out_features, precision, timer.device)
             seconds = timer(fn)
+            flops, bytes_ = gemm.flops(rows), gemm.bytes(rows, weight_bytes)
+            yield Timing(Kind.GEMM, gemm.name, precision, rows, 0, 0, flops, bytes_, seconds)
+
+
+def time_expert_gemms(
+    experts: tuple[ExpertGemm, ...], grid: Grid, precision: str, timer: Timer
+) -> Iterator[Timing]:
+    """The routed experts' grouped GEMMs at each token count: one batched matmul over the
+    experts hit, each with its share of the routed copies (`ExpertGemm`); `batch` is the
+    experts hit, `context` the rows each. 16-bit only (PyTorch has no batched FP8 GEMM)."""
+    dtype = DTYPES[precision]
+    for tokens in coarse_to_fine(grid.gemm_tokens):
+        for e in experts:
+            hit, rows = e.experts_hit(tokens), e.rows_per_expert(tokens)
+            x = torch.randn(hit, rows, e.in_features, device=timer.device, dtype=dtype)
+            w = torch.randn(hit, e.in_features, e.out_features, device=timer.device, dtype=dtype)
+            seconds = timer(partial(torch.bmm, x, w))
+            flops, bytes_ = e.flops(tokens), e.bytes(tokens, 2.0)
             yield Timing(
-                Kind.GEMM,
-                gemm.name,
-                precision,
-                rows,
-                0,
-                0,
-                gemm.flops(rows),
-                gemm.bytes(rows, weight_bytes),
-                seconds,
+                Kind.EXPERT_GEMM, e.name, precision, tokens, hit, rows, flops, bytes_, seconds
             )
+            del x, w
 
 
 def time_square_gemms(grid: Grid, precision: str, timer: Timer) -> Iterator[Timing]:
     """n x n x n GEMMs: the best rate among these and the model's is the measured peak."""
     weight_bytes = 1.0 if precision == "fp8" else 2.0
-    for n in grid.square_sizes:
-        gemm = Gemm("square", n, n)
+    for n in coarse_to_fine(grid.square_sizes):
+        gemm = Gemm("square", n, n, 1)
         seconds = timer(_gemm_closure(n, n, n, precision, timer.device))
         yield Timing(
             Kind.SQUARE_GEMM,
@@ -171,106 +203,84 @@ def time_square_gemms(grid: Grid, precision: str, timer: Timer) -> Iterator[Timi
         )
 
 
-def _sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> torch.Tensor:
-    return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
-
-
-def time_prefill_attention(model: ModelSpec, grid: Grid, timer: Timer) -> Iterator[Timing]:
-    """Causal SDPA (PyTorch picks flash / memory-efficient / math) over whole prompts."""
-    heads, kv_heads, d = model.num_attention_heads, model.num_key_value_heads, model.head_dim
-    for length in grid.prefill_lengths:
-        q = torch.randn(1, heads, length, d, device=timer.device, dtype=torch.bfloat16)
-        k = torch.randn(1, kv_heads, length, d, device=timer.device, dtype=torch.bfloat16)
-        v = torch.randn_like(k)
-        seconds = timer(partial(_sdpa, q, k, v, True))
-        flops, bytes_ = prefill_work(model, length)
-        yield Timing(
-            Kind.PREFILL_ATTENTION, "sdpa_causal", "bf16", length, 1, length, flops, bytes_, seconds
-        )
-
-
-def time_decode_attention(model: ModelSpec, grid: Grid, timer: Timer) -> Iterator[Timing]:
-    """One query per sequence over a static KV cache of each length, for each batch."""
-    heads, kv_heads, d = model.num_attention_heads, model.num_key_value_heads, model.head_dim
-    for batch in grid.decode_batches:
-        for length in grid.decode_lengths:
-            q = torch.randn(batch, heads, 1, d, device=timer.device, dtype=torch.bfloat16)
-            k = torch.randn(batch, kv_heads, length, d, device=timer.device, dtype=torch.bfloat16)
-            v = torch.randn_like(k)
-            seconds = timer(partial(_sdpa, q, k, v, False))
-            flops, bytes_ = decode_work(model, batch, length)
-            yield Timing(
-                Kind.DECODE_ATTENTION,
-                "sdpa_decode",
-                "bf16",
-                1,
-                batch,
-                length,
-                flops,
-                bytes_,
-                seconds,
-            )
-
-
 def rotate_half(x: torch.Tensor) -> torch.Tensor:
     half = x.shape[-1] // 2
     return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
 
-def elementwise_layer(model: ModelSpec, tokens: int, device: torch.device) -> Callable[[], Any]:
+def elementwise_layer(
+    model: ModelSpec, tokens: int, device: torch.device, *, moe: bool = False
+) -> Callable[[], Any]:
     """One layer's memory-bound kernels as eager ops: add + RMS norm twice, rotary on Q and
-    K, the KV-cache write (vLLM's reshape_and_cache), the MLP activation
-    (shapes.elementwise_bytes counts their traffic)."""
-    h, inter, d = model.hidden_size, model.intermediate_size, model.head_dim
-    bf16 = torch.bfloat16
+    K (MLA: on the query heads and the latent plus rope key), the KV-cache write (vLLM's
+    reshape_and_cache), the MLP activation; an MoE layer (`moe`) activates every routed
+    copy and the shared experts, after permuting the copies (shapes.elementwise_bytes
+    counts their traffic)."""
+    h = model.hidden_size
+    q_heads = model.num_attention_heads
+    k_heads = 1 if model.mla is not None else model.num_key_value_heads
 
     def rand(*shape: int) -> torch.Tensor:
-        return torch.randn(*shape, device=device, dtype=bf16)
+        return torch.randn(*shape, device=device, dtype=torch.bfloat16)
 
     x, r, norm_w = rand(tokens, h), rand(tokens, h), rand(h)
-    q, k = rand(tokens, model.num_attention_heads, d), rand(tokens, model.num_key_value_heads, d)
-    cos, sin = rand(tokens, 1, d), rand(tokens, 1, d)
-    k_cache, v_cache = (
-        rand(2 * tokens, model.num_key_value_heads, d),
-        rand(2 * tokens, model.num_key_value_heads, d),
+    q = rand(tokens, q_heads, model.q_dim // q_heads)
+    k = rand(tokens, k_heads, model.kv_dim // k_heads)
+    rotary = [(t, rand(tokens, 1, t.shape[-1]), rand(tokens, 1, t.shape[-1])) for t in (q, k)]
+    caches = [rand(2 * tokens, k_heads, k.shape[-1]) for _ in range(1 if model.mla else 2)]
+    widths = _activation_widths(model, tokens, moe)
+    gate_ups = [rand(rows, 2 * width if model.gated_mlp else width) for rows, width in widths]
+    moe_spec = model.moe if moe else None
+    route = (
+        None
+        if moe_spec is None
+        else torch.randint(tokens, (tokens * moe_spec.num_experts_per_tok,), device=device)
     )
-    gate_up = rand(tokens, 2 * inter if model.gated_mlp else inter)
 
     def run() -> Any:
         for _ in range(2):
             F.rms_norm(x + r, (h,), norm_w)
-        for t in (q, k):
+        for t, cos, sin in rotary:
             _ = t * cos + rotate_half(t) * sin
-        k_cache[tokens:] = k
-        v_cache[tokens:] = k
-        if model.gated_mlp:
-            return F.silu(gate_up[:, :inter]) * gate_up[:, inter:]
-        return F.gelu(gate_up)
+        for cache in caches:
+            cache[tokens:] = k
+        if route is not None:
+            x.index_select(0, route)  # the routed copies, permuted to their experts
+        for gate_up, (_, width) in zip(gate_ups, widths, strict=True):
+            if model.gated_mlp:
+                F.silu(gate_up[:, :width]) * gate_up[:, width:]
+            else:
+                F.gelu(gate_up)
 
     return run
 
 
+def _activation_widths(model: ModelSpec, tokens: int, moe: bool) -> list[tuple[int, int]]:
+    """(rows, width) of each MLP activation in one layer: the dense MLP's, or an MoE
+    layer's routed copies and shared experts."""
+    if not moe or model.moe is None:
+        return [(tokens, model.intermediate_size)]
+    widths = [(tokens * model.moe.num_experts_per_tok, model.moe.expert_intermediate_size)]
+    if model.moe.shared_expert_intermediate_size:
+        widths.append((tokens, model.moe.shared_expert_intermediate_size))
+    return widths
+
+
 def time_elementwise(model: ModelSpec, grid: Grid, timer: Timer) -> Iterator[Timing]:
-    """One layer's elementwise work at each token count of the grid."""
-    for tokens in grid.gemm_tokens:
-        seconds = timer(elementwise_layer(model, tokens, timer.device))
-        yield Timing(
-            Kind.ELEMENTWISE,
-            "layer",
-            "bf16",
-            tokens,
-            0,
-            0,
-            0.0,
-            elementwise_bytes(model, tokens),
-            seconds,
-        )
+    """The elementwise work of the model's usual layer (an MoE layer where it has them) at
+    each token count of the grid."""
+    moe = model.num_moe_layers > model.num_dense_layers
+    for tokens in coarse_to_fine(grid.gemm_tokens):
+        seconds = timer(elementwise_layer(model, tokens, timer.device, moe=moe))
+        bytes_ = elementwise_bytes(model, tokens, moe=moe)
+        name = "moe_layer" if moe else "layer"
+        yield Timing(Kind.ELEMENTWISE, name, "bf16", tokens, 0, 0, 0.0, bytes_, seconds)
 
 
 def time_copy(grid: Grid, timer: Timer) -> Iterator[Timing]:
     """A device-memory copy of `grid.copy_bytes` (read and write: twice the bytes)."""
     src = torch.empty(grid.copy_bytes // 2, device=timer.device, dtype=torch.bfloat16)
-    src.normal_()
+    src.fill_(1.0)  # a copy takes as long whatever the values
     dst = torch.empty_like(src)
     seconds = timer(lambda: dst.copy_(src))
     yield Timing(Kind.COPY, "copy", "bf16", 0, 0, 0, 0.0, 2.0 * grid.copy_bytes, seconds)

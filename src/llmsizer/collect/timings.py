@@ -17,11 +17,13 @@ class Kind(StrEnum):
     """The kinds of work a step is made of, as `collect` times them."""
 
     GEMM = "gemm"  # a linear layer at the model's shape
+    EXPERT_GEMM = "expert_gemm"  # an MoE layer's routed experts, one batched matmul
     SQUARE_GEMM = "square_gemm"  # n x n x n, for the device's measured peak
     PREFILL_ATTENTION = "prefill_attention"  # causal SDPA over a whole prompt
     DECODE_ATTENTION = "decode_attention"  # one query per sequence over its KV
     ELEMENTWISE = "elementwise"  # norms, residuals, rotary, activation of one layer
     COPY = "copy"  # device memory copy, for the measured bandwidth peak
+    ALLREDUCE = "allreduce"  # sum of the activations of `tokens` tokens over `batch` ranks
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +31,8 @@ class Timing:
     """One timed kernel: sizes (0 where they do not apply), counted work, median seconds.
 
     `tokens` is the GEMM's rows, the prompt length or the elementwise tokens; `batch` and
-    `context` the decode attention's sequences and KV length.
+    `context` the decode attention's sequences and KV length, an expert GEMM's experts hit
+    and rows each; an all-reduce's `batch` is its ranks and `bytes` its message.
     """
 
     kind: Kind

@@ -109,6 +109,20 @@ class EngineConfig(BaseModel):
         description="Continuous batching: new requests are read only every N-th step while "
         "the engine is busy (SGLang --scheduler-recv-interval); 1: every step.",
     )
+    batch_wait_timeout_iters: int = Field(
+        0,
+        ge=0,
+        description="Continuous batching: while requests decode, hold new prompts for up to "
+        "N steps until the step's tokens reach batch_wait_max_tokens_ratio x "
+        "max_num_batched_tokens (TensorRT-LLM's delay batching); 0: off.",
+    )
+    batch_wait_max_tokens_ratio: float = Field(
+        0.0,
+        ge=0.0,
+        le=1.0,
+        description="Delay batching's token threshold, as a fraction of "
+        "max_num_batched_tokens (TensorRT-LLM batch_wait_max_tokens_ratio); 0: off.",
+    )
     batch_timeout_ms: float = Field(
         50.0, gt=0, description="Dynamic batching: longest wait before a partial batch launches."
     )

@@ -74,6 +74,7 @@ def make_scheduler(cfg: EngineConfig, kv: KVCacheManager) -> Scheduler:
             policy=cfg.schedule_policy,
             kv_reservation=cfg.kv_reservation,
             scheduler_recv_interval=cfg.scheduler_recv_interval,
+            batch_wait=(cfg.batch_wait_timeout_iters, cfg.batch_wait_max_tokens_ratio),
         )
     timeout = cfg.batch_timeout_ms * MS if cfg.batching == "dynamic" else None
     return StaticScheduler(kv, max_num_seqs=cfg.max_num_seqs, batch_timeout_s=timeout)

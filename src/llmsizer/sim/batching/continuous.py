@@ -17,6 +17,12 @@ GUARANTEED_NO_EVICT: no preemption, fewer requests at once).
 `scheduler_recv_interval` N (SGLang's `--scheduler-recv-interval`): the scheduler reads new
 requests from its input socket only every N-th step, so a request that arrives while the
 engine is busy waits for the next such step (an idle engine reads at once). 1 is every step.
+
+`batch_wait` (timeout N steps, token ratio r; TensorRT-LLM's `batch_wait_timeout_iters` /
+`batch_wait_max_tokens_ratio`, `PyExecutor._waiting_requests`): while requests decode, new
+prompts are held until the step would carry r x `max_num_batched_tokens` tokens or N steps
+have been held since the last release; an engine with nothing decoding never waits. Off when
+both are 0.
 """
 
 from __future__ import annotations
@@ -43,9 +49,14 @@ class ContinuousScheduler(Scheduler):
         policy: SchedulePolicy = "decode_first",
         kv_reservation: KvReservation = "incremental",
         scheduler_recv_interval: int = 1,
+        batch_wait: tuple[int, float] = (0, 0.0),
     ) -> None:
         super().__init__(kv, max_num_seqs)
         self.recv_interval = scheduler_recv_interval
+        self.wait_steps, wait_ratio = batch_wait
+        self.wait_tokens = wait_ratio * max_num_batched_tokens
+        self.batch_waiting = self.wait_steps > 0 or wait_ratio > 0
+        self.num_steps_held = 0
         self.num_steps = 0
         self.max_num_batched_tokens = max_num_batched_tokens
         self.enable_chunked_prefill = enable_chunked_prefill
@@ -113,6 +124,8 @@ class ContinuousScheduler(Scheduler):
             budget -= n
         if self.num_preemptions != preemptions_before or not self._receives():
             return out
+        if self.batch_waiting and self.decoding.members and self._holds(out, budget):
+            return out
         while self.waiting and budget > 0 and len(self.running) < self.max_num_seqs:
             r = self.waiting[0]
             k = self._lookup_prefix(r)
@@ -127,6 +140,26 @@ class ContinuousScheduler(Scheduler):
             out.append((r, n))
             budget -= n
         return out
+
+    def _holds(self, scheduled: list[tuple[SimRequest, int]], budget: int) -> bool:
+        """Whether delay batching holds the waiting prompts this step (module docstring): the
+        step's tokens counted as the engine would schedule them, prompts in order."""
+        if not self.waiting:
+            return False
+        tokens = len(self.decoding.members) + sum([n for _, n in scheduled])
+        slots = self.max_num_seqs - len(self.running)
+        for r in self.waiting:
+            n = self._chunk(r.num_remaining_prefill, budget)
+            if n == 0 or slots == 0:
+                break
+            tokens += n
+            budget -= n
+            slots -= 1
+        if self.num_steps_held >= self.wait_steps or tokens >= self.wait_tokens:
+            self.num_steps_held = 0
+            return False
+        self.num_steps_held += 1
+        return True
 
     def _receives(self) -> bool:
         """Whether this step reads new requests (module docstring)."""
