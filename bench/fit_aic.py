@@ -10,7 +10,10 @@ report their cross-validated accuracy (leave one GPU out, leave one model out).
              --rows PATH (per-row CSV, default examples/validation/aic_accuracy_rows.csv),
              --cache PATH (the recorded schedules: rows held with the same spec are read,
              the others recorded and added; recording is most of the time, the fits and
-             folds take a few minutes)
+             folds take a few minutes),
+             --disagg-cache PATH, --disagg-sample K, --no-disagg (the disaggregated rows:
+             `bench/fit_aic_disagg.py`, each simulated per run; PATH keeps them, default
+             the --cache path with `.disagg` added; they are most of the run time)
 
 Every mapped row is simulated once and its schedule re-priced for each fit
 (`llmsizer.calibrate.aic_fit`). `--write` stores each (engine, architecture) group's fit as
@@ -28,6 +31,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import fit_aic_disagg
 import numpy as np
 from validate_aic import CSV, METRICS, Result, concurrency_band, say, table
 
@@ -45,6 +49,7 @@ from llmsizer.calibrate.gpu_fit import calibration_file
 from llmsizer.calibrate.measurements import load_measurements
 from llmsizer.calibrate.replay import ScheduleTrace
 from llmsizer.instance import PredictSpec
+from llmsizer.perf import EfficiencyFactors
 from llmsizer.perf.calibrated import save_calibration
 from llmsizer.sweep import Sweep, open_sweep
 
@@ -207,6 +212,16 @@ def main() -> None:
     parser.add_argument("--rows", type=Path, default=OUT / "aic_accuracy_rows.csv")
     parser.add_argument("--cache", type=Path, default=None, help="recorded schedules (pickle)")
     parser.add_argument(
+        "--disagg-cache",
+        type=Path,
+        default=None,
+        help="the disaggregated rows' simulations (pickle; default: --cache with .disagg added)",
+    )
+    parser.add_argument(
+        "--disagg-sample", type=int, default=1, help="simulate every K-th disaggregated row"
+    )
+    parser.add_argument("--no-disagg", action="store_true", help="leave the disaggregated out")
+    parser.add_argument(
         "--architectures",
         default="blackwell,vllm:hopper",
         help="comma-separated GPU architectures (or engine:architecture groups) whose fits "
@@ -231,14 +246,28 @@ def main() -> None:
         for g, f in recorded.fit_groups().items()
         if ships(g, shipping) and sizes[g] >= MIN_FIT_ROWS
     }
+    by_gpu: dict[tuple[str, str, str], EfficiencyFactors] = {}  # each fold's factors
+    by_model: dict[tuple[str, str, str], EfficiencyFactors] = {}
     runs = {
         "shipped": recorded.shipped(fits),
-        "leave one GPU out": recorded.leave_one_out(lambda c: c.system, shipping),
-        "leave one model out": recorded.leave_one_out(lambda c: c.model, shipping),
+        "leave one GPU out": recorded.leave_one_out(lambda c: c.system, shipping, folds=by_gpu),
+        "leave one model out": recorded.leave_one_out(lambda c: c.model, shipping, folds=by_model),
     }
     say(f"fitted and cross-validated in {time.perf_counter() - t0:.0f} s")
     shown = {g: _factors_text(f.factors.as_dict()) for g, f in fits.items()}
-    args.report.write_text(report(recorded, runs, skipped, len(mapped), shown))
+    text = report(recorded, runs, skipped, len(mapped), shown)
+    if not args.no_disagg:
+        cache = args.disagg_cache
+        if cache is None and args.cache is not None:
+            cache = args.cache.with_name(args.cache.name + ".disagg")
+        lines, disagg_runs = fit_aic_disagg.section(
+            args.csv, recorded, fits, shipping, skipped, len(mapped), (by_gpu, by_model),
+            cache_path=cache, workers=args.workers, sample=args.disagg_sample,
+        )  # fmt: skip
+        text += "\n" + "\n".join(lines)
+        fit_aic_disagg.write_rows(args.rows.with_name(args.rows.stem + "_disagg.csv"), disagg_runs)
+        say(f"disaggregated rows in {time.perf_counter() - t0:.0f} s")
+    args.report.write_text(text)
     plot(args.plot, as_results(cases, runs["leave one GPU out"]), "leave one GPU out")
     write_rows(args.rows, cases, runs)
     if args.write:

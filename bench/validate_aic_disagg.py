@@ -1,6 +1,7 @@
 """The disaggregated simulation against AIConfigurator's disaggregated silicon rows.
 
     .venv/bin/python bench/validate_aic_disagg.py [--workers N] [--limit N] [--before CSV]
+        [--ids-from CSV (only those rows)] [--out DIR (default examples/validation)]
 
 Every `mode: disagg` row of `../shared/calibration/aic_silicon_calibration.csv` is mapped
 (`llmsizer.calibrate.aic_disagg`: one prefill and one decode deployment, worker counts, the
@@ -168,8 +169,10 @@ def write_rows(path: Path, results: list[Row]) -> None:
                     c.prefill.osl,
                     c.prefill.concurrency,
                     f"{c.num_prefill}x tp{c.prefill.tensor_parallel_size} "
+                    f"dp{c.prefill.attention_dp_size} "
                     f"b{c.prefill.engine.max_num_seqs}",
                     f"{c.num_decode}x tp{c.decode.tensor_parallel_size} "
+                    f"dp{c.decode.attention_dp_size} "
                     f"b{c.decode.engine.max_num_seqs}",
                     c.link,
                     c.measured["mean_ttft_ms"],
@@ -196,6 +199,10 @@ def main() -> None:
         help="Simulate only rows with at most this many clients (the run time grows with it).",
     )
     p.add_argument("--before", type=Path, default=None, help="An earlier run's rows CSV.")
+    p.add_argument(
+        "--ids-from", type=Path, default=None, help="Simulate only the rows of this rows CSV."
+    )
+    p.add_argument("--out", type=Path, default=OUT, help="Where the report and rows CSV go.")
     p.add_argument("--before-label", default="an earlier run", help="What --before was.")
     a = p.parse_args()
     cases = load_aic_disagg(CSV)
@@ -203,12 +210,16 @@ def main() -> None:
     cap = a.max_concurrency
     left_out = [c for c in mapped if cap is not None and (c.prefill.concurrency or 0) > cap]
     mapped = [c for c in mapped if c not in left_out][: a.limit]
+    if a.ids_from is not None:
+        with a.ids_from.open(newline="") as f:
+            ids = {r["id"] for r in csv.DictReader(f)}
+        mapped = [c for c in mapped if c.row_id in ids]
     mapped.sort(key=lambda c: c.prefill.concurrency or 0)
     print(f"{len(cases)} rows, {len(mapped)} to simulate", file=sys.stderr)
     with ProcessPoolExecutor(a.workers) as pool:
         predicted = list(pool.map(_one, mapped, chunksize=1))
     results: list[Row] = list(zip(mapped, predicted, strict=True))
-    OUT.mkdir(parents=True, exist_ok=True)
+    a.out.mkdir(parents=True, exist_ok=True)
     text = report(cases, results)
     if left_out:
         text += (
@@ -217,9 +228,9 @@ def main() -> None:
         )
     if a.before is not None:
         text += "\n" + before_after(a.before, a.before_label, results)
-    (OUT / "aic_disagg.md").write_text(text)
-    write_rows(OUT / "aic_disagg_rows.csv", results)
-    print(f"wrote {OUT / 'aic_disagg.md'}", file=sys.stderr)
+    (a.out / "aic_disagg.md").write_text(text)
+    write_rows(a.out / "aic_disagg_rows.csv", results)
+    print(f"wrote {a.out / 'aic_disagg.md'}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -101,7 +101,11 @@ BUDGET = {
     # + 15: delay batching and running caps as launched, fits shipped per group (issue 10)
     + 20
     + 30
-    + 15,
+    + 15
+    # + 180: the disaggregated rows' expert parallelism and attention DP per pool, their
+    # layouts read from the dump's twin (aic_twins), the run means of a fold's factors
+    # (issue 10)
+    + 180,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run

@@ -192,7 +192,7 @@ def test_inferencex_gb200_rows_are_disaggregated_runs() -> None:
     ("changes", "reason"),
     [
         ({"mode": "disagg"}, "disagg mode (separate prefill and decode pools) not modelled yet"),
-        ({"system": "gb300"}, "GPU gb300 not in the catalog"),
+        ({"system": "mi355x"}, "GPU mi355x not in the catalog"),
         ({"model_path": "acme/NoSuchModel-1B"}, "model acme/NoSuchModel-1B not in the catalog"),
     ],
 )

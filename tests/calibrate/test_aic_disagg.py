@@ -83,14 +83,142 @@ def test_the_rows_pools_are_the_instances_own_simulators() -> None:
 @pytest.mark.parametrize(
     ("change", "reason"),
     [
-        ({"decode_moe_ep_size": "8"}, "expert parallelism"),
-        ({"prefill_attention_dp_size": "4"}, "attention data parallelism"),
-        ({"system": "gb300"}, "GPU gb300 not in the catalog"),
-        ({"decode_tp_size": "32"}, "wide-EP / attention-DP layout (decode_tp_size 32"),
-        ({"prefill_tp_size": "72"}, "wide-EP / attention-DP layout (prefill_tp_size 72"),
+        ({"decode_moe_ep_size": "4"}, "decode layout inconsistent: moe_tp_size 1 x moe_ep_size 4"),
+        ({"prefill_pp_size": "2"}, "pipeline parallelism (prefill_pp_size 2)"),
+        ({"system": "mi355x"}, "GPU mi355x not in the catalog"),
+        (
+            {"prefill_tp_size": "20", "decode_tp_size": "20"},
+            "layout not recorded (prefill_tp_size = decode_tp_size = 20",
+        ),
+        ({"prefill_moe_ep_size": "0"}, "rejected by the model: expert_parallel_size 0"),
         ({"model_path": "nobody/NoModel-1B"}, "not in the catalog"),
     ],
 )
 def test_rows_outside_the_model_are_skipped_with_a_reason(change: dict, reason: str) -> None:  # type: ignore[type-arg]
     skipped = map_disagg_row({**ROW, **change})
     assert isinstance(skipped, AicSkipped) and reason in skipped.reason
+
+
+DSR1 = {
+    **ROW,
+    "system": "b200_sxm",
+    "model_path": "deepseek-ai/DeepSeek-R1",
+    "precision": "fp4",
+    "gemm_quant_mode": "nvfp4",
+    "moe_quant_mode": "nvfp4",
+}
+
+
+@pytest.mark.parametrize(
+    ("prefill", "decode", "want"),
+    [
+        # TRT-LLM B200 NVFP4 (74 rows): prefill TP4 EP4, decode TP8 with moe_tp 2 x EP 4
+        (("4", "1", "1", "4"), ("8", "1", "2", "4"), ((4, 1, 4), (8, 1, 4))),
+        # SGLang B200 (73 rows): TP8 EP8 in both pools
+        (("8", "1", "1", "8"), ("8", "1", "1", "8"), ((8, 1, 8), (8, 1, 8))),
+        # TRT-LLM B300 (53 rows): pure TP, moe_tp = tp
+        (("4", "1", "4", "1"), ("8", "1", "8", "1"), ((4, 1, 1), (8, 1, 1))),
+        # empty MoE cells (dense models' rows): EP 1
+        (("2", "1", "", ""), ("4", "", "", ""), ((2, 1, 1), (4, 1, 1))),
+        # TRT-LLM GB200 dump rows: prefill DEP4, decode DEP32 (attention DP, experts over all)
+        (("1", "4", "1", "4"), ("1", "32", "1", "32"), ((1, 4, 4), (1, 32, 32))),
+        # SGLang: attention DP 8 with the experts tensor-parallel over the 8 GPUs
+        (("1", "8", "8", "1"), ("8", "1", "8", "1"), ((1, 8, 1), (8, 1, 1))),
+        # an exported row's decode worker of 48 GPUs: one DEP48 worker (module docstring)
+        (("4", "1", "1", "4"), ("48", "1", "12", "4"), ((4, 1, 4), (1, 48, 48))),
+    ],
+)
+def test_each_pool_reads_its_own_expert_parallel_layout(
+    prefill: tuple[str, ...], decode: tuple[str, ...], want: tuple[tuple[int, ...], ...]
+) -> None:
+    columns = ("tp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size")
+    row = dict(DSR1)
+    for pool, cells in (("prefill", prefill), ("decode", decode)):
+        row |= {f"{pool}_{c}": v for c, v in zip(columns, cells, strict=True)}
+    case = map_disagg_row(row)
+    assert isinstance(case, AicDisaggCase)
+    got = tuple(
+        (spec.tensor_parallel_size, spec.attention_dp_size, spec.expert_parallel_size)
+        for spec in (case.prefill, case.decode)
+    )
+    assert got == want
+
+
+def test_a_layout_for_experts_on_a_dense_model_is_rejected_when_simulated() -> None:
+    case = map_disagg_row({**ROW, "decode_moe_tp_size": "1", "decode_moe_ep_size": "2"})
+    assert isinstance(case, AicDisaggCase) and case.decode.expert_parallel_size == 2
+    with pytest.raises(ValueError, match="has no experts"):
+        predict_disagg(case)
+
+
+def test_rows_without_worker_counts_are_marked() -> None:
+    case = map_disagg_row({**ROW, "prefill_num_workers": "", "decode_num_workers": ""})
+    assert isinstance(case, AicDisaggCase)
+    assert (case.num_prefill, case.num_decode, case.workers_given) == (1, 1, False)
+    given = map_disagg_row(ROW)
+    assert isinstance(given, AicDisaggCase) and given.workers_given
+
+
+def test_gb300_rows_map_onto_the_gb300_nvl72_rack() -> None:
+    case = map_disagg_row({**DSR1, "system": "gb300"})
+    assert isinstance(case, AicDisaggCase)
+    assert case.prefill.gpu == "gb300" and case.link == "nvlink"  # 8 GPUs of a 72-GPU domain
+
+
+def test_a_folds_factors_price_both_pools() -> None:
+    """Halving every achieved fraction of peak slows the decode steps: TPOT rises."""
+    import dataclasses
+
+    from llmsizer.perf.calibrated import calibrated_efficiency
+
+    case = map_disagg_row({**ROW, "silicon_data_source": "silicon_concurrency=4"})
+    assert isinstance(case, AicDisaggCase)
+    base = calibrated_efficiency("trtllm", "hopper")
+    slow = dataclasses.replace(
+        base,
+        **{k: v / 2 for k, v in base.as_dict().items() if k.endswith("_efficiency")},
+    )
+    fast_run, slow_run = predict_disagg(case, base), predict_disagg(case, slow)
+    assert slow_run["mean_tpot_ms"] > 1.5 * fast_run["mean_tpot_ms"]
+
+
+def test_run_means_are_summarize_means() -> None:
+    from llmsizer.calibrate.aic_disagg import run_means
+    from llmsizer.instance.disagg import make_disaggregated
+    from llmsizer.metrics import summarize
+    from llmsizer.workload import make_workload
+
+    case = map_disagg_row({**ROW, "silicon_data_source": "silicon_concurrency=4"})
+    assert isinstance(case, AicDisaggCase)
+    fleet = make_disaggregated(case.prefill, case.decode, num_prefill=1, num_decode=2,
+                               link="nvlink")  # fmt: skip
+    records = fleet.run(make_workload(case.prefill.workload_spec(40))).records
+    means, full = run_means(records), summarize(records)
+    assert means["completed"] == full["completed"] == 40
+    for m in ("mean_ttft_ms", "mean_tpot_ms"):
+        assert means[m] == pytest.approx(full[m], rel=1e-12)
+
+
+def test_attention_dp_pools_count_all_their_gpus_for_the_link_and_simulate() -> None:
+    dp_pools = {
+        "silicon_data_source": "db-dump; silicon_concurrency=4; x",
+        "prefill_num_workers": "1",
+        "decode_num_workers": "1",
+        "prefill_tp_size": "1",
+        "prefill_attention_dp_size": "4",
+        "prefill_moe_tp_size": "1",
+        "prefill_moe_ep_size": "4",
+        "decode_tp_size": "1",
+        "decode_attention_dp_size": "8",
+        "decode_moe_tp_size": "1",
+        "decode_moe_ep_size": "8",
+    }
+    case = map_disagg_row({**DSR1, **dp_pools})
+    assert isinstance(case, AicDisaggCase)
+    assert case.link == "network"  # 4 + 8 GPUs: more than one 8-GPU B200 node
+    rack = map_disagg_row({**DSR1, **dp_pools, "system": "gb200"})
+    assert isinstance(rack, AicDisaggCase) and rack.link == "nvlink"  # inside the NVL72
+    s = predict_disagg(case)
+    assert s["completed"] == 40
+    # a DeepSeek decode step reads at least the active experts' and attention weights
+    assert s["mean_tpot_ms"] > 1 and s["mean_ttft_ms"] > s["mean_tpot_ms"]

@@ -5,9 +5,9 @@ as cases to predict.
 TPOT) or an `AicSkipped` with a one-line reason. How the rows were measured is in
 `docs/aic_measurement.md`; the rules (`map_aic_row`):
 
-- **Deployment.** `model_path` through `get_model`; `system` through `AIC_GPUS` (GB300 is
-  not in the catalog); `tp_size` / `pp_size`; the engine preset named by `backend` with the
-  scheduler settings the row was launched with (`llmsizer.calibrate.aic_launch`).
+- **Deployment.** `model_path` through `get_model`; `system` through `AIC_GPUS`;
+  `tp_size` / `pp_size`; the engine preset named by `backend` with the scheduler settings
+  the row was launched with (`llmsizer.calibrate.aic_launch`).
 - **Precision.** One weight precision per model today: `gemm_quant_mode`
   (`quant_mode_precision`). Where `moe_quant_mode` differs (fp8 GEMMs with fp8_block
   experts, DeepSeek) the experts are priced as the GEMM precision and the case's `note` says
@@ -63,11 +63,12 @@ from llmsizer.instance import PredictSpec, make_instance
 from llmsizer.specs import get_gpu, get_model
 from llmsizer.specs.dtypes import Precision, quant_mode_precision
 
-AIC_GPUS = {  # AIC `system` -> catalog GPU; GB300 has no catalog entry yet
+AIC_GPUS = {  # AIC `system` -> catalog GPU
     "h100_sxm": "h100-sxm",
     "b200_sxm": "b200",
     "b300_sxm": "b300",
     "gb200": "gb200",
+    "gb300": "gb300",
 }
 LENGTH_RATIO = 0.8  # InferenceX RANDOM_RANGE_RATIO (.github/workflows/benchmark-tmpl.yml)
 PROMPTS_PER_CLIENT = 10  # InferenceX --num-prompts $((CONC*10))
@@ -188,8 +189,7 @@ def _map(row: Mapping[str, str], check_fit: bool) -> AicCase:
 def _layout(row: Mapping[str, str], gpus_per_node: int) -> tuple[int, int, int]:
     """(tensor parallel, expert parallel, attention data parallel) as the row was launched
     (module docstring: a layout AIC wrote as a product is read back)."""
-    tp, dp = _int(row, "tp_size", 1), _int(row, "attention_dp_size", 1)
-    moe_tp, ep = _int(row, "moe_tp_size", 1), _int(row, "moe_ep_size", 1)
+    tp, dp, moe_tp, ep = layout_columns(row)
     world = tp * dp
     if ep == 1 or world != moe_tp * ep or world <= gpus_per_node:
         return tp, ep, dp
@@ -198,6 +198,18 @@ def _layout(row: Mapping[str, str], gpus_per_node: int) -> tuple[int, int, int]:
     if moe_tp > 1:  # SGLang / TensorRT-LLM: TP moe_tp with EP moe_ep
         return moe_tp, ep, 1
     return tp, tp, 1  # vLLM: expert parallel over the TP group
+
+
+def layout_columns(row: Mapping[str, str], prefix: str = "") -> tuple[int, int, int, int]:
+    """(tp, attention dp, moe tp, moe ep) as the row's `{prefix}tp_size`,
+    `{prefix}attention_dp_size`, `{prefix}moe_tp_size`, `{prefix}moe_ep_size` cells say
+    (an empty cell is 1); `prefix` `prefill_` / `decode_` reads a disaggregated pool."""
+    return (
+        _int(row, f"{prefix}tp_size", 1),
+        _int(row, f"{prefix}attention_dp_size", 1),
+        _int(row, f"{prefix}moe_tp_size", 1),
+        _int(row, f"{prefix}moe_ep_size", 1),
+    )
 
 
 def _concurrency(row: Mapping[str, str]) -> int:

@@ -12,34 +12,69 @@ follow the aggregated mapping (`llmsizer.calibrate.aic`, `docs/aic_measurement.m
   where the cell is empty). FP8 and NVFP4 weights
   get an FP8 KV cache; the weight precision is `gemm_quant_mode` (else `precision`).
 - **Load.** The InferenceX multi-node client (srt-slurm sa-bench): a closed loop of
-  `silicon_concurrency` clients (from `silicon_data_source`, else decode batch x decode
-  workers), 10 c requests, lengths uniform in [int(0.8 L), L]; all c start at t = 0.
+  `silicon_concurrency` clients (from `silicon_data_source`, else decode batch per
+  attention-DP rank x ranks x decode workers), 10 c requests, lengths uniform in
+  [int(0.8 L), L]; all c start at t = 0.
 - **Link.** All workers inside the system's NVLink domain (an 8-GPU node, an NVL72 rack):
   `nvlink`; otherwise `network` (the system's InfiniBand NICs). Routers: least outstanding
   requests in both pools (Dynamo's default load balancing).
-- **Skipped.** Expert parallelism or attention data parallelism in either pool, pipeline
-  parallelism, GPUs, systems and models outside the catalog, deployments the model rejects,
-  and pools wider than `WIDEST_TP` GPUs. Those are GB200 NVL72 rows of 20-72 GPUs per pool
-  whose ids name them `tpN_ep` (InferenceX's wide expert parallelism with data-parallel
-  attention) while the CSV's columns say pure TP (`moe_ep_size` 1): pricing them as one
-  tensor-parallel group of 20-72 GPUs (an all-reduce over every GPU twice a layer, the
-  attention heads split 72 ways) would be a different deployment. `DeploymentSpec` has no
-  attention data parallelism, so they are refused, not mispriced.
+- **Expert parallelism.** Each pool's layout is read from its own columns
+  (`layout_columns`, the helper the aggregated mapping reads `tp_size` ... with):
+  `{pool}_moe_ep_size` is the pool's `expert_parallel_size`, its experts split whole over
+  that many of the `{pool}_tp_size` ranks and each over `{pool}_moe_tp_size` of them
+  (`moe_tp x moe_ep = tp`; a row where it does not hold is refused). The aggregated
+  mapping's reading of layouts written as products (`aic._layout`) does not apply: it
+  rests on single-node runs, and a disaggregated worker may span nodes (srt-slurm launches
+  16-GPU H100 workers over two).
+- **Attention data parallelism.** `{pool}_attention_dp_size` D is the spec's
+  `attention_dp_size`: D ranks of `{pool}_tp_size` GPUs for attention, the experts over
+  all `tp x D` = `moe_tp x moe_ep` GPUs (TensorRT-LLM `enable_attention_dp`, SGLang
+  `--enable-dp-attention`; `llmsizer.calibrate.aic` reads the aggregated rows so).
+- **Wide pools.** The exported (`source_file=`) rows leave the worker counts and batch
+  sizes empty and write the GPUs of one worker as `{pool}_tp_size`, with the prefill pool's
+  expert parallelism. Where the same run is in the `db-dump` export too (same system,
+  engine, lengths and clients, TTFT and TPOT within a few %), the dump names a
+  data-parallel attention worker for every such pool wider than a node: an exported
+  `decode_tp_size` 32 is one DEP32 worker (`attention_dp_size` 32, `moe_ep_size` 32), 16 is
+  DEP16. A pool wider than `WIDEST_TP` GPUs is therefore read as one worker of that many
+  attention-DP ranks with the experts split over all of them (pricing it as one
+  tensor-parallel group of 20-72 GPUs, an all-reduce over every GPU twice a layer, would
+  be a different deployment). Rows whose prefill and decode `tp_size` are the same wide
+  number (`source_file=2026-04-06.csv`, GB200) write the GPUs of both pools together
+  (the aggregated copies of these runs say so, `llmsizer.calibrate.aic`): refused.
+- **Skipped.** Pipeline parallelism, GPUs, systems and models outside the catalog,
+  deployments the model rejects, and the rows above.
+- **Worker counts.** Where `{pool}_num_workers` is empty (the `source_file=` rows), the
+  pool columns of the row's twin in the dump are used (`llmsizer.calibrate.aic_twins`: the
+  same run in the other export); a row without a twin is simulated with one worker of
+  each pool (`workers_given` False): the dump's runs have 1-15 prefill and 1-5 decode
+  workers, so such a row is priced on a fleet smaller than, or equal to, the measured one.
 """
 
 from __future__ import annotations
 
 import csv
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from llmsizer.calibrate.aic import AIC_GPUS, LENGTH_RATIO, PROMPTS_PER_CLIENT, AicSkipped
+import numpy as np
+from pydantic import ValidationError
+
+from llmsizer.calibrate.aic import (
+    AIC_GPUS,
+    LENGTH_RATIO,
+    PROMPTS_PER_CLIENT,
+    AicSkipped,
+    layout_columns,
+)
+from llmsizer.calibrate.aic_twins import with_twin_layouts, workers_given
 from llmsizer.instance import DeploymentSpec, PredictSpec
 from llmsizer.instance.disagg import Link, make_disaggregated
-from llmsizer.metrics import summarize
+from llmsizer.perf import EfficiencyFactors
+from llmsizer.records import RequestRecord
 from llmsizer.specs import get_model, get_system
 from llmsizer.specs.dtypes import Precision, quant_mode_precision
 from llmsizer.workload import make_workload
@@ -49,6 +84,7 @@ AIC_SYSTEMS = {  # AIC `system` -> catalog system (the NVLink domain and NICs ar
     "b200_sxm": "dgx-b200",
     "b300_sxm": "hgx-b300",
     "gb200": "gb200-nvl72",
+    "gb300": "gb300-nvl72",
 }
 _FP8_KV = (Precision.FP8, Precision.FP8_BLOCK, Precision.FP4)
 WIDEST_TP = 16  # the widest dense TP group in the rows: two 8-GPU H100 nodes (SGLang)
@@ -70,6 +106,8 @@ class AicDisaggCase:
     num_decode: int
     link: Link
     measured: dict[str, float]
+    workers_given: bool = True  # False: the worker counts were empty, one of each simulated
+    twin: str = ""  # the dump row whose pool columns an exported row took (`aic_twins`)
 
 
 class _Skip(Exception):
@@ -79,7 +117,8 @@ class _Skip(Exception):
 def load_aic_disagg(path: Path) -> list[AicDisaggCase | AicSkipped]:
     """Every disaggregated row of the CSV at `path`, mapped, in file order."""
     with path.open(newline="") as f:
-        return [map_disagg_row(r) for r in csv.DictReader(f) if r["mode"] == "disagg"]
+        rows = [r for r in csv.DictReader(f) if r["mode"] == "disagg"]
+    return [map_disagg_row(r) for r in with_twin_layouts(rows)]
 
 
 def map_disagg_row(row: Mapping[str, str]) -> AicDisaggCase | AicSkipped:
@@ -94,21 +133,31 @@ def _int(row: Mapping[str, str], column: str, default: int = 1) -> int:
     return int(text) if text else default
 
 
-def _map(row: Mapping[str, str]) -> AicDisaggCase:
-    for pool in ("prefill", "decode"):
-        for column, what in (
-            ("moe_ep_size", "expert parallelism"),
-            ("attention_dp_size", "attention data parallelism"),
-            ("pp_size", "pipeline parallelism"),
-        ):
-            if _int(row, f"{pool}_{column}") > 1:
-                raise _Skip(f"{what} ({pool}_{column} {row[f'{pool}_{column}']}) not modelled yet")
-        tp = _int(row, f"{pool}_tp_size")
-        if tp > WIDEST_TP:
+def _pool_layout(row: Mapping[str, str], pool: str) -> dict[str, int]:
+    """A pool's `tp`, `attention_dp_size` and `expert_parallel_size` as its columns say, a
+    pool wider than `WIDEST_TP` read as one data-parallel attention worker (module
+    docstring), or the reason it is skipped."""
+    tp, dp, moe_tp, ep = layout_columns(row, f"{pool}_")
+    if _int(row, f"{pool}_pp_size") > 1:
+        raise _Skip(f"pipeline parallelism ({pool}_pp_size {row[f'{pool}_pp_size']}) not modelled")
+    if tp > WIDEST_TP:
+        other = "decode" if pool == "prefill" else "prefill"
+        if _int(row, f"{other}_tp_size") == tp:
             raise _Skip(
-                f"wide-EP / attention-DP layout ({pool}_tp_size {tp} > {WIDEST_TP}: "
-                "module docstring) not modelled"
+                f"layout not recorded (prefill_tp_size = decode_tp_size = {tp}: the GPUs of "
+                "both pools together, module docstring)"
             )
+        return {"tp": 1, "attention_dp_size": tp, "expert_parallel_size": tp}
+    if ep > 1 and moe_tp * ep != tp * dp:
+        raise _Skip(
+            f"{pool} layout inconsistent: moe_tp_size {moe_tp} x moe_ep_size {ep} != "
+            f"tp_size {tp} x attention_dp_size {dp}"
+        )
+    return {"tp": tp, "attention_dp_size": dp, "expert_parallel_size": ep}
+
+
+def _map(row: Mapping[str, str]) -> AicDisaggCase:
+    layouts = {pool: _pool_layout(row, pool) for pool in ("prefill", "decode")}
     gpu, system_key = AIC_GPUS.get(row["system"]), AIC_SYSTEMS.get(row["system"])
     if gpu is None or system_key is None:
         raise _Skip(f"GPU {row['system']} not in the catalog")
@@ -121,7 +170,8 @@ def _map(row: Mapping[str, str]) -> AicDisaggCase:
     num_decode = _int(row, "decode_num_workers")
     if found is None and not row["decode_batch_size"].strip():
         raise _Skip("concurrency not given (no silicon_concurrency, no decode_batch_size)")
-    concurrency = int(found.group(1)) if found else _int(row, "decode_batch_size") * num_decode
+    per_worker = _int(row, "decode_batch_size") * layouts["decode"]["attention_dp_size"]
+    concurrency = int(found.group(1)) if found else per_worker * num_decode
     base: dict[str, Any] = {
         "model": model,
         "gpu": gpu,
@@ -130,23 +180,28 @@ def _map(row: Mapping[str, str]) -> AicDisaggCase:
         "engine": row["backend"],
     }
     isl, osl = int(row["isl"]), int(row["osl"])
-    prefill = PredictSpec.model_validate(
-        {
-            **base,
-            "tp": _int(row, "prefill_tp_size"),
-            **_batch(row, "prefill_batch_size"),
-            "isl": isl,
-            "osl": osl,
-            "concurrency": concurrency,
-            "num_requests": PROMPTS_PER_CLIENT * concurrency,
-            "length_ratio": LENGTH_RATIO,
-        }
-    )
-    decode = DeploymentSpec.model_validate(
-        {**base, "tp": _int(row, "decode_tp_size"), **_batch(row, "decode_batch_size")}
-    )
+    try:
+        prefill = PredictSpec.model_validate(
+            {
+                **base,
+                **layouts["prefill"],
+                **_batch(row, "prefill_batch_size"),
+                "isl": isl,
+                "osl": osl,
+                "concurrency": concurrency,
+                "num_requests": PROMPTS_PER_CLIENT * concurrency,
+                "length_ratio": LENGTH_RATIO,
+            }
+        )
+        decode = DeploymentSpec.model_validate(
+            {**base, **layouts["decode"], **_batch(row, "decode_batch_size")}
+        )
+    except ValidationError as e:  # a layout the spec refuses (a 0 cell, ...)
+        first = e.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise _Skip(f"rejected by the model: {where} {first['input']!r}: {first['msg']}") from e
     num_prefill = _int(row, "prefill_num_workers")
-    gpus = num_prefill * prefill.tensor_parallel_size + num_decode * decode.tensor_parallel_size
+    gpus = num_prefill * prefill.gpus_per_instance + num_decode * decode.gpus_per_instance
     link: Link = "nvlink" if gpus <= get_system(system_key).nvlink_domain_size else "network"
     measured = {
         "mean_ttft_ms": float(row["silicon_ttft_ms"]),
@@ -163,6 +218,8 @@ def _map(row: Mapping[str, str]) -> AicDisaggCase:
         num_decode,
         link,
         measured,
+        workers_given(row),
+        row.get("twin", ""),
     )
 
 
@@ -183,9 +240,13 @@ def _precision(row: Mapping[str, str]) -> Precision:
     return Precision.parse(column) if column else Precision.BF16
 
 
-def predict_disagg(case: AicDisaggCase) -> dict[str, float]:
-    """Simulate `case` on its two pools: the summary (`mean_ttft_ms`, `mean_tpot_ms`, ...).
-    Raises ValueError when the model rejects a pool (weights that do not fit, ...)."""
+def predict_disagg(
+    case: AicDisaggCase, efficiency: EfficiencyFactors | None = None
+) -> dict[str, float]:
+    """Simulate `case` on its two pools: `mean_ttft_ms`, `mean_tpot_ms` (the client's run
+    means, as `llmsizer.metrics.summarize` takes them) and `completed`. `efficiency` prices
+    both pools instead of the shipped factors (a cross-validation fold's). Raises ValueError
+    when the model rejects a pool (weights that do not fit, ...)."""
     spec = case.prefill
     fleet = make_disaggregated(
         spec,
@@ -195,7 +256,28 @@ def predict_disagg(case: AicDisaggCase) -> dict[str, float]:
         link=case.link,
         system=get_system(AIC_SYSTEMS[case.system]),
         max_model_len=spec.isl + spec.osl,
+        efficiency=None if efficiency is None else (efficiency, efficiency),
     )
     workload = make_workload(spec.workload_spec(spec.num_requests or 1))
-    res = fleet.run(workload)
-    return summarize(res.records, num_gpus=fleet.num_gpus)
+    return run_means(fleet.run(workload).records)
+
+
+def run_means(records: Sequence[RequestRecord]) -> dict[str, float]:
+    """Mean TTFT and TPOT (ms) of the successful records and how many there were: the two
+    means of `summarize` without its percentiles, which cost more than a large fleet's
+    simulation."""
+    ok = [r for r in records if r.ok]
+    if not ok:
+        raise ValueError("no request of the run completed")
+    ttft = np.fromiter((r.token_times_s[0] - r.arrival_s for r in ok), np.float64, len(ok))
+    multi = [r for r in ok if r.num_output_tokens > 1]
+    tpot = np.fromiter(
+        ((r.token_times_s[-1] - r.token_times_s[0]) / (r.num_output_tokens - 1) for r in multi),
+        np.float64,
+        len(multi),
+    )
+    return {
+        "mean_ttft_ms": 1e3 * float(ttft.mean()),
+        "mean_tpot_ms": 1e3 * float(tpot.mean()) if len(tpot) else float("nan"),
+        "completed": float(len(ok)),
+    }

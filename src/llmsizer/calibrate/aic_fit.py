@@ -164,11 +164,13 @@ class Recorded:
         held: Callable[[AicCase], str],
         architectures: Collection[str],
         min_rows: int = MIN_FIT_ROWS,
+        folds: dict[tuple[str, str, str], EfficiencyFactors] | None = None,
     ) -> Predicted:
         """Every case predicted by factors fitted without any case sharing its `held` value
         (its GPU, its model) in its group (module docstring); groups of other architectures
         than `architectures` (whose fits do not ship) by the engine's general fit, which saw
-        none of these rows."""
+        none of these rows. `folds`, when given, receives each fold's factors by (engine,
+        architecture, held-out value), for rows priced outside this recording."""
         out: Predicted = {}
         for (engine, architecture), idx in self.groups().items():
             if not ships((engine, architecture), architectures):
@@ -181,5 +183,7 @@ class Recorded:
                 factors = (
                     self.fit(train, engine).factors if enough else calibrated_efficiency(engine)
                 )
+                if folds is not None:
+                    folds[(engine, architecture, value)] = factors
                 out |= self.predict(test, factors)
         return out

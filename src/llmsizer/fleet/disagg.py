@@ -30,7 +30,6 @@ from llmsizer.fleet.fleet import check_fleet, label_instances
 from llmsizer.fleet.pool import Pool
 from llmsizer.records import RequestRecord
 from llmsizer.sim import Engine, SimResult
-from llmsizer.sim.delivery import hold_first_token
 from llmsizer.workload import Workload
 
 
@@ -170,11 +169,11 @@ class _Disagg:
         pre = [run.result() for run in self.prefill.runs]
         dec = [run.result() for run in self.decode.runs]
         first = label_instances(pre, n)
-        then: list[RequestRecord | None] = [None] * n
+        then: list[tuple[RequestRecord, int] | None] = [None] * n
         offset = len(pre)
         for j, res in enumerate(dec):
             for r in res.records:
-                then[r.request_id] = dataclasses.replace(r, instance_id=offset + j)
+                then[r.request_id] = (r, offset + j)
         delays = [e.first_token_delay_s for e in self.prefill_engines]
         records = [
             _join(p, d, self.handoff_s[p.request_id], delays[p.instance_id or 0])
@@ -197,22 +196,34 @@ def _chunked(engine: Engine) -> Engine:
 
 
 def _join(
-    p: RequestRecord, d: RequestRecord | None, handoff_s: float, first_token_delay_s: float
+    p: RequestRecord,
+    decoded: tuple[RequestRecord, int] | None,
+    handoff_s: float,
+    first_token_delay_s: float,
 ) -> RequestRecord:
-    """The client's view: prefill's record, the first token at the handoff, then decode's,
-    the first chunk held by the prefill engine's front end (`Engine.first_token_delay_s`;
-    a one-token answer is prefill's record, already held)."""
-    if d is None:
+    """The client's view: prefill's record, the first token at the handoff, then decode's
+    (`decoded`: its record and decode instance), the first chunk held by the prefill
+    engine's front end (`Engine.first_token_delay_s`, as `hold_first_token` holds it; a
+    one-token answer is prefill's record, already held). One record built per request: the
+    join runs once for every request of a run."""
+    if decoded is None:
         return p
-    joined = dataclasses.replace(
+    d, instance_id = decoded
+    times = np.concatenate(([handoff_s], d.token_times_s))
+    finish_s = d.finish_s
+    if first_token_delay_s < 0:
+        raise ValueError(f"first_token_delay_s must be >= 0, got {first_token_delay_s}")
+    if first_token_delay_s > 0:
+        times = np.maximum(times, times[0] + first_token_delay_s)
+        finish_s = float(times[-1])
+    return dataclasses.replace(
         p,
         num_output_tokens_requested=p.num_output_tokens_requested + d.num_output_tokens_requested,
-        token_times_s=np.concatenate(([handoff_s], d.token_times_s)),
-        finish_s=d.finish_s,
+        token_times_s=times,
+        finish_s=finish_s,
         num_preemptions=p.num_preemptions + d.num_preemptions,
-        instance_id=d.instance_id,
+        instance_id=instance_id,
     )
-    return hold_first_token(joined, first_token_delay_s)
 
 
 def _open(workload: Workload) -> Workload:
