@@ -77,15 +77,24 @@ def test_a_group_ships_by_its_architecture_or_by_name() -> None:
 
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
-def test_blackwell_ships_its_own_fit_and_hopper_keeps_the_general_one(engine: str) -> None:
+def test_blackwell_ships_its_own_fit_and_hopper_only_vllms(engine: str) -> None:
+    """Blackwell ships every engine's AIC fit; on Hopper only vLLM's (TensorRT-LLM keeps
+    the general fit on measurements.csv, whose online TTFT bar the H100 rows' fit broke;
+    SGLang has no H100 rows)."""
     blackwell = packaged_calibration(engine, "blackwell")
     assert blackwell.fitted_on["data"].endswith("aic_silicon_calibration.csv")
-    assert packaged_calibration(engine, "hopper") == packaged_calibration(engine)
-    assert packaged_architectures(engine) == ("blackwell",)
+    hopper = packaged_calibration(engine, "hopper")
     b200 = make_instance(DeploymentSpec(model="llama-3.1-70b", gpu="b200", tp=4, engine=engine))
     h100 = make_instance(DeploymentSpec(model="llama-3.1-70b", gpu="h100", tp=4, engine=engine))
     assert b200.step.efficiency == blackwell.efficiency()
-    assert h100.step.efficiency == calibrated_efficiency(engine)
+    if engine == "vllm":
+        assert packaged_architectures(engine) == ("blackwell", "hopper")
+        assert hopper.fitted_on["data"].endswith("aic_silicon_calibration.csv")
+        assert h100.step.efficiency == hopper.efficiency()
+    else:
+        assert packaged_architectures(engine) == ("blackwell",)
+        assert hopper == packaged_calibration(engine)
+        assert h100.step.efficiency == calibrated_efficiency(engine)
 
 
 def test_the_band_uses_the_cross_validated_error_where_there_is_one() -> None:
@@ -93,5 +102,7 @@ def test_the_band_uses_the_cross_validated_error_where_there_is_one() -> None:
     held = packaged_calibration("vllm", "blackwell").fitted_on["leave_one_model_out"]
     expected = held["mean_ttft_ms"]["median_ape_pct"] + held["mean_tpot_ms"]["median_ape_pct"]
     assert b200 == pytest.approx(expected / 200) and "cross-validated" in source
-    h100, source = measured_uncertainty(DeploymentSpec(model="llama-3.1-8b", gpu="h100"))
+    h100, source = measured_uncertainty(
+        DeploymentSpec(model="llama-3.1-8b", gpu="h100", engine="trtllm")
+    )
     assert h100 == 0.15 and "prior" in source
