@@ -330,3 +330,21 @@ def test_without_delay_batching_a_prompt_joins_the_next_step() -> None:
     step(s, 0)
     s.add(b)
     assert step(s, 1)[0].prefills == [(b, 8)]
+
+
+def test_a_full_batch_counts_no_held_steps() -> None:
+    """TensorRT-LLM asks whether to wait only for prompts the capacity scheduler picked: a
+    full batch picks none, so its steps do not run the timeout down."""
+    s = make_scheduler(
+        max_num_seqs=2, max_num_batched_tokens=64, batch_wait_timeout_iters=3,
+        batch_wait_max_tokens_ratio=0.9,
+    )  # fmt: skip
+    a, c, b = make_request(0, 8, 20), make_request(1, 8, 4), make_request(2, 8, 2)
+    s.add(a)
+    s.add(c)
+    step(s, 0)  # both prompts, a first token each
+    s.add(b)  # both slots taken until c's last token: b waits for a slot, uncounted
+    admitted_at = next(i for i in range(1, 15) if step(s, i)[0].prefills)
+    # c's fourth token at step 3 frees its slot; a still decodes, so b is held the whole
+    # timeout from there (steps 4, 5, 6) and runs at step 7
+    assert c.status is Status.FINISHED and admitted_at == 7

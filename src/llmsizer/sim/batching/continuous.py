@@ -168,6 +168,7 @@ class ContinuousScheduler(Scheduler):
             return False
         tokens = len(self.decoding.members) + sum([n for _, n in scheduled])
         slots = self.max_num_seqs - len(self.running)
+        admissible = 0
         for r in self.waiting:
             n = self._chunk(r.num_remaining_prefill, budget)
             if n == 0 or slots == 0:
@@ -175,6 +176,9 @@ class ContinuousScheduler(Scheduler):
             tokens += n
             budget -= n
             slots -= 1
+            admissible += 1
+        if not admissible:  # no prompt fits this step: nothing to hold, no step counted
+            return False
         if self.num_steps_held >= self.wait_steps or tokens >= self.wait_tokens:
             self.num_steps_held = 0
             return False
