@@ -38,6 +38,29 @@ HELP = (
     "Size LLM inference: simulate a serving engine, predict GPU performance, plan "
     "deployments, and benchmark real OpenAI-compatible servers."
 )
+# each command's one-paragraph help, for `llmsizer --help` without importing the commands
+# (`listing_app`; a test renders both listings and compares them)
+SUMMARIES = {  # each docstring's first paragraph, its line breaks kept (rich keeps them)
+    "simulate": "Simulate a serving engine on a workload and print vLLM-style metrics.",
+    "predict": "Predict TTFT, TPOT, E2E latency, throughput, MBU and MFU for one configuration.",
+    "plan": "Size a deployment: the best configuration per GPU, instances, GPUs, servers and cost.",
+    "bench": "Benchmark an OpenAI-compatible endpoint (vLLM, SGLang, TensorRT-LLM, NIM, ...).",
+    "calibrate": "Fit a step cost to measured runs of a server (a concurrency sweep at fixed "
+    "lengths is\nthe recipe) by simulating each run with the server's batching settings, and "
+    "write a\ncalibration file that `simulate` and `predict` accept. Prints the fit's residuals.",
+    "compare": "Measured and predicted metrics side by side, per point, with the relative error.",
+    "collect": "Time this device's kernels at a model's shapes (PyTorch, random weights) and "
+    "write a\ncalibration file that predict, plan and simulate accept as --calibration.",
+    "models": "The model catalog: parameters, KV bytes per token, context window (from "
+    "config.json).",
+    "gpus": "The GPU catalog: memory, bandwidth, dense tensor peaks, interconnect.",
+    "systems": "Servers: GPUs per server and their NVLink domain.",
+    "serve": "Start the sizing studio on http://127.0.0.1:PORT: the use case with its answer "
+    "as you\ntype, one instance's timeline, plans compared, measured vs predicted. Works "
+    "offline.",
+    "day": "Replay a day (a trace's pattern or Poisson under a daily profile scaled to a peak) "
+    "on\nan autoscaled fleet and on one fixed at the peak: GPU-hours, cost, SLO attainment.",
+}
 
 
 @cache
@@ -49,6 +72,19 @@ def command_app(names: tuple[str, ...] = tuple(COMMANDS)) -> typer.Typer:
     app.callback()(_group)  # a group even with one command: `llmsizer predict ...`
     for name in names:
         app.command()(getattr(import_module(f"llmsizer.cli.{COMMANDS[name]}"), name))
+    return app
+
+
+@cache
+def listing_app() -> typer.Typer:
+    """The command line as `--help`, no command or an unknown one sees it: every command
+    listed with its summary, none imported (a command named runs `command_app`)."""
+    app = typer.Typer(
+        add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, help=HELP
+    )
+    app.callback()(_group)
+    for name in COMMANDS:
+        app.command(name=name, help=SUMMARIES[name])(_group)
     return app
 
 
@@ -77,7 +113,8 @@ def _is_bench_error(e: BaseException) -> bool:
 def main() -> None:
     """Entry point: bad input becomes one clear message and exit status 2, never a traceback."""
     # `app` set on the module (a test's stand-in, or built by an earlier `cli.app`) wins
-    app = globals().get("app") or command_app(_invoked(sys.argv[1:]))
+    named = _invoked(sys.argv[1:])
+    app = globals().get("app") or (command_app(named) if len(named) == 1 else listing_app())
     try:
         app()
     except KeyboardInterrupt:  # a second Ctrl-C while a command was already stopping
@@ -91,4 +128,4 @@ def main() -> None:
         sys.exit(2)
 
 
-__all__ = ["COMMANDS", "app", "command_app", "main"]
+__all__ = ["COMMANDS", "SUMMARIES", "app", "command_app", "listing_app", "main"]
