@@ -74,6 +74,27 @@ def test_cancel_stops_a_job(jobs: Jobs) -> None:
     assert again is not job
 
 
+def test_a_cancel_after_the_plans_last_checkpoint_still_cancels(
+    jobs: Jobs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The click can land after the plan's last progress call (curves, the band): the job
+    ends cancelled, its result dropped, not done (the browser's cancel test waited forever)."""
+    real = jobs_module.plan
+    submitted: list[str] = []
+
+    def plan_then_click(*args: object, **kwargs: object) -> object:
+        result = real(*args, **kwargs)  # type: ignore[arg-type]
+        if not kwargs.get("quick"):
+            jobs.cancel(submitted[0])  # after every checkpoint of the full plan
+        return result
+
+    monkeypatch.setattr(jobs_module, "plan", plan_then_click)
+    job = jobs.submit(usecase(300))
+    submitted.append(job.id)
+    wait_polling(jobs, job.id)
+    assert job.state is State.CANCELLED and job.data is None and job.result is None
+
+
 def test_a_job_nobody_polls_is_abandoned(jobs: Jobs, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(jobs_module, "ABANDON_S", 0.0)
     job = jobs.submit(usecase(250))

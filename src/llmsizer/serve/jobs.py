@@ -213,12 +213,15 @@ class Jobs:
             first = plan(
                 first_stage(job.usecase), progress=progress, probes=self.probes, quick=True
             )
+            check()
             job.answer = plan_data(first)
             job.answer_s = time.monotonic() - job.submitted_s
             job.stage = "curves and uncertainty band"
             check()
-            job.result = plan(job.usecase, progress=progress, probes=self.probes)
-            job.data = plan_data(job.result)
+            result = plan(job.usecase, progress=progress, probes=self.probes)
+            check()  # a cancel that came after the plan's last checkpoint still cancels
+            job.result = result
+            job.data = plan_data(result)
             job.state, job.stage = State.DONE, "done"
         except Cancelled:
             job.state, job.stage = State.CANCELLED, "cancelled"
