@@ -21,13 +21,13 @@ import hashlib
 import pickle
 import time
 from collections import Counter
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from validate_aic import METRICS, say
+from validate_aic import METRICS, say, table
 
 from llmsizer.calibrate.aic import AicSkipped
 from llmsizer.calibrate.aic_disagg import AicDisaggCase, load_aic_disagg, predict_disagg
@@ -159,31 +159,6 @@ def simulate_all(
     return cache
 
 
-def _stats(rows: Sequence[DisaggRow], metric: str) -> str:
-    e = np.array([r.error_pct(metric) for r in rows])
-    a = np.abs(e)
-    return f"{np.median(a):.0f} | {np.percentile(a, 90):.0f} | {np.median(e):+.0f}"
-
-
-def table(
-    title: str, column: str, rows: Sequence[DisaggRow], key: Callable[[DisaggRow], str]
-) -> list[str]:
-    groups: dict[str, list[DisaggRow]] = {}
-    for r in rows:
-        groups.setdefault(key(r), []).append(r)
-    out = [
-        f"#### {title}",
-        "",
-        f"| {column} | rows | TTFT median | p90 | bias | TPOT median | p90 | bias |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for name in sorted(groups):
-        g = groups[name]
-        out.append(f"| {name} | {len(g)} | {_stats(g, METRICS[0])} | {_stats(g, METRICS[1])} |")
-    out.append(f"| all | {len(rows)} | {_stats(rows, METRICS[0])} | {_stats(rows, METRICS[1])} |")
-    return [*out, ""]
-
-
 def source(case: AicDisaggCase) -> str:
     """Which InferenceX export the row came from (`aic_disagg` module docstring: the
     `source_file=` rows carry no worker counts)."""
@@ -246,14 +221,16 @@ def section(
     ]
     for run in RUNS[1:]:
         lines += [f"### Disaggregated, {run}", ""]
-        lines += table("By engine", "engine", runs[run], lambda r: r.case.backend)
+        lines += table(
+            "By engine", "engine", runs[run], lambda r: r.case.backend, heading="####", order=str
+        )
         lines += table(
             "By engine and GPU", "engine, GPU", runs[run],
-            lambda r: f"{r.case.backend} {r.case.system}",
+            lambda r: f"{r.case.backend} {r.case.system}", heading="####", order=str,
         )  # fmt: skip
         lines += table(
             "By engine and source", "engine, source", runs[run],
-            lambda r: f"{r.case.backend} {source(r.case)}",
+            lambda r: f"{r.case.backend} {source(r.case)}", heading="####", order=str,
         )  # fmt: skip
     lines += whole_file(agg_skipped, num_agg_rows, mapped, rejected, len(cases), sample)
     return lines, runs

@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -67,25 +68,42 @@ def run(cases: Sequence[AicCase], workers: int) -> list[Result]:
     return results
 
 
-def stats(results: Sequence[Result], metric: str) -> str:
+class Scored(Protocol):
+    """A predicted row: a `Result`, or a disaggregated fleet's (`fit_aic_disagg.DisaggRow`)."""
+
+    def error_pct(self, metric: str) -> float: ...
+
+
+S = TypeVar("S", bound=Scored)
+
+
+def stats(results: Sequence[Scored], metric: str) -> str:
     err = np.array([r.error_pct(metric) for r in results])
     ape = np.abs(err)
     return f"{np.median(ape):.0f} | {np.percentile(ape, 90):.0f} | {np.median(err):+.0f}"
 
 
 def table(
-    title: str, column: str, results: Sequence[Result], key: Callable[[Result], str]
+    title: str,
+    column: str,
+    results: Sequence[S],
+    key: Callable[[S], str],
+    *,
+    heading: str = "###",
+    order: Callable[[str], Any] = lambda name: _natural(name),
 ) -> list[str]:
-    groups: dict[str, list[Result]] = {}
+    """Median, p90 and bias of TTFT and TPOT by `key`, then over all: a markdown table
+    under a `heading` title, its groups sorted by `order`."""
+    groups: dict[str, list[S]] = {}
     for r in results:
         groups.setdefault(key(r), []).append(r)
     lines = [
-        f"### {title}",
+        f"{heading} {title}",
         "",
         f"| {column} | rows | TTFT median | p90 | bias | TPOT median | p90 | bias |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for name in sorted(groups, key=_natural):
+    for name in sorted(groups, key=order):
         rs = groups[name]
         row = f"| {name} | {len(rs)} | {stats(rs, METRICS[0])} | {stats(rs, METRICS[1])} |"
         lines.append(row)
