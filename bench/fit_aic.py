@@ -227,7 +227,7 @@ def main() -> None:
         help="comma-separated GPU architectures (or engine:architecture groups) whose fits "
         "ship; the others keep the engine's general fit. TensorRT-LLM on Hopper keeps the "
         "general fit on measurements.csv: the H100 AIC rows' fit breaks its online TTFT bar "
-        "(6.7 -> 39 % MdAPE)",
+        "(6.7 -> 39 %% MdAPE)",
     )
     args = parser.parse_args()
     mapped = load_aic(args.csv)
