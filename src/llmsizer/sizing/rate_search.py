@@ -41,6 +41,7 @@ from llmsizer.sizing.probe import Point, Probe
 
 GRID = (0.95, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1, 0.05)
 RATE_TOLERANCE = 0.03  # bisection stops when (failed - passed) / passed is at most this
+BELOW = 1 - 1e-6  # a rate just under a failing one (far above `Counts.of`'s rounding)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +60,8 @@ class Counts:
         return self.load_rps / num_instances
 
     def snapped(self, rate: float) -> float:
-        """The lowest rate that needs as few instances as `rate` (at most `rate`)."""
+        """The lowest rate that needs as few instances as `rate` (at most `rate`, up to
+        `of`'s rounding)."""
         return self.lowest_rate(self.of(rate))
 
 
@@ -135,7 +137,7 @@ class RateSearch:
         if not self.online:
             return self.capacity
         if self.failed is not None and (self.passed is None or self.bracketed):
-            below = 1 - 1e-9 if self.counts is not None else 1.0  # counts probe thresholds
+            below = BELOW if self.counts is not None else 1.0  # counts probe thresholds
             return max(self.failed.offered_rate * below, self.rate or 0.0)
         return GRID[0] * self.capacity
 
@@ -178,7 +180,9 @@ class RateSearch:
             return None
         while beats(self.counts.lowest_rate(n + 1)):
             n += 1
-        return self.counts.lowest_rate(n)
+        floor = self.counts.lowest_rate(n)
+        failed = self.failed.offered_rate if self.failed is not None else None
+        return None if failed is not None and floor >= failed else floor  # known to fail
 
     def _snap(self, rate: float) -> float:
         return rate if self.counts is None else self.counts.snapped(rate)
@@ -195,7 +199,7 @@ class RateSearch:
         """Instances at the passing rate, and the fewest any rate below the failing one
         could need (`counts`, a bracket)."""
         assert self.counts is not None and self.failed is not None
-        failed = self.failed.offered_rate * (1 - 1e-9)
+        failed = self.failed.offered_rate * BELOW
         return self.counts.of(self.passed_rate), self.counts.of(failed)
 
     def run(self) -> RateSearch:
