@@ -90,9 +90,13 @@ BUDGET = {
     # checked on the whole P/D fleet, the comparison and crossover, as data
     # + 145: probes that stop once certain to miss (`early_stop`, issue 13) and the
     # `lossless` default precisions (issue 11)
+    # + 135: the lever table within 2x of the plan (issue 11): rate searches in instance
+    # counts (`rate_search.Counts`) and a step-model bound before capacity runs
+    # (`capacity_bound`)
     + 120
     + 895
-    + 145,
+    + 145
+    + 135,
     "calibrate": 3350  # + AIC launch settings, per-architecture fit, layouts read as launched
     # + disaggregated AIC rows (issue 12)
     # + 20: a sweep (local processes or Ray) records the schedules; fits name the fit extra
