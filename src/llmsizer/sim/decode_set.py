@@ -65,6 +65,25 @@ class DecodeSet:
         """New KV blocks the next decode step needs (one per member crossing a block edge)."""
         return self._buckets[-self.clock % self.block_size]
 
+    def num_quiet_steps(self, grows: bool) -> int:
+        """Decode steps from now in a row in which no member finishes and, when `grows`
+        (KV blocks booked as tokens come), none needs a new block (at most: a preempted
+        member's stale heap entry may end the count early)."""
+        if not self._heap:
+            return 0
+        quiet = self._heap[0][0] - self.clock - 1
+        if grows:
+            bs = self.block_size
+            for offset in range(min(quiet, bs)):
+                if self._buckets[-(self.clock + offset) % bs]:
+                    return offset
+        return quiet
+
+    def skip(self, num_steps: int) -> None:
+        """`num_steps` quiet steps ran (`num_quiet_steps`): `advance` each time, at once."""
+        self.num_context_tokens += len(self.members) * num_steps
+        self.clock += num_steps
+
     def advance(self) -> list[SimRequest]:
         """One decode step ran: tick the clock, return members that produced their last token."""
         self.num_context_tokens += len(self.members)

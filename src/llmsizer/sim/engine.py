@@ -8,6 +8,7 @@ all randomness lives in the workload, so a run is a pure function of its inputs.
 from __future__ import annotations
 
 import gc
+from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -28,6 +29,9 @@ from llmsizer.units import MS
 from llmsizer.workload import Workload
 
 Progress = Callable[[int, int], None]  # (requests finished, requests in total)
+# Quiet decode steps worth pricing at once (`_quiet_run`): numpy's per-call cost is about
+# that of a few dozen steps one by one
+MIN_QUIET_RUN = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +103,9 @@ class _Run:
         check_fits(cfg, workload)
         self.cost = engine.step_cost
         self.decode_cost = decode_step_cost(engine.step_cost)
+        # a cost's prices of many decode steps at once, and what it is told of those that ran
+        self.decode_run_s = getattr(engine.step_cost, "decode_run_s", None)
+        self.decode_ran = getattr(engine.step_cost, "decode_ran", None)
         self.first_token_delay_s = engine.first_token_delay_s
         self.cfg = cfg
         self.progress = progress
@@ -207,7 +214,13 @@ class _Run:
         ran = 0
         first, start = step, now  # the segment's (its batch does not change until a finish)
         row = (len(members), len(running), len(waiting))
-        while scheduler.book_decode_step():
+        run_s = self.decode_run_s
+        while True:
+            if run_s is not None and (quiet := scheduler.quiet_decode_steps()) >= MIN_QUIET_RUN:
+                now, skipped = self._quiet_run(now, quiet, until_s, next_arrival)
+                ran += skipped
+            if not scheduler.book_decode_step():
+                break
             end = now + cost(len(members), decoding.num_context_tokens)
             add_end(end)
             add_kv(kv.num_used)
@@ -228,6 +241,31 @@ class _Run:
         if step + ran > first:
             log.add_segment(first, step + ran - first, row, start)
         return now, ran, next_arrival
+
+    def _quiet_run(
+        self, now: float, num_steps: int, until_s: float | None, next_arrival: float | None
+    ) -> tuple[float, int]:
+        """Up to `num_steps` quiet decode steps (`Scheduler.quiet_decode_steps`: nothing
+        but the clock changes) priced and logged at once, stopping before the first that
+        would end at or after the next arrival or `until_s` (`_decode_steps` runs that one
+        and stops). The end times are the running sums `_decode_steps` makes, in its order
+        (`numpy.cumsum` adds in sequence), so the log is the same to the bit. Returns the
+        time after the last step and the number of steps."""
+        scheduler = self.scheduler
+        decoding = scheduler.decoding
+        assert self.decode_run_s is not None
+        costs = self.decode_run_s(len(decoding.members), decoding.num_context_tokens, num_steps)
+        ends = np.cumsum(np.concatenate(([now], costs)))[1:]
+        limits = [t for t in (until_s, next_arrival) if t is not None]
+        num = int(np.searchsorted(ends, min(limits))) if limits else num_steps
+        if num == 0:
+            return now, 0
+        if self.decode_ran is not None:
+            self.decode_ran(num)
+        self.log.decode_end_s.frombytes(ends[:num].tobytes())
+        self.log.decode_kv_blocks.extend(array("q", (self.kv.num_used,)) * num)
+        scheduler.skip_decode_steps(num)
+        return float(ends[num - 1]), num
 
     def _finish(self, finished: list[SimRequest], now: float) -> None:
         for r in finished:

@@ -98,6 +98,16 @@ class Scheduler:
             r.status = Status.FINISHED
         return done
 
+    def quiet_decode_steps(self) -> int:
+        """Decode-only steps from now in which nothing changes but the clock (no request
+        finishes, no block is booked): what `skip_decode_steps` may apply at once."""
+        return self.decoding.num_quiet_steps(grows=True)
+
+    def skip_decode_steps(self, num_steps: int) -> None:
+        """Apply `num_steps` quiet decode-only steps (`quiet_decode_steps`) as
+        `book_decode_step` and `end_decode_step` would one by one."""
+        self.decoding.skip(num_steps)
+
     def update(self, out: SchedulerOutput, step_index: int) -> list[SimRequest]:
         """Apply a finished step; return requests that produced their last token in it."""
         done = self.decoding.advance() if out.decoded else []
