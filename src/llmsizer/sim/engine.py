@@ -245,26 +245,36 @@ class _Run:
     def _quiet_run(
         self, now: float, num_steps: int, until_s: float | None, next_arrival: float | None
     ) -> tuple[float, int]:
-        """Up to `num_steps` quiet decode steps (`Scheduler.quiet_decode_steps`: nothing
-        but the clock changes) priced and logged at once, stopping before the first that
-        would end at or after the next arrival or `until_s` (`_decode_steps` runs that one
-        and stops). The end times are the running sums `_decode_steps` makes, in its order
-        (`numpy.cumsum` adds in sequence), so the log is the same to the bit. Returns the
-        time after the last step and the number of steps."""
-        scheduler = self.scheduler
+        """Up to `num_steps` decode-only steps in which no request finishes
+        (`Scheduler.quiet_decode_steps`), priced and logged at once, stopping before the
+        first that would end at or after the next arrival or `until_s` (`_decode_steps`
+        runs that one, then stops) or need a KV block that is not free (its booking may
+        evict or preempt: left to the step by step path). The end times are the running
+        sums `_decode_steps` makes, in its order (`numpy.cumsum` adds in sequence), so
+        the log is the same to the bit. Returns the time after the last step and the
+        number of steps."""
+        scheduler, kv = self.scheduler, self.kv
         decoding = scheduler.decoding
         assert self.decode_run_s is not None
         costs = self.decode_run_s(len(decoding.members), decoding.num_context_tokens, num_steps)
         ends = np.cumsum(np.concatenate(([now], costs)))[1:]
         limits = [t for t in (until_s, next_arrival) if t is not None]
         num = int(np.searchsorted(ends, min(limits))) if limits else num_steps
+        booked = scheduler.decode_blocks_booked(num)
+        if booked is not None and kv.capacity is not None:
+            num = int(np.searchsorted(booked, kv.capacity - kv.num_used, side="right"))
         if num == 0:
             return now, 0
         if self.decode_ran is not None:
             self.decode_ran(num)
         self.log.decode_end_s.frombytes(ends[:num].tobytes())
-        self.log.decode_kv_blocks.extend(array("q", (self.kv.num_used,)) * num)
-        scheduler.skip_decode_steps(num)
+        used = array("q", (kv.num_used,)) * num
+        if booked is None:
+            scheduler.skip_decode_steps(num, 0)
+        else:
+            used = array("q", (booked[:num] + kv.num_used).tobytes())
+            scheduler.skip_decode_steps(num, int(booked[num - 1]))
+        self.log.decode_kv_blocks.extend(used)
         return float(ends[num - 1]), num
 
     def _finish(self, finished: list[SimRequest], now: float) -> None:

@@ -29,6 +29,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+import numpy as np
+
 from llmsizer.sim.batch import Batch, PrefillChunk, make_batch
 from llmsizer.sim.batching.base import Scheduler, SchedulerOutput
 from llmsizer.sim.kv_cache import KVCacheManager
@@ -121,12 +123,12 @@ class ContinuousScheduler(Scheduler):
         self.num_steps += 1  # counted by `schedule` for `_receives`
         return super().end_decode_step()
 
-    def quiet_decode_steps(self) -> int:
-        return self.decoding.num_quiet_steps(grows=not self.reserve_full)
+    def decode_blocks_booked(self, num_steps: int) -> np.ndarray | None:
+        return None if self.reserve_full else super().decode_blocks_booked(num_steps)
 
-    def skip_decode_steps(self, num_steps: int) -> None:
+    def skip_decode_steps(self, num_steps: int, num_blocks: int) -> None:
         self.num_steps += num_steps
-        super().skip_decode_steps(num_steps)
+        super().skip_decode_steps(num_steps, num_blocks)
 
     def _grow_decodes(self) -> None:
         """Find a KV slot for every decoding request's next token, preempting when short."""
