@@ -118,9 +118,6 @@ def _blank(value: str | None) -> Any:
 
 
 CASE_COLUMNS = PredictSpec.input_keys()
-# Rows for each worker process at least: a forked worker starts in ~10 ms, the catalogs and
-# the shipped fits loaded already, while most rows take 5-50 ms (`bench/predict_cases_speed.py`)
-ROWS_PER_WORKER = 4
 FLAGS = {  # PredictSpec's input keys -> predict's flags, for errors
     **dashed("model", "gpu", "tp", "pp", "ep", "precision", "isl", "osl", "concurrency"),
     **dashed("request_rate", "offline", "engine", "sparsity", "num_requests", "seed"),
@@ -148,7 +145,7 @@ def run_cases(
     Unknown columns are copied through. Returns (rows, failed rows). Rows run in local
     processes, or on Ray (`ray`, `ray_address`: `llmsizer.sweep`), with the same results."""
     rows = read_csv_rows(cases, "cases file")
-    workers = min(os.cpu_count() or 1, max(1, len(rows) // ROWS_PER_WORKER))
+    workers = min(os.cpu_count() or 1, max(1, len(rows) // 4))  # forked: cheap
     with progress_bar("predicting") as progress, sweep_for(workers, ray, ray_address) as sweep:
         results = sweep.map(partial(_predict_row, efficiency=efficiency), rows, progress)
     failed = sum(1 for r in results if r["error"])
