@@ -75,9 +75,9 @@ BUDGET = {
     "perf": 2600,
     "sim": 1760  # + 110: decode-only steps in a row and their compact step log (issue 13)
     # + 50: delay batching in the continuous scheduler (merged from main, unbudgeted there)
-    # + 115: quiet decode runs priced at once, a refused first waiting request kept on the
+    # + 120: quiet decode runs priced at once, a refused first waiting request kept on the
     # decode-only path (issue 13, predict --cases)
-    + 115,
+    + 120,
     "workload": 1300,
     "bench": 2700,
     "report": 2100,

@@ -214,11 +214,17 @@ class _Run:
         ran = 0
         first, start = step, now  # the segment's (its batch does not change until a finish)
         row = (len(members), len(running), len(waiting))
-        run_s = self.decode_run_s
+        # Quiet runs are looked for on entry and after a finish (the count only shrinks
+        # in between), and again after a run cut short by the KV blocks free.
+        look = self.decode_run_s is not None
         while True:
-            if run_s is not None and (quiet := scheduler.quiet_decode_steps()) >= MIN_QUIET_RUN:
-                now, skipped = self._quiet_run(now, quiet, until_s, next_arrival)
-                ran += skipped
+            if look:
+                quiet = scheduler.quiet_decode_steps()
+                skipped = 0
+                if quiet >= MIN_QUIET_RUN:
+                    now, skipped = self._quiet_run(now, quiet, until_s, next_arrival)
+                    ran += skipped
+                look = 0 < skipped < quiet
             if not scheduler.book_decode_step():
                 break
             end = now + cost(len(members), decoding.num_context_tokens)
@@ -234,6 +240,7 @@ class _Run:
                 self._finish(finished, end)
                 if self.refills:
                     next_arrival = self.arrivals.next_s()
+                look = self.decode_run_s is not None
             if next_arrival is not None and next_arrival <= now:
                 break
             if (until_s is not None and now >= until_s) or not scheduler.decodes_only():
