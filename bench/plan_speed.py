@@ -4,7 +4,7 @@ stay within 2x of the plan before it) and on `llama3_8b_3gpus` (issue 13: `plan`
 80 GB and L40S, priced 3, 2 and 1 $/GPU-hour (illustrative), with the default precisions
 (`lossless`: bf16, and fp8 on H100 and L40S; the example itself pins bf16).
 
-    .venv/bin/python bench/plan_speed.py [--no-levers] [--workers=N] [NAME ...]   (default: all four)
+    .venv/bin/python bench/plan_speed.py [--no-levers] [--workers=N] [NAME ...]  (all four)
 
 `--no-levers` leaves out the "what each lever buys" search (`search.levers: false`), to
 separate its cost from the rest of the plan's. `--workers=N` runs the searches' independent
