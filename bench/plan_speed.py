@@ -4,12 +4,10 @@ stay within 2x of the plan before it) and on `llama3_8b_3gpus` (issue 13: `plan`
 80 GB and L40S, priced 3, 2 and 1 $/GPU-hour (illustrative), with the default precisions
 (`lossless`: bf16, and fp8 on H100 and L40S; the example itself pins bf16).
 
-    .venv/bin/python bench/plan_speed.py [--no-levers] [--workers=N] [NAME ...]  (all four)
+    .venv/bin/python bench/plan_speed.py [--no-levers] [NAME ...]   (default: all four)
 
 `--no-levers` leaves out the "what each lever buys" search (`search.levers: false`), to
-separate its cost from the rest of the plan's. `--workers=N` runs the searches' independent
-parts (per GPU) in N local processes, as `llmsizer plan --workers N` does (CPU seconds then
-count the workers' too, once they finish).
+separate its cost from the rest of the plan's.
 
 Each example runs in this process once, after the catalogs are loaded; prints one row per
 example: wall and CPU seconds (the machine may be shared: compare CPU seconds),
@@ -33,7 +31,6 @@ from llmsizer.sizing import probe
 from llmsizer.sizing.inputs import usecase_from_mapping
 from llmsizer.sizing.plan import plan
 from llmsizer.specs import get_gpu, get_model
-from llmsizer.sweep import open_sweep
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "sizing"
 NAMES = ("llama3_8b_3gpus", "llama3_8b_h100", "nemo43b_dgx_h100", "azure_chat_llama31_70b")
@@ -73,16 +70,9 @@ def count_steps() -> list[int]:
     return steps
 
 
-def _cpu_s() -> float:
-    """CPU seconds of this process and its finished children (a sweep's worker pool)."""
-    t = os.times()
-    return t.user + t.system + t.children_user + t.children_system
-
-
 def main(args: list[str]) -> None:
     levers = "--no-levers" not in args
-    workers = next((int(a.split("=")[1]) for a in args if a.startswith("--workers=")), 1)
-    names = [a for a in args if a != "--no-levers" and not a.startswith("--workers=")]
+    names = [a for a in args if a != "--no-levers"]
     os.chdir(EXAMPLES)
     get_gpu("h100-sxm"), get_model("llama-3-8b")  # catalogs loaded before timing
     steps = count_steps()
@@ -93,10 +83,9 @@ def main(args: list[str]) -> None:
         if not levers:
             data["search"] = {**data.get("search", {}), "levers": False}
         usecase = usecase_from_mapping(data)
-        start, cpu, steps[0] = time.perf_counter(), _cpu_s(), 0
-        with open_sweep(workers) as sweep:
-            result = plan(usecase, sweep=sweep)
-        seconds, cpu = time.perf_counter() - start, _cpu_s() - cpu
+        start, cpu, steps[0] = time.perf_counter(), time.process_time(), 0
+        result = plan(usecase)
+        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
         points = sum(len(r.points) + len(r.curve) for r in result.results)
         row = f"{name:<26} {seconds:>8.1f} {cpu:>8.1f} {len(result.results):>8} {points:>7}"
         print(f"{row} {steps[0]:>10,}", flush=True)
