@@ -73,8 +73,11 @@ BUDGET = {
     # + config.json validation (issue 14)
     # + 22: a collected calibration file's device as a GPU (issue 16)
     "perf": 2600,
-    "sim": 1760,  # + 110: decode-only steps in a row and their compact step log (issue 13)
+    "sim": 1760  # + 110: decode-only steps in a row and their compact step log (issue 13)
     # + 50: delay batching in the continuous scheduler (merged from main, unbudgeted there)
+    # + 120: quiet decode runs priced at once, a refused first waiting request kept on the
+    # decode-only path (issue 13, predict --cases)
+    + 120,
     "workload": 1300,
     "bench": 2700,
     "report": 2100,
@@ -82,6 +85,9 @@ BUDGET = {
     # + 11: the speculative KV over-commit bound (issue 11)
     # + disaggregated pools and their KV link (issue 12)
     # + 40: attention data parallelism, the field and one engine for every rank (issue 10)
+    # + 40: predict's meter prices decode steps without a Batch, and runs of them at once
+    # (issue 13, predict --cases)
+    + 40
     + 40,
     "sizing": 3650  # the plan pipeline only; + levers, arrivals, price models (issue 11), ETA
     # + the probe cache and quick plans the studio needs (issue 15); fleet check (issue 12)
