@@ -162,6 +162,8 @@ def simulate_all(
 def source(case: AicDisaggCase) -> str:
     """Which InferenceX export the row came from (`aic_disagg` module docstring: the
     `source_file=` rows carry no worker counts)."""
+    if case.launch:
+        return "export, layout of its InferenceX launch"
     if case.twin:
         return "export, layout of its dump twin"
     return "db-dump" if case.workers_given else "export, workers not given"

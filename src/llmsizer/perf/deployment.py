@@ -98,9 +98,7 @@ class Deployment:
             ranks = f"tensor_parallel_size {world}"
             if self.attention_dp_size > 1:
                 ranks = f"tensor_parallel_size x attention_dp_size = {world}"
-            raise ValueError(
-                f"expert_parallel_size {ep} must divide {ranks} of {self.model.name}"
-            )
+            raise ValueError(f"expert_parallel_size {ep} must divide {ranks} of {self.model.name}")
 
     @classmethod
     def from_names(
