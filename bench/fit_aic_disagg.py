@@ -209,7 +209,8 @@ def section(
     lines = [
         "## Disaggregated rows",
         "",
-        f"{len(mapped)} `mode: disagg` rows (`llmsizer.calibrate.aic_disagg`; "
+        f"{len(mapped)} disaggregated runs (`mode: disagg` rows and the InferenceX GB200 "
+        "`agg` rows, `llmsizer.calibrate.aic_launch_gb200`; `llmsizer.calibrate.aic_disagg`; "
         f"`bench/fit_aic_disagg.py`): {len(cases)} mapped"
         + (f" (every {sample}-th simulated)" if sample > 1 else "")
         + f", {len(runs[RUNS[0]])} predicted, {sum(rejected.values())} rejected by the "
@@ -275,10 +276,11 @@ def whole_file(
         "## Rows predicted and refused, the whole file",
         "",
         f"{num_rows} rows: {n_refused} refused ({100 * n_refused / num_rows:.1f} %), "
-        f"{sum(refused.values())} by the mappings and {estimated} by the model"
+        f"{sum(refused.values())} by the mappings (the model's rejections included: each "
+        f"deployment is built when mapped) and {estimated} in simulation"
         + (f" (estimated from the {sum(rejected.values())} of the {num_simulated} "
-           f"simulated disaggregated rows, every {sample}-th)" if sample > 1 else "")
-        + ".",
+           f"simulated disaggregated rows, every {sample}-th)" if sample > 1 and estimated else "")
+        + ". `bench/aic_refusals.py` prints this table without simulating.",
         "",
         "| reason | rows |",
         "|---|---:|",
