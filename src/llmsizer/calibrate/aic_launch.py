@@ -30,7 +30,8 @@ in the engines' wheels and the scripts at the commits named there:
   1k/1k below TP8 20 / 0.9 (`70b_fp8_b200_trt_slurm.sh` @ c198b20e: "will improve the
   performance"); DeepSeek FP8 at 1k/1k from CONC 64, 40 / 0.8, since the move to TRT-LLM
   1.2.0rc6 (`dsr1_fp8_b200_trt.sh` @ ec7bafaa, 2026-01-29). TensorRT-LLM turns it off under
-  attention data parallelism (`PyExecutor._schedule`).
+  attention data parallelism (`PyExecutor._schedule`). DeepSeek with attention DP: balancing,
+  `attention_dp_config` {enable_balance, timeout_iters 60, batching_wait_iters 0} (same scripts).
 
 Memory fractions, each in its engine's meaning (`llmsizer.perf.memory.MemoryRule`): vLLM
 Kimi-K2.5 INT4 `--gpu-memory-utilization 0.95`; SGLang DeepSeek-R1/V3 FP8
@@ -115,6 +116,9 @@ def launch_settings(
             delayed = precision.startswith("fp8") and not version.startswith(("1.0", "1.1"))
             if chat and delayed and concurrency >= 64:
                 settings.update(batch_wait_timeout_iters=40, batch_wait_max_tokens_ratio=0.8)
+            if attention_dp > 1:
+                balance = {"enable_balance": True, "timeout_iters": 60, "batching_wait_iters": 0}
+                settings.update({f"attention_dp_{k}": v for k, v in balance.items()})
     return settings
 
 

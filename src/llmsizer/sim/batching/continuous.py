@@ -23,6 +23,11 @@ engine is busy waits for the next such step (an idle engine reads at once). 1 is
 prompts are held until the step would carry r x `max_num_batched_tokens` tokens or N steps
 have been held since the last release; an engine with nothing decoding never waits. Off when
 both are 0.
+
+`attention_dp` (D ranks, timeout T steps, batching wait W steps; TensorRT-LLM's
+`attention_dp_config` with `enable_balance`): the engine stands for D attention data-parallel
+ranks, and new prompts are held until every rank has one, or the timeout
+(`llmsizer.sim.batching.attention_dp`). Off when None.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from __future__ import annotations
 from typing import Literal
 
 from llmsizer.sim.batch import Batch, PrefillChunk, make_batch
+from llmsizer.sim.batching.attention_dp import AttentionDpBalance
 from llmsizer.sim.batching.base import Scheduler, SchedulerOutput
 from llmsizer.sim.kv_cache import KVCacheManager
 from llmsizer.sim.request import SimRequest
@@ -50,8 +56,13 @@ class ContinuousScheduler(Scheduler):
         kv_reservation: KvReservation = "incremental",
         scheduler_recv_interval: int = 1,
         batch_wait: tuple[int, float] = (0, 0.0),
+        attention_dp: tuple[int, int, int] | None = None,
     ) -> None:
         super().__init__(kv, max_num_seqs)
+        self.balance: AttentionDpBalance | None = None
+        if attention_dp is not None and attention_dp[0] > 1:
+            ranks, timeout, wait = attention_dp
+            self.balance = AttentionDpBalance(ranks, max(max_num_seqs // ranks, 1), timeout, wait)
         self.recv_interval = scheduler_recv_interval
         self.wait_steps, wait_ratio = batch_wait
         self.wait_tokens = wait_ratio * max_num_batched_tokens
@@ -108,12 +119,39 @@ class ContinuousScheduler(Scheduler):
             )
         )
 
+    def add(self, r: SimRequest) -> None:
+        super().add(r)
+        if self.balance is not None:
+            self.balance.arrived(r)
+
+    def update(self, out: SchedulerOutput, step_index: int) -> list[SimRequest]:
+        done = super().update(out, step_index)
+        if self.balance is not None:
+            for r in done:
+                self.balance.left(r)
+        return done
+
     def book_decode_step(self) -> bool:
         return self.reserve_full or super().book_decode_step()
 
     def end_decode_step(self) -> list[SimRequest]:
         self.num_steps += 1  # counted by `schedule` for `_receives`
-        return super().end_decode_step()
+        done = super().end_decode_step()
+        if self.balance is not None:
+            for r in done:
+                self.balance.left(r)
+        return done
+
+    def _admit(self, r: SimRequest, now: float) -> None:
+        super()._admit(r, now)
+        if self.balance is not None:
+            self.balance.admitted(r)
+
+    def _preempt_last(self) -> SimRequest:
+        r = super()._preempt_last()
+        if self.balance is not None:
+            self.balance.requeued(r)
+        return r
 
     def _grow_decodes(self) -> None:
         """Find a KV slot for every decoding request's next token, preempting when short."""
@@ -145,6 +183,8 @@ class ContinuousScheduler(Scheduler):
         if self.num_preemptions != preemptions_before or not self._receives():
             return out
         if self.batch_waiting and self.decoding.members and self._holds(out, budget):
+            return out
+        if self.balance is not None and self.waiting and self.balance.holds(self.num_steps):
             return out
         while self.waiting and budget > 0 and len(self.running) < self.max_num_seqs:
             r = self.waiting[0]
