@@ -14,9 +14,11 @@ request that cannot grow preempts the lowest-priority running request, which rec
 later) or reserved for prompt plus maximum output at admission (`full`, TensorRT-LLM's
 GUARANTEED_NO_EVICT: no preemption, fewer requests at once).
 
-`scheduler_recv_interval` N (SGLang's `--scheduler-recv-interval`): the scheduler reads new
-requests from its input socket only every N-th step, so a request that arrives while the
-engine is busy waits for the next such step (an idle engine reads at once). 1 is every step.
+`scheduler_recv_interval` N (SGLang's `--scheduler-recv-interval`, `SchedulerRecvSkipper`
+with its default weights: a decode step 1, an idle loop 1, any other step 1000): the scheduler
+reads new requests from its input socket after N decode steps since its last read, or right
+after a step with prompt work; an idle engine reads at once (its loop spins). A request read
+and not yet admitted waits in the scheduler's queue and may join any step. 1 reads every step.
 
 `batch_wait` (timeout N steps, token ratio r; TensorRT-LLM's `batch_wait_timeout_iters` /
 `batch_wait_max_tokens_ratio`, `PyExecutor._waiting_requests`): while requests decode, new
@@ -64,6 +66,9 @@ class ContinuousScheduler(Scheduler):
             ranks, timeout, wait = attention_dp
             self.balance = AttentionDpBalance(ranks, max(max_num_seqs // ranks, 1), timeout, wait)
         self.recv_interval = scheduler_recv_interval
+        self.num_unread_steps = 0  # decode steps since the last read (SGLang's skipper count)
+        self.read_next = False  # the last step had prompt work: the next one reads
+        self.num_read = 0  # the leading waiting requests the scheduler has read
         self.wait_steps, wait_ratio = batch_wait
         self.wait_tokens = wait_ratio * max_num_batched_tokens
         self.batch_waiting = self.wait_steps > 0 or wait_ratio > 0
@@ -96,6 +101,10 @@ class ContinuousScheduler(Scheduler):
         if not prefills and not run_decodes:
             return None
         self.num_steps += 1
+        if prefills:
+            self.read_next = True
+        elif self.recv_interval > 1:
+            self._count_decode_step()
         if not prefills:  # most steps: decodes only
             batch = make_batch((), len(decoding), self.decoding.num_context_tokens)
             return SchedulerOutput(batch, prefills, True, 0, 0)
@@ -135,7 +144,9 @@ class ContinuousScheduler(Scheduler):
         return self.reserve_full or super().book_decode_step()
 
     def end_decode_step(self) -> list[SimRequest]:
-        self.num_steps += 1  # counted by `schedule` for `_receives`
+        self.num_steps += 1  # counted by `schedule` too
+        if self.recv_interval > 1:
+            self._count_decode_step()
         done = super().end_decode_step()
         if self.balance is not None:
             for r in done:
@@ -149,6 +160,7 @@ class ContinuousScheduler(Scheduler):
 
     def _preempt_last(self) -> SimRequest:
         r = super()._preempt_last()
+        self.num_read += 1  # back in the scheduler's own queue, first
         if self.balance is not None:
             self.balance.requeued(r)
         return r
@@ -180,13 +192,16 @@ class ContinuousScheduler(Scheduler):
                 continue  # r itself was preempted
             out.append((r, n))
             budget -= n
-        if self.num_preemptions != preemptions_before or not self._receives():
+        if self.num_preemptions != preemptions_before:
+            return out
+        readable = self._readable()
+        if not readable:
             return out
         if self.batch_waiting and self.decoding.members and self._holds(out, budget):
             return out
         if self.balance is not None and self.waiting and self.balance.holds(self.num_steps):
             return out
-        while self.waiting and budget > 0 and len(self.running) < self.max_num_seqs:
+        while readable and budget > 0 and len(self.running) < self.max_num_seqs:
             r = self.waiting[0]
             k = self._lookup_prefix(r)
             n = self._chunk(r.num_remaining_prefill, budget)
@@ -198,6 +213,8 @@ class ContinuousScheduler(Scheduler):
             r.num_blocks += need
             self._admit(r, now)
             out.append((r, n))
+            readable -= 1
+            self.num_read = max(self.num_read - 1, 0)
             budget -= n
         return out
 
@@ -225,9 +242,31 @@ class ContinuousScheduler(Scheduler):
         self.num_steps_held += 1
         return True
 
-    def _receives(self) -> bool:
-        """Whether this step reads new requests (module docstring)."""
-        return self.num_steps % self.recv_interval == 0 or not self.running
+    def _readable(self) -> int:
+        """How many waiting requests (from the front) the scheduler has read by this step
+        (module docstring)."""
+        if self.recv_interval <= 1:
+            return len(self.waiting)
+        if self.read_next or not self.running:
+            reads = True
+        else:  # the reads of an empty socket since: one every N decode steps
+            reads = self.num_unread_steps >= self.recv_interval
+            if reads:
+                reads = self.num_unread_steps % self.recv_interval == 0
+                self.num_unread_steps %= self.recv_interval
+        if reads:
+            self.read_next = False
+            self.num_unread_steps = 0
+            self.num_read = len(self.waiting)
+        return self.num_read
+
+    def _count_decode_step(self) -> None:
+        """A decode step for SGLang's skipper; a read before it if the last step had prompts."""
+        if self.read_next:
+            self.read_next = False
+            self.num_unread_steps = 0
+            self.num_read = len(self.waiting)
+        self.num_unread_steps += 1
 
     def _chunk(self, remaining: int, budget: int) -> int:
         if self.enable_chunked_prefill:
