@@ -38,3 +38,19 @@ def test_tensorrt_llm_deepseek_with_attention_dp_balances_as_the_scripts_launch_
 )
 def test_other_launches_do_not_balance(engine: str, model: str, attention_dp: int) -> None:
     assert "attention_dp_enable_balance" not in settings(engine, model, attention_dp)
+
+
+@pytest.mark.parametrize(
+    ("version", "tokens"),
+    [("", 1344), ("1.1.0rc2.post2", 1344), ("1.2.0rc6.post2", 8192), ("1.3.0rc1", 8192)],
+)
+def test_deepseek_token_budget_has_its_8192_floor_only_from_2026_01_21(
+    version: str, tokens: int
+) -> None:
+    """dsr1 scripts: ceil64(CONC + ISL + 64) = ceil64(256 + 1024 + 64) = 1344 before the
+    floor (image "" and 1.1.x rows, measured to 2026-01-14), max(8192, that) after."""
+    got = launch_settings(
+        engine="trtllm", model="deepseek-r1", precision="fp4", tp=8, gpu_memory_bytes=180 * GB,
+        concurrency=256, isl=1024, osl=1024, inferencex=True, version=version,
+    )  # fmt: skip
+    assert got["max_num_batched_tokens"] == tokens

@@ -25,7 +25,9 @@ in the engines' wheels and the scripts at the commits named there:
 - **TensorRT-LLM** (`llm_args.py`): `max_num_tokens` 8192, chunked context off: the preset.
   InferenceX: Llama-70B `--max_num_tokens 16384`, `max_batch_size` 1024
   (`70b_fp8_b200_trt_slurm.sh` @ c198b20e); DeepSeek-R1/V3 `max(8192, ceil64(CONC + ISL +
-  64))` tokens and `max_batch_size` CONC (`dsr1_fp{4,8}_b200_trt.sh` @ 626932a1).
+  64))` tokens and `max_batch_size` CONC (`dsr1_fp{4,8}_b200_trt.sh` @ 626932a1); the 8192
+  floor came on 2026-01-21 (@ 64af5a77): rows measured before (image "" or 1.1.x, to
+  2026-01-14) ran `ceil64(CONC + ISL + 64)` tokens, one prompt a step (@ 2ee1e001).
   Delay batching (`batch_wait_timeout_iters` / `batch_wait_max_tokens_ratio`): Llama-70B at
   1k/1k below TP8 20 / 0.9 (`70b_fp8_b200_trt_slurm.sh` @ c198b20e: "will improve the
   performance"); DeepSeek FP8 at 1k/1k from CONC 64, 40 / 0.8, since the move to TRT-LLM
@@ -109,11 +111,12 @@ def launch_settings(
             if chat and tp < 8:
                 settings.update(batch_wait_timeout_iters=20, batch_wait_max_tokens_ratio=0.9)
         elif family == "deepseek":
-            tokens = max(8192, -(-(concurrency + isl + 64) // 64) * 64)
+            early = not version or version.startswith(("1.0", "1.1"))  # docstring
+            tokens = max(0 if early else 8192, -(-(concurrency + isl + 64) // 64) * 64)
             settings.update(
                 max_num_batched_tokens=tokens, max_num_seqs=concurrency, gpu_memory_utilization=0.8
             )
-            delayed = precision.startswith("fp8") and not version.startswith(("1.0", "1.1"))
+            delayed = precision.startswith("fp8") and not early
             if chat and delayed and concurrency >= 64:
                 settings.update(batch_wait_timeout_iters=40, batch_wait_max_tokens_ratio=0.8)
             if attention_dp > 1:
