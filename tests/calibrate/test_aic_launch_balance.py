@@ -54,3 +54,19 @@ def test_deepseek_token_budget_has_its_8192_floor_only_from_2026_01_21(
         concurrency=256, isl=1024, osl=1024, inferencex=True, version=version,
     )  # fmt: skip
     assert got["max_num_batched_tokens"] == tokens
+
+
+@pytest.mark.parametrize(
+    ("precision", "tp", "concurrency", "interval"),
+    [("fp4", 8, 64, 30), ("fp4", 4, 8, 10), ("fp8", 8, 16, 30), ("fp8", 4, 32, 10)],
+)
+def test_sglang_deepseek_reads_as_the_scripts_launch_it(
+    precision: str, tp: int, concurrency: int, interval: int
+) -> None:
+    """dsr1_fp4_b200.sh (since 2025-09) and dsr1_fp8_b200.sh set --scheduler-recv-interval 30
+    from CONC 16, else 10; the FP8 script's TP4 branch always 10."""
+    got = launch_settings(
+        engine="sglang", model="deepseek-r1", precision=precision, tp=tp,
+        gpu_memory_bytes=180 * GB, concurrency=concurrency, isl=8192, osl=1024, inferencex=True,
+    )  # fmt: skip
+    assert got["scheduler_recv_interval"] == interval

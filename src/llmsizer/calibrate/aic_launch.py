@@ -15,8 +15,8 @@ in the engines' wheels and the scripts at the commits named there:
   memory, 16384 above (B200, B300). InferenceX: DeepSeek-R1/V3 FP8 at TP8 chunk 32768 and
   `--max-running-requests` 128, at TP4 8192 and 32; NVFP4 16384 and 256
   (`dsr1_fp{8,4}_b200.sh` @ 20073baf); Qwen3.5 32768 and 128; GLM-5 32768 and CONC. The
-  DeepSeek FP8 and Qwen3.5 scripts also set `--scheduler-recv-interval` 30 when CONC >= 16,
-  else 10 (`qwen3.5_fp8_b200.sh`: `SCHEDULER_RECV_INTERVAL`). Those running caps are, in the
+  DeepSeek (NVFP4 since 2025-09, FP8) and Qwen3.5 scripts set `--scheduler-recv-interval` 30
+  at CONC >= 16, else 10; FP8 at TP4 always 10 (`SCHEDULER_RECV_INTERVAL`). The caps are, in the
   scripts' words, "the maximum concurrency" of the official sweep (`nvidia-master.yaml` @
   cdcf0df1 runs DeepSeek FP8 TP8 at CONC <= 64, TP4 <= 32). Rows above a cap come from runs
   beyond that sweep, and they ran with a cap of at least CONC: DeepSeek-R1 FP8 TP8 1k/1k at
@@ -25,9 +25,8 @@ in the engines' wheels and the scripts at the commits named there:
 - **TensorRT-LLM** (`llm_args.py`): `max_num_tokens` 8192, chunked context off: the preset.
   InferenceX: Llama-70B `--max_num_tokens 16384`, `max_batch_size` 1024
   (`70b_fp8_b200_trt_slurm.sh` @ c198b20e); DeepSeek-R1/V3 `max(8192, ceil64(CONC + ISL +
-  64))` tokens and `max_batch_size` CONC (`dsr1_fp{4,8}_b200_trt.sh` @ 626932a1); the 8192
-  floor came on 2026-01-21 (@ 64af5a77): rows measured before (image "" or 1.1.x, to
-  2026-01-14) ran `ceil64(CONC + ISL + 64)` tokens, one prompt a step (@ 2ee1e001).
+  64))` tokens and `max_batch_size` CONC (`dsr1_fp{4,8}_b200_trt.sh` @ 626932a1); rows measured
+  before the floor (@ 64af5a77, 2026-01-21; images "" and 1.1.x) ran `ceil64(...)` (@ 2ee1e001).
   Delay batching (`batch_wait_timeout_iters` / `batch_wait_max_tokens_ratio`): Llama-70B at
   1k/1k below TP8 20 / 0.9 (`70b_fp8_b200_trt_slurm.sh` @ c198b20e: "will improve the
   performance"); DeepSeek FP8 at 1k/1k from CONC 64, 40 / 0.8, since the move to TRT-LLM
@@ -85,8 +84,9 @@ def launch_settings(
             settings["max_num_seqs"] = concurrency if gpu_memory_bytes < 100 * GB else 512
     elif engine == "sglang":
         fp8 = precision.startswith("fp8")
-        if family == "qwen3.5" or (family == "deepseek" and fp8):
-            settings["scheduler_recv_interval"] = 30 if concurrency >= 16 else 10
+        if family in ("qwen3.5", "deepseek"):
+            tp4_fp8 = family == "deepseek" and fp8 and tp < 8
+            settings["scheduler_recv_interval"] = 30 if concurrency >= 16 and not tp4_fp8 else 10
         if family == "deepseek":
             tokens, running, fraction = (32768, 128, 0.82) if tp >= 8 else (8192, 32, 0.95)
             settings.update(
