@@ -162,6 +162,8 @@ def simulate_all(
 def source(case: AicDisaggCase) -> str:
     """Which InferenceX export the row came from (`aic_disagg` module docstring: the
     `source_file=` rows carry no worker counts)."""
+    if case.launch:
+        return "export, layout of its InferenceX launch"
     if case.twin:
         return "export, layout of its dump twin"
     return "db-dump" if case.workers_given else "export, workers not given"
@@ -207,7 +209,8 @@ def section(
     lines = [
         "## Disaggregated rows",
         "",
-        f"{len(mapped)} `mode: disagg` rows (`llmsizer.calibrate.aic_disagg`; "
+        f"{len(mapped)} disaggregated runs (`mode: disagg` rows and the InferenceX GB200 "
+        "`agg` rows, `llmsizer.calibrate.aic_launch_gb200`; `llmsizer.calibrate.aic_disagg`; "
         f"`bench/fit_aic_disagg.py`): {len(cases)} mapped"
         + (f" (every {sample}-th simulated)" if sample > 1 else "")
         + f", {len(runs[RUNS[0]])} predicted, {sum(rejected.values())} rejected by the "
@@ -273,10 +276,11 @@ def whole_file(
         "## Rows predicted and refused, the whole file",
         "",
         f"{num_rows} rows: {n_refused} refused ({100 * n_refused / num_rows:.1f} %), "
-        f"{sum(refused.values())} by the mappings and {estimated} by the model"
+        f"{sum(refused.values())} by the mappings (the model's rejections included: each "
+        f"deployment is built when mapped) and {estimated} in simulation"
         + (f" (estimated from the {sum(rejected.values())} of the {num_simulated} "
-           f"simulated disaggregated rows, every {sample}-th)" if sample > 1 else "")
-        + ".",
+           f"simulated disaggregated rows, every {sample}-th)" if sample > 1 and estimated else "")
+        + ". `bench/aic_refusals.py` prints this table without simulating.",
         "",
         "| reason | rows |",
         "|---|---:|",

@@ -4,10 +4,12 @@ stay within 2x of the plan before it) and on `llama3_8b_3gpus` (issue 13: `plan`
 80 GB and L40S, priced 3, 2 and 1 $/GPU-hour (illustrative), with the default precisions
 (`lossless`: bf16, and fp8 on H100 and L40S; the example itself pins bf16).
 
-    .venv/bin/python bench/plan_speed.py [--no-levers] [NAME ...]   (default: all four)
+    .venv/bin/python bench/plan_speed.py [--no-levers | --levers-cost] [NAME ...]  (all four)
 
 `--no-levers` leaves out the "what each lever buys" search (`search.levers: false`), to
-separate its cost from the rest of the plan's.
+separate its cost from the rest of the plan's. `--levers-cost` runs each example both ways
+and prints the lever table's cost (issue 11: at most 2x): engine steps and CPU seconds with
+the table over without it.
 
 Each example runs in this process once, after the catalogs are loaded; prints one row per
 example: wall and CPU seconds (the machine may be shared: compare CPU seconds),
@@ -70,25 +72,46 @@ def count_steps() -> list[int]:
     return steps
 
 
+def timed(name: str, levers: bool, steps: list[int]) -> tuple[Any, float, float, int]:
+    """A plan of `name` (with or without the lever table): result, wall s, CPU s, steps."""
+    data = usecase_data(name)
+    if not levers:
+        data["search"] = {**data.get("search", {}), "levers": False}
+    usecase = usecase_from_mapping(data)
+    start, cpu, steps[0] = time.perf_counter(), time.process_time(), 0
+    result = plan(usecase)
+    return result, time.perf_counter() - start, time.process_time() - cpu, steps[0]
+
+
+def levers_cost(names: list[str], steps: list[int]) -> None:
+    """Each example without, then with the lever table: steps and CPU, and their ratios."""
+    print(
+        f"{'example':<26} {'steps without':>14} {'with':>10} {'x':>6} {'CPU s without':>14}", end=""
+    )
+    print(f" {'with':>6} {'x':>6}")
+    for name in names:
+        _, _, cpu0, steps0 = timed(name, False, steps)
+        _, _, cpu1, steps1 = timed(name, True, steps)
+        row = f"{name:<26} {steps0:>14,} {steps1:>10,} {steps1 / steps0:>6.2f} {cpu0:>14.1f}"
+        print(f"{row} {cpu1:>6.1f} {cpu1 / cpu0:>6.2f}", flush=True)
+
+
 def main(args: list[str]) -> None:
     levers = "--no-levers" not in args
-    names = [a for a in args if a != "--no-levers"]
+    names = [a for a in args if not a.startswith("--")]
     os.chdir(EXAMPLES)
     get_gpu("h100-sxm"), get_model("llama-3-8b")  # catalogs loaded before timing
     steps = count_steps()
+    if "--levers-cost" in args:
+        levers_cost(names or list(NAMES), steps)
+        return
     head = f"{'example':<26} {'wall s':>8} {'CPU s':>8} {'configs':>8} {'points':>7}"
     print(f"{head} {'steps':>10}")
     for name in names or NAMES:
-        data = usecase_data(name)
-        if not levers:
-            data["search"] = {**data.get("search", {}), "levers": False}
-        usecase = usecase_from_mapping(data)
-        start, cpu, steps[0] = time.perf_counter(), time.process_time(), 0
-        result = plan(usecase)
-        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+        result, seconds, cpu, num_steps = timed(name, levers, steps)
         points = sum(len(r.points) + len(r.curve) for r in result.results)
         row = f"{name:<26} {seconds:>8.1f} {cpu:>8.1f} {len(result.results):>8} {points:>7}"
-        print(f"{row} {steps[0]:>10,}", flush=True)
+        print(f"{row} {num_steps:>10,}", flush=True)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ import csv
 import itertools
 import os
 import tempfile
+import time
 from pathlib import Path
 
 from llmsizer.cli.predict import run_cases
@@ -63,12 +64,16 @@ def main() -> None:
             writer.writeheader()
             writer.writerows(rows)
         run_cases(src, out, None)  # warm caches (catalogs, shipped fits)
-        before = _cpu_s()
+        before, start = _cpu_s(), time.perf_counter()
         for _ in range(args.repeat):
             n, failed = run_cases(src, out, None)
-        cpu = _cpu_s() - before
+        cpu, wall = _cpu_s() - before, time.perf_counter() - start
     done = args.repeat * n
-    print(f"{done} rows ({failed} with errors a pass) in {cpu:.2f} s CPU: {done / cpu:.1f} rows/s")
+    print(
+        f"{done} rows ({failed} with errors a pass) in {cpu:.2f} s CPU: {done / cpu:.1f} rows/s; "
+        f"{wall:.2f} s wall: {done / wall:.1f} rows/s on {os.cpu_count()} CPUs, "
+        f"load average {os.getloadavg()[0]:.1f}"
+    )
 
 
 if __name__ == "__main__":

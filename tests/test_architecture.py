@@ -75,8 +75,11 @@ BUDGET = {
     "perf": 2600,
     "sim": 1760  # + 110: decode-only steps in a row and their compact step log (issue 13)
     # + 50: delay batching in the continuous scheduler (merged from main, unbudgeted there)
+    # + 120: quiet decode runs priced at once, a refused first waiting request kept on the
+    # decode-only path (issue 13, predict --cases)
     # + 160: TensorRT-LLM's attention-DP balancing, its engine fields; + 35: SGLang's
     # recv skipper as it counts (issue 10, trtdp)
+    + 120
     + 195,
     "workload": 1300,
     "bench": 2700,
@@ -85,6 +88,9 @@ BUDGET = {
     # + 11: the speculative KV over-commit bound (issue 11)
     # + disaggregated pools and their KV link (issue 12)
     # + 40: attention data parallelism, the field and one engine for every rank (issue 10)
+    # + 40: predict's meter prices decode steps without a Batch, and runs of them at once
+    # (issue 13, predict --cases)
+    + 40
     + 40,
     "sizing": 3650  # the plan pipeline only; + levers, arrivals, price models (issue 11), ETA
     # + the probe cache and quick plans the studio needs (issue 15); fleet check (issue 12)
@@ -93,9 +99,13 @@ BUDGET = {
     # checked on the whole P/D fleet, the comparison and crossover, as data
     # + 145: probes that stop once certain to miss (`early_stop`, issue 13) and the
     # `lossless` default precisions (issue 11)
+    # + 135: the lever table within 2x of the plan (issue 11): rate searches in instance
+    # counts (`rate_search.Counts`) and a step-model bound before capacity runs
+    # (`capacity_bound`)
     + 120
     + 895
-    + 145,
+    + 145
+    + 135,
     "calibrate": 3350  # + AIC launch settings, per-architecture fit, layouts read as launched
     # + disaggregated AIC rows (issue 12)
     # + 20: a sweep (local processes or Ray) records the schedules; fits name the fit extra
@@ -108,7 +118,11 @@ BUDGET = {
     # + 180: the disaggregated rows' expert parallelism and attention DP per pool, their
     # layouts read from the dump's twin (aic_twins), the run means of a fold's factors
     # (issue 10)
-    + 180,
+    + 180
+    # + 375: GB200 rows without a layout read as the InferenceX sweep that launched them
+    # (aic_launch_gb200: the sweeps transcribed as data, with their sources), the whole-file
+    # refusal tally (aic_refusals), disaggregated pools checked for fit at mapping (issue 10)
+    + 375,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run

@@ -116,7 +116,10 @@ class WeightedSample:
 
     @classmethod
     def of(cls, values: np.ndarray, counts: np.ndarray) -> WeightedSample:
-        order = np.argsort(values)  # ties are equal values: their order cannot matter
+        # ties are equal values: their order cannot matter. Stable (timsort): pooled step
+        # gaps come in ascending runs (a batch's steps lengthen as its context grows),
+        # which it sorts 4-8x faster than the default quicksort (issue 13)
+        order = np.argsort(values, kind="stable")
         counts = counts[order]
         return cls(values[order], counts, np.cumsum(counts))
 

@@ -17,6 +17,7 @@ US = 1e-6  # seconds per microsecond
 KB = 1e3
 MB = 1e6
 GB = 1e9  # decimal gigabyte, as GPU datasheets use for HBM capacity and bandwidth
+MiB = 2**20  # binary mebibyte, as nvidia-smi reports device memory
 GiB = 2**30  # binary gibibyte, as vLLM reports KV-cache memory
 TB = 1e12
 TFLOPS = 1e12  # FLOP/s per teraFLOP/s

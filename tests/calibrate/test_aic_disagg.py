@@ -144,11 +144,33 @@ def test_each_pool_reads_its_own_expert_parallel_layout(
     assert got == want
 
 
-def test_a_layout_for_experts_on_a_dense_model_is_rejected_when_simulated() -> None:
-    case = map_disagg_row({**ROW, "decode_moe_tp_size": "1", "decode_moe_ep_size": "2"})
+def test_a_layout_for_experts_on_a_dense_model_is_rejected_when_mapped_or_simulated() -> None:
+    row = {**ROW, "decode_moe_tp_size": "1", "decode_moe_ep_size": "2"}
+    skipped = map_disagg_row(row)  # check_fit builds the pools: refused without simulating
+    assert isinstance(skipped, AicSkipped)
+    assert skipped.reason.startswith("rejected by the model: decode: expert_parallel_size 2")
+    assert "has no experts" in skipped.reason
+    case = map_disagg_row(row, check_fit=False)
     assert isinstance(case, AicDisaggCase) and case.decode.expert_parallel_size == 2
     with pytest.raises(ValueError, match="has no experts"):
         predict_disagg(case)
+
+
+def test_moe_cells_of_zero_are_the_engines_default_no_expert_parallelism() -> None:
+    # vLLM gap rows `..._tpnone_epnone_...`: prefill DP4 (tp 1), decode TP4, both 0 / 0
+    row = {
+        **ROW,
+        "model_path": "Qwen/Qwen3-235B-A22B-FP8",
+        "backend": "vllm",
+        "prefill_attention_dp_size": "4",
+        "prefill_tp_size": "1",
+        "decode_tp_size": "4",
+    }
+    row |= {f"{p}_moe_{c}_size": "0" for p in ("prefill", "decode") for c in ("tp", "ep")}
+    case = map_disagg_row(row)
+    assert isinstance(case, AicDisaggCase)
+    assert (case.prefill.attention_dp_size, case.prefill.expert_parallel_size) == (4, 1)
+    assert (case.decode.tensor_parallel_size, case.decode.expert_parallel_size) == (4, 1)
 
 
 def test_rows_without_worker_counts_are_marked() -> None:

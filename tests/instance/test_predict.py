@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
 import pytest
 
 from llmsizer.instance import PredictSpec, make_instance, predict
+from llmsizer.instance.predict import _Metered
+from llmsizer.instance.setup import simulation_setup
+from llmsizer.perf import StepModel
 from llmsizer.sim import Batch, PrefillChunk
 
 BASE = {"model": "llama-3.1-8b", "gpu": "h100-sxm", "precision": "fp8", "isl": 512, "osl": 128}
@@ -72,3 +76,31 @@ def test_bad_cases_get_clear_errors() -> None:
         spec(concurrency=1, tp=2, num_gpus=3)
     with pytest.raises(ValueError, match="does not fit"):
         predict(spec(model="llama-3.1-405b", gpu="l4", concurrency=1))
+
+
+class _MeasuredOneByOne:
+    """The GPU model's measures without `measure_decode_run`: `_Metered` then has the
+    engine price every decode step alone."""
+
+    def __init__(self, step: StepModel) -> None:
+        self.measure = step.measure
+        self.measure_decode = step.measure_decode
+
+
+@pytest.mark.parametrize("engine", ["vllm", "trtllm", "sglang"])
+def test_mbu_and_mfu_sum_the_same_steps_with_decode_runs_priced_at_once(engine: str) -> None:
+    """`predict` meters every step (`_Metered`); decode steps priced at once by the engine
+    (`sim.engine._Run._quiet_run`) add up to the same FLOPs, bytes and seconds, to the bit."""
+    spec = PredictSpec(
+        model="llama-3.1-8b", gpu="h100-sxm", precision="fp8", engine=engine,
+        concurrency=16, isl=1500, osl=700, num_requests=64,
+    )  # fmt: skip
+    setup = simulation_setup(spec)
+    step = setup.instance.step
+    assert isinstance(step, StepModel)
+    meters = [_Metered(step), _Metered(_MeasuredOneByOne(step))]  # type: ignore[arg-type]
+    results = [setup.instance.simulator(setup.engine, m).run(setup.workload) for m in meters]
+    assert meters[0].decode_run_s is not None and meters[1].decode_run_s is None
+    sums = [(m.flops, m.bytes, m.time_s) for m in meters]
+    assert sums[0] == sums[1]
+    assert np.array_equal(results[0].records.token_buffer, results[1].records.token_buffer)

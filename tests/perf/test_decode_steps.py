@@ -49,3 +49,20 @@ def test_steps_with_prompt_work_or_nothing_take_the_general_path() -> None:
         assert step(batch) == general(step, batch)[0]
         assert step.measure(batch) == general(step, batch)
     assert step(BatchShape()) == 0.0
+
+
+@pytest.mark.parametrize("name", DEPLOYMENTS)
+def test_a_run_of_decode_steps_costs_each_step_to_the_bit(name: str) -> None:
+    """`decode_run_s` / `measure_decode_run` (the engine's quiet runs, `sim.engine`): step k
+    reads `n` x k more keys, and each costs what `decode_step_s` / `measure_decode` say."""
+    step = step_model(name)
+    rng = np.random.default_rng(11)
+    for _ in range(20):
+        n = int(rng.integers(1, 600))
+        context = int(n * rng.integers(1, 40_000))
+        num = int(rng.integers(1, 300))
+        times, flops, memory = step.measure_decode_run(n, context, num)
+        assert np.array_equal(step.decode_run_s(n, context, num), times)
+        for k in range(num):
+            assert step.measure_decode(n, context + n * k) == (times[k], flops[k], memory[k])
+            assert step.decode_step_s(n, context + n * k) == times[k]

@@ -9,6 +9,7 @@ import pytest
 from llmsizer.instance import DeploymentSpec
 from llmsizer.perf.batch_shape import aggregate, decode_batch, prefill_batch
 from llmsizer.perf.deployment import Deployment
+from llmsizer.perf.memory import weight_bytes_per_gpu
 from llmsizer.perf.roofline import expected_max_normal
 from llmsizer.perf.step import StepModel, StepTerms, step_terms
 
@@ -75,3 +76,21 @@ def test_the_spec_takes_vllm_enable_expert_parallel_as_ep_equal_tp() -> None:
 def test_impossible_expert_parallel_layouts_are_refused(model, tp, ep, message) -> None:
     with pytest.raises(ValueError, match=message):
         Deployment.from_names(model, "b200", tensor_parallel_size=tp, expert_parallel_size=ep)
+
+
+def test_experts_that_do_not_split_evenly_put_ceil_experts_on_the_busiest_gpu() -> None:
+    # 256 experts over EP 48 (SGLang DEP48 with 32 redundant slots: 288 = 6 x 48)
+    uneven = Deployment.from_names(
+        "deepseek-r1", "gb200", "fp8", tensor_parallel_size=1, expert_parallel_size=48,
+        attention_dp_size=48,
+    )  # fmt: skip
+    assert uneven.experts_on_busiest_rank == 6
+    even = Deployment.from_names(
+        "deepseek-r1", "gb200", "fp8", tensor_parallel_size=1, expert_parallel_size=32,
+        attention_dp_size=32,
+    )  # fmt: skip
+    assert even.experts_on_busiest_rank == 8
+    # the fullest GPU's routed experts: 6 whole experts, not 256/48 = 5.33
+    expert_bytes = uneven.model.routed_expert_params / 256 * uneven.weight_bytes_per_element
+    others = weight_bytes_per_gpu(even) - 8 * expert_bytes
+    assert weight_bytes_per_gpu(uneven) == pytest.approx(others + 6 * expert_bytes, rel=1e-9)

@@ -138,3 +138,20 @@ def test_a_page_that_moves_on_cancels_its_last_job_unless_another_waits(jobs: Jo
     assert b.cancel_event.is_set()
     back = jobs.submit(usecase(200), tab="one")  # the page went back before b stopped
     assert back is not b and not back.cancel_event.is_set()
+
+
+def test_a_cancel_from_a_page_stops_the_job_it_shows_and_the_one_it_now_waits_for(
+    jobs: Jobs,
+) -> None:
+    """The page still shows job `a` while the use case typed just before the click has
+    reached the server as job `b`: the click stops both (the browser's cancel test clicked
+    an older job's button and waited for a plan that ran on)."""
+    a = jobs.submit(usecase(300), tab="one")
+    b = jobs.submit(usecase(200), tab="one")
+    other = jobs.submit(usecase(250), tab="two")
+    assert jobs.cancel(a.id, tab="one") is a
+    assert a.cancel_event.is_set() and b.cancel_event.is_set()
+    assert not other.cancel_event.is_set()  # another page's plan runs on
+    lone = jobs.submit(usecase(240))
+    jobs.cancel(lone.id, tab="never-seen")  # a page the table does not know: just the job
+    assert lone.cancel_event.is_set() and not other.cancel_event.is_set()

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from llmsizer.perf import Deployment, StepModel
-from llmsizer.sim import Engine, EngineConfig, LinearStepCost
+from llmsizer.sim import Batch, Engine, EngineConfig, LinearStepCost
+from llmsizer.sim.arrivals import Arrivals
 from llmsizer.sim.batch import decode_step_cost, make_batch
 from llmsizer.sim.batching.base import Scheduler, SchedulerOutput
 from tests.sim.conftest import drive, make_engine, make_request, make_scheduler, make_workload
@@ -24,6 +25,15 @@ CONFIGS = [
     {"engine": "vllm", "num_gpu_blocks": 120},  # preemption
     {"engine": "sglang", "num_gpu_blocks": 120},
     {"engine": "vllm", "scheduler_recv_interval": 3},
+    {"engine": "sglang", "scheduler_recv_interval": 5},  # the skipper counts skipped steps
+    # attention-DP balancing counts every step, skipped ones too (its free-running timeout)
+    {
+        "engine": "trtllm",
+        "num_attention_dp_ranks": 4,
+        "attention_dp_enable_balance": True,
+        "attention_dp_timeout_iters": 7,
+        "attention_dp_batching_wait_iters": 2,
+    },
     # delay batching counts held steps in `schedule`, a full batch's too
     {"engine": "vllm", "batch_wait_timeout_iters": 4, "batch_wait_max_tokens_ratio": 0.5},
     {
@@ -31,6 +41,16 @@ CONFIGS = [
         "max_num_seqs": 8,
         "batch_wait_timeout_iters": 4,
         "batch_wait_max_tokens_ratio": 0.5,
+    },
+    # whole prompts that do not fit beside the decodes: the first waiting one is refused
+    # until a request finishes (`ContinuousScheduler._refuse`)
+    {"engine": "trtllm", "max_num_seqs": 64, "max_num_batched_tokens": 300},
+    {"engine": "trtllm", "num_gpu_blocks": 60},  # refused for KV blocks (reserved in full)
+    {
+        "engine": "vllm",
+        "enable_chunked_prefill": False,
+        "max_num_seqs": 64,
+        "max_num_batched_tokens": 300,
     },
 ]
 
@@ -70,7 +90,7 @@ def test_the_engine_logs_the_steps_the_general_path_takes(
         ]
     ).astype(int)
     assert [tuple(row) for row in logged.tolist()] == seen
-    if "num_gpu_blocks" in config:
+    if "num_gpu_blocks" in config and config["engine"] != "trtllm":  # (it reserves in full)
         assert result.num_preemptions > 0  # the case exercises preemption
 
 
@@ -125,3 +145,65 @@ def test_an_engine_on_the_gpu_model_pickles_and_runs_the_same(rng: np.random.Gen
     a, b = engine.run(workload).records, copy.run(workload).records
     assert copy.first_token_delay_s == engine.first_token_delay_s
     assert np.array_equal(a.token_buffer, b.token_buffer) and np.array_equal(a.finish_s, b.finish_s)
+
+
+class _StepByStep:
+    """The GPU model without its price of many decode steps at once: the engine then runs
+    every step one by one."""
+
+    def __init__(self, step: StepModel) -> None:
+        self.step = step
+        self.decode_step_s = step.decode_step_s
+
+    def __call__(self, batch: Batch) -> float:
+        return self.step(batch)
+
+
+class _Counted:
+    """The GPU model, counting the decode steps it priced at once (a wrapper: a compiled
+    `StepModel` cannot be subclassed)."""
+
+    num_run_steps = 0
+
+    def __init__(self, step: StepModel) -> None:
+        self.step = step
+        self.decode_step_s = step.decode_step_s
+
+    def __call__(self, batch: Batch) -> float:
+        return self.step(batch)
+
+    def decode_run_s(self, num_decode_seqs: int, context: int, num_steps: int) -> np.ndarray:
+        _Counted.num_run_steps += num_steps
+        return self.step.decode_run_s(num_decode_seqs, context, num_steps)
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda c: "-".join(map(str, c.values())))
+@pytest.mark.parametrize("mean_gap_s", [0.002, 0.05])
+def test_quiet_decode_runs_log_what_steps_one_by_one_log(
+    config: dict[str, object], mean_gap_s: float, rng: np.random.Generator
+) -> None:
+    """Decode steps in which nothing but the clock changes are priced and logged at once
+    (`_Run._quiet_run`) when the cost can price them so (`StepModel.decode_run_s`): the step
+    log, the token times and the KV blocks are the same to the bit as step by step, with
+    arrivals in between, preemption, and a run driven in slices (`advance(until_s)`)."""
+    isl, osl = rng.integers(8, 300, 300), rng.integers(1, 400, 300)
+    arrival_s = np.cumsum(rng.exponential(mean_gap_s, 300))
+    step = _Counted(StepModel(Deployment.from_names("llama-3.1-8b", "h100-sxm", "fp8")))
+    cfg = EngineConfig(**config)  # type: ignore[arg-type]
+    workload = make_workload(isl, osl, arrival_s=arrival_s)
+    _Counted.num_run_steps = 0
+    runs = Engine(cfg, step).run(workload)
+    if mean_gap_s > 0.01:  # (a heavy load finishes a request every few steps)
+        assert _Counted.num_run_steps > 0  # the case exercises quiet runs
+    one_by_one = Engine(cfg, _StepByStep(step.step)).run(workload)
+    sliced = Engine(cfg, step).start(workload, Arrivals(workload, cfg.block_size, True))
+    for until_s in np.arange(0.1, float(arrival_s[-1]) + 60.0, 0.37):
+        sliced.advance(float(until_s))
+    sliced.advance(None)
+    for result in (runs, sliced.result()):
+        assert np.array_equal(result.steps.end_s, one_by_one.steps.end_s)
+        assert np.array_equal(result.steps.num_kv_blocks_used, one_by_one.steps.num_kv_blocks_used)
+        assert np.array_equal(result.steps.num_decode_seqs, one_by_one.steps.num_decode_seqs)
+        assert np.array_equal(result.records.token_buffer, one_by_one.records.token_buffer)
+        assert result.num_preemptions == one_by_one.num_preemptions
+        assert result.peak_kv_blocks_used == one_by_one.peak_kv_blocks_used

@@ -1,6 +1,7 @@
 import pytest
 
 from llmsizer.specs import GpuSpec, Precision, UnknownNameError, get_gpu, gpu_catalog
+from llmsizer.specs.gpus import _memory_bytes
 
 
 @pytest.mark.parametrize(
@@ -60,7 +61,8 @@ def test_every_gpu_is_complete_and_sourced(gpu: GpuSpec):
 
 def test_h100_sxm_datasheet_figures_in_si_units():
     gpu = get_gpu("h100-sxm")
-    assert gpu.memory_bytes == 80e9
+    # the device's 81,559 MiB as nvidia-smi reports it, not the "80GB" of its name
+    assert gpu.memory_bytes == 81559 * 2**20 == pytest.approx(85.52e9, rel=1e-4)
     assert gpu.hbm_bytes_per_s == pytest.approx(3.35e12)
     # 1,979 TFLOPS BF16 "with sparsity", halved
     assert gpu.dense_flops_per_s(Precision.BF16) == pytest.approx(989.5e12)
@@ -91,3 +93,34 @@ def test_each_gpu_names_its_architecture(name: str, architecture: str) -> None:
 def test_architectures_are_the_known_generations() -> None:
     known = {"ampere", "ada", "hopper", "blackwell", "cdna3"}
     assert {g.architecture for g in gpu_catalog().values()} <= known
+
+
+@pytest.mark.parametrize(
+    ("key", "mib", "marketed_gb"),
+    [
+        ("h100-sxm", 81559, 80),  # 85.5e9 bytes: 7 % above the name's 80e9
+        ("h200-sxm", 143771, 141),  # ~140 GiB
+        ("b200", 183359, 180),  # ~179 GiB
+        ("gb200", 189471, 186),
+        ("a100-sxm-80gb", 81920, 80),
+        ("l4", 23034, 24),
+    ],
+)
+def test_memory_is_what_the_device_reports_in_mib(key: str, mib: int, marketed_gb: int) -> None:
+    gpu = get_gpu(key)
+    assert gpu.memory_bytes == mib * 2**20
+    assert f"{mib} MiB" in gpu.source_of("memory")  # the nvidia-smi figure is cited
+    # within a few % of the marketing figure, in whichever unit the vendor meant
+    assert min(abs(gpu.memory_bytes / (marketed_gb * u) - 1) for u in (1e9, 2**30)) < 0.08
+
+
+def test_every_catalog_gpu_cites_the_memory_it_really_has() -> None:
+    for key, gpu in gpu_catalog().items():
+        mib = round(gpu.memory_bytes / 2**20)
+        assert gpu.memory_bytes == mib * 2**20, key  # read from memory_mib, not GB
+        assert f"device memory {mib} MiB" in gpu.source_of("memory"), key
+
+
+def test_an_entry_without_memory_mib_reads_memory_gb_in_decimal_gb() -> None:
+    assert _memory_bytes({"memory_gb": 64.0}) == 64e9  # a `collect` device file
+    assert _memory_bytes({"memory_gb": 80, "memory_mib": 81559}) == 81559 * 2**20

@@ -44,7 +44,9 @@ TPOT) or an `AicSkipped` with a one-line reason. How the rows were measured is i
   of `source_file=2026-04-06.csv` on GB200 each repeat a disagg row with the same id but
   for the mode (`..._c1075_tp20_ep1_15` and `..._disagg_..._c1075_tp20_ep1_1073`), the same
   concurrency and TTFT/TPOT within a few %, and their `tp_size` (12-72) is the GPUs of
-  both pools together. They are skipped here, predicted as the disaggregated rows they are.
+  both pools together. They are skipped here and predicted by `llmsizer.calibrate.aic_disagg`
+  as the disaggregated runs they are, with the layout of the InferenceX sweep that ran them
+  (`llmsizer.calibrate.aic_launch_gb200`).
 - **Skipped.** Disaggregated rows; those GB200 rows; GPUs and models outside the catalog;
   deployments the model rejects (weights that do not fit, heads not divisible by TP).
 """
@@ -131,8 +133,9 @@ def _map(row: Mapping[str, str], check_fit: bool) -> AicCase:
     gap = any(marker in row["silicon_data_source"] for marker in _GAP_MARKERS)
     if gpu == "gb200" and not gap:  # module docstring
         raise _Skip(
-            f"a disaggregated GB200 run recorded as agg (InferenceX runs GB200 only "
-            f"disaggregated; tp_size {row['tp_size']} is both pools' GPUs): see its disagg row"
+            f"disaggregated GB200 run recorded as agg (InferenceX runs GB200 only "
+            f"disaggregated; tp_size {row['tp_size']} is both pools' GPUs): predicted with "
+            "the disaggregated rows as launched (llmsizer.calibrate.aic_launch_gb200)"
         )
     tp, ep, dp = _layout(row, get_gpu(gpu).scale_up_domain_size)
     try:

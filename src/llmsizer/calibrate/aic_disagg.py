@@ -39,9 +39,24 @@ follow the aggregated mapping (`llmsizer.calibrate.aic`, `docs/aic_measurement.m
   DEP16. A pool wider than `WIDEST_TP` GPUs is therefore read as one worker of that many
   attention-DP ranks with the experts split over all of them (pricing it as one
   tensor-parallel group of 20-72 GPUs, an all-reduce over every GPU twice a layer, would
-  be a different deployment). Rows whose prefill and decode `tp_size` are the same wide
-  number (`source_file=2026-04-06.csv`, GB200) write the GPUs of both pools together
-  (the aggregated copies of these runs say so, `llmsizer.calibrate.aic`): refused.
+  be a different deployment).
+- **GB200 runs without a layout.** InferenceX GB200 rows whose prefill and decode `tp_size`
+  are the same wide number (the GPUs of both pools together), whose pool columns are all
+  1, or that are recorded as `agg` with both pools' GPUs as `tp_size`, are read as the
+  InferenceX sweep that launched them (`llmsizer.calibrate.aic_launch_gb200`); a row no
+  single sweep names is refused with the reason.
+- **Memory fraction.** The preset's 0.9, but SGLang DeepSeek FP8 pools of 4 GPUs get
+  `--mem-fraction-static` 0.95, as InferenceX launches DeepSeek FP8 on 4 GPUs with SGLang
+  (`dsr1_fp8_b200.sh` at TP4, `llmsizer.calibrate.aic_launch`). Their weights are 182.6 GB
+  per GPU under attention data parallelism (every rank holds attention, dense layers and
+  embeddings) of a GB200's 198.7 GB: 0.9 (or SGLang 0.5.5's own default, about 0.81 here,
+  `ServerArgs._handle_gpu_memory_settings`) leaves no KV cache, yet these runs ran, so
+  their launches set a fraction we cannot read; 0.95 is the one InferenceX uses where
+  FP8 DeepSeek just fits on 4 GPUs.
+- **Expert layout not set.** `{pool}_moe_tp_size` and `{pool}_moe_ep_size` both 0 (two
+  vLLM gap-analysis rows, ids `..._tpnone_epnone_...`: the launch named neither) is the
+  engine's default: no expert parallelism, the experts tensor parallel over the pool's
+  `tp x attention_dp` GPUs (vLLM without `--enable-expert-parallel`).
 - **Skipped.** Pipeline parallelism, GPUs, systems and models outside the catalog,
   deployments the model rejects, and the rows above.
 - **Worker counts.** Where `{pool}_num_workers` is empty (the `source_file=` rows), the
@@ -70,8 +85,9 @@ from llmsizer.calibrate.aic import (
     AicSkipped,
     layout_columns,
 )
+from llmsizer.calibrate.aic_launch_gb200 import is_inferencex_gb200, with_launched_layouts
 from llmsizer.calibrate.aic_twins import with_twin_layouts, workers_given
-from llmsizer.instance import DeploymentSpec, PredictSpec
+from llmsizer.instance import DeploymentSpec, PredictSpec, make_instance
 from llmsizer.instance.disagg import Link, make_disaggregated
 from llmsizer.perf import EfficiencyFactors
 from llmsizer.records import RequestRecord
@@ -87,6 +103,7 @@ AIC_SYSTEMS = {  # AIC `system` -> catalog system (the NVLink domain and NICs ar
     "gb300": "gb300-nvl72",
 }
 _FP8_KV = (Precision.FP8, Precision.FP8_BLOCK, Precision.FP4)
+SGLANG_DEEPSEEK_FP8_4GPU_FRACTION = 0.95  # InferenceX dsr1_fp8_b200.sh at TP4 (docstring)
 WIDEST_TP = 16  # the widest dense TP group in the rows: two 8-GPU H100 nodes (SGLang)
 _CONCURRENCY = re.compile(r"silicon_concurrency=(\d+)")
 
@@ -108,22 +125,36 @@ class AicDisaggCase:
     measured: dict[str, float]
     workers_given: bool = True  # False: the worker counts were empty, one of each simulated
     twin: str = ""  # the dump row whose pool columns an exported row took (`aic_twins`)
+    launch: str = ""  # the InferenceX sweep that ran a row without a layout (`aic_launch_gb200`)
 
 
 class _Skip(Exception):
     """Raised while mapping a row: the message is the reason it is skipped."""
 
 
-def load_aic_disagg(path: Path) -> list[AicDisaggCase | AicSkipped]:
-    """Every disaggregated row of the CSV at `path`, mapped, in file order."""
+def load_aic_disagg(path: Path, *, check_fit: bool = True) -> list[AicDisaggCase | AicSkipped]:
+    """Every disaggregated row of the CSV at `path`, and every InferenceX GB200 agg row
+    (disaggregated runs: `aic_launch_gb200`), mapped, in file order; `check_fit` as in
+    `map_disagg_row`."""
     with path.open(newline="") as f:
-        rows = [r for r in csv.DictReader(f) if r["mode"] == "disagg"]
-    return [map_disagg_row(r) for r in with_twin_layouts(rows)]
+        rows = [
+            r
+            for r in csv.DictReader(f)
+            if r["mode"] == "disagg" or (r["mode"] == "agg" and is_inferencex_gb200(r))
+        ]
+    rows = with_twin_layouts(with_launched_layouts(rows))
+    return [map_disagg_row(r, check_fit=check_fit) for r in rows]
 
 
-def map_disagg_row(row: Mapping[str, str]) -> AicDisaggCase | AicSkipped:
+def map_disagg_row(row: Mapping[str, str], *, check_fit: bool = True) -> AicDisaggCase | AicSkipped:
+    """One row as a case, or the reason it is skipped (module docstring). `check_fit`
+    builds both pools' instances (no simulation) to reject deployments the model cannot
+    hold, so a refusal is known without simulating the row."""
     try:
-        return _map(row)
+        case = _map(row)
+        if check_fit:
+            _check_fit(case)
+        return case
     except _Skip as reason:
         return AicSkipped(row["id"], row["backend"], str(reason))
 
@@ -138,6 +169,8 @@ def _pool_layout(row: Mapping[str, str], pool: str) -> dict[str, int]:
     pool wider than `WIDEST_TP` read as one data-parallel attention worker (module
     docstring), or the reason it is skipped."""
     tp, dp, moe_tp, ep = layout_columns(row, f"{pool}_")
+    if moe_tp == ep == 0:  # not set (the ids say `tpnone_epnone`): the engine's default
+        moe_tp, ep = tp * dp, 1
     if _int(row, f"{pool}_pp_size") > 1:
         raise _Skip(f"pipeline parallelism ({pool}_pp_size {row[f'{pool}_pp_size']}) not modelled")
     if tp > WIDEST_TP:
@@ -157,6 +190,9 @@ def _pool_layout(row: Mapping[str, str], pool: str) -> dict[str, int]:
 
 
 def _map(row: Mapping[str, str]) -> AicDisaggCase:
+    launch = row.get("launch", "")
+    if launch.startswith("unknown: "):
+        raise _Skip(f"layout not recorded and not named by a launch script: {launch[9:]}")
     layouts = {pool: _pool_layout(row, pool) for pool in ("prefill", "decode")}
     gpu, system_key = AIC_GPUS.get(row["system"]), AIC_SYSTEMS.get(row["system"])
     if gpu is None or system_key is None:
@@ -185,6 +221,7 @@ def _map(row: Mapping[str, str]) -> AicDisaggCase:
             {
                 **base,
                 **layouts["prefill"],
+                **_memory_fraction(row, model, layouts["prefill"]),
                 **_batch(row, "prefill_batch_size"),
                 "isl": isl,
                 "osl": osl,
@@ -194,7 +231,12 @@ def _map(row: Mapping[str, str]) -> AicDisaggCase:
             }
         )
         decode = DeploymentSpec.model_validate(
-            {**base, **layouts["decode"], **_batch(row, "decode_batch_size")}
+            {
+                **base,
+                **layouts["decode"],
+                **_memory_fraction(row, model, layouts["decode"]),
+                **_batch(row, "decode_batch_size"),
+            }
         )
     except ValidationError as e:  # a layout the spec refuses (a 0 cell, ...)
         first = e.errors()[0]
@@ -220,7 +262,30 @@ def _map(row: Mapping[str, str]) -> AicDisaggCase:
         measured,
         workers_given(row),
         row.get("twin", ""),
+        launch,
     )
+
+
+def _check_fit(case: AicDisaggCase) -> None:
+    """Raise `_Skip` when the model rejects a pool (weights that do not fit, ...)."""
+    for pool, spec in (("prefill", case.prefill), ("decode", case.decode)):
+        try:
+            make_instance(spec, max_model_len=case.prefill.isl + case.prefill.osl)
+        except ValueError as e:
+            first = str(e).split(": per GPU")[0].split(". ")[0]  # the sentence, not the sums
+            raise _Skip(f"rejected by the model: {pool}: {first}") from e
+
+
+def _memory_fraction(
+    row: Mapping[str, str], model: str, layout: dict[str, int]
+) -> dict[str, float]:
+    """`gpu_memory_utilization` 0.95 for an SGLang DeepSeek FP8 pool of 4 GPUs (module
+    docstring), else nothing (the preset's 0.9)."""
+    gpus = layout["tp"] * layout["attention_dp_size"]
+    fp8 = row["gemm_quant_mode"].strip() == "fp8"
+    if row["backend"] == "sglang" and model.startswith("deepseek") and fp8 and gpus == 4:
+        return {"gpu_memory_utilization": SGLANG_DEEPSEEK_FP8_4GPU_FRACTION}
+    return {}
 
 
 def _batch(row: Mapping[str, str], column: str) -> dict[str, int]:

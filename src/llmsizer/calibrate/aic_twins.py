@@ -61,7 +61,7 @@ def with_twin_layouts(rows: Sequence[Mapping[str, str]]) -> list[dict[str, str]]
     dump: dict[Key, list[Mapping[str, str]]] = {}
     for r in rows:
         key = _key(r)
-        if key is not None and workers_given(r):
+        if key is not None and workers_given(r) and not r.get("launch"):
             dump.setdefault(key, []).append(r)
     out = []
     for r in rows:

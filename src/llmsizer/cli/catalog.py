@@ -65,7 +65,7 @@ def gpus(
         _factors(calibration)
         return
     t = Table(title="GPUs (dense tensor-core peaks; interconnect per direction)")
-    cols = ("name", "memory GB", "HBM TB/s", "BF16 TFLOPS", "FP8 TFLOPS", "FP4 TFLOPS", "link GB/s")
+    cols = ("name", "mem GiB", "HBM TB/s", "BF16 TFLOPS", "FP8 TFLOPS", "FP4 TFLOPS", "link GB/s")
     for col in cols:
         t.add_column(col, justify="left" if col == "name" else "right")
     if sources:
@@ -78,7 +78,7 @@ def gpus(
         link = g.scale_up_bytes_per_s or g.pcie_bytes_per_s
         row = [
             key,
-            f"{g.memory_bytes / 1e9:.0f}",
+            f"{g.memory_bytes / 2**30:.1f}",  # as the device reports it: an "80GB" H100 is 79.6
             f"{g.hbm_bytes_per_s / 1e12:.2f}",
             tf(g.bf16_flops_per_s),
             tf(g.fp8_flops_per_s),

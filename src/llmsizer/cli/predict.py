@@ -145,7 +145,7 @@ def run_cases(
     Unknown columns are copied through. Returns (rows, failed rows). Rows run in local
     processes, or on Ray (`ray`, `ray_address`: `llmsizer.sweep`), with the same results."""
     rows = read_csv_rows(cases, "cases file")
-    workers = min(os.cpu_count() or 1, max(1, len(rows) // 16))
+    workers = min(os.cpu_count() or 1, max(1, len(rows) // 4))  # forked: cheap
     with progress_bar("predicting") as progress, sweep_for(workers, ray, ray_address) as sweep:
         results = sweep.map(partial(_predict_row, efficiency=efficiency), rows, progress)
     failed = sum(1 for r in results if r["error"])

@@ -16,12 +16,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from llmsizer.instance.setup import PredictSpec, simulation_setup
 from llmsizer.instance.speculation import kv_fraction_of, run_instance, step_cost_of
 from llmsizer.metrics import summarize
 from llmsizer.perf import EfficiencyFactors, StepModel
 from llmsizer.perf.speculative import SpeculativeStepCost
 from llmsizer.sim import Batch
+from llmsizer.sim.batch import make_batch
 
 THROUGHPUT_KEYS = ("request_throughput", "output_throughput", "total_token_throughput")
 
@@ -57,12 +60,42 @@ class _Metered:
 
     def __init__(self, step: StepModel | SpeculativeStepCost) -> None:
         self.step = step
+        measure_decode = getattr(step, "measure_decode", None)  # `StepModel`'s, to the bit
+        if measure_decode is None:
+            self._measure_decode = lambda n, context: step.measure(make_batch((), n, context))
+        else:
+            self._measure_decode = measure_decode
         self.flops = 0.0
         self.bytes = 0.0
         self.time_s = 0.0
+        # the engine's runs of quiet decode steps (`sim.engine`), when the cost prices them
+        self.decode_run_s = self._run_s if hasattr(step, "measure_decode_run") else None
+        self._last_run: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     def __call__(self, batch: Batch) -> float:
         time_s, flops, memory = self.step.measure(batch)
+        self.flops += flops
+        self.bytes += memory
+        self.time_s += time_s
+        return time_s
+
+    def _run_s(self, num_decode_seqs: int, context_tokens: int, num_steps: int) -> np.ndarray:
+        assert isinstance(self.step, StepModel)
+        self._last_run = self.step.measure_decode_run(num_decode_seqs, context_tokens, num_steps)
+        return self._last_run[0]
+
+    def decode_ran(self, num_steps: int) -> None:
+        """The first `num_steps` of the last `decode_run_s` ran: summed as one by one."""
+        assert self._last_run is not None
+        time_s, flops, memory = (a[:num_steps] for a in self._last_run)
+        self.flops = _running_sum(self.flops, flops)
+        self.bytes = _running_sum(self.bytes, memory)
+        self.time_s = _running_sum(self.time_s, time_s)
+
+    def decode_step_s(self, num_decode_seqs: int, num_decode_context_tokens: int) -> float:
+        """`self(batch)` of a decode-only batch without building it (the engine's decode
+        price, `sim.batch.decode_step_cost`): the same sums, in the same order."""
+        time_s, flops, memory = self._measure_decode(num_decode_seqs, num_decode_context_tokens)
         self.flops += flops
         self.bytes += memory
         self.time_s += time_s
@@ -96,3 +129,8 @@ def predict(spec: PredictSpec, efficiency: EfficiencyFactors | None = None) -> P
         max_num_kv_tokens=inst.memory.max_num_kv_tokens,
         weight_bytes_per_gpu=inst.memory.weight_bytes,
     )
+
+
+def _running_sum(start: float, values: np.ndarray) -> float:
+    """`start` plus each value in turn, as `+=` in a loop adds them (`numpy.cumsum`)."""
+    return float(np.cumsum(np.concatenate(([start], values)))[-1])

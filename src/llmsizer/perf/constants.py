@@ -115,7 +115,7 @@ def build_constants(d: Deployment, eff: EfficiencyFactors) -> StepConstants:
         num_moe_layers=m.num_moe_layers,
         num_experts=0 if moe is None else moe.num_experts,
         expert_miss_per_token=1.0 if moe is None else 1.0 - top_k / moe.num_experts,
-        experts_per_rank=0.0 if ep == 1 or moe is None else moe.num_experts / ep,
+        experts_per_rank=0.0 if ep == 1 else float(d.experts_on_busiest_rank),
         expert_max_z=expected_max_normal(ep),
         expert_weight_bytes=m.expert_params * w / moe_tp,
         expert_flops_per_token=2.0 * top_k * m.expert_params / world,

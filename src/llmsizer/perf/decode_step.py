@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from llmsizer.perf.constants import StepConstants
 
 
@@ -74,3 +76,37 @@ class DecodeAttention:
             keys * self.kv_bytes_per_token_per_layer + n * self.act_bytes_per_token
         ) / self.bytes_per_s
         return compute_s, memory_s
+
+    def times_s(self, n: int, context_tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """`time_s` for each of several context sizes (int64): the same operations in the
+        same order, elementwise, so each pair is `time_s`'s to the bit (tested)."""
+        keys_full = context_tokens.astype(np.float64)
+        keys_window = np.minimum(keys_full, float(n * self.window)) if self.window else 0.0
+        dp = self.attention_dp_size
+        if dp > 1:
+            rank = -(-n // dp)
+            keys_full, keys_window, n = keys_full * rank / n, keys_window * rank / n, rank
+        keys = self.full_layers * keys_full + self.window_layers * keys_window
+        compute_s = keys * self.flops_per_pair / self.flops_per_s
+        memory_s = (
+            keys * self.kv_bytes_per_token_per_layer + n * self.act_bytes_per_token
+        ) / self.bytes_per_s
+        return compute_s, memory_s
+
+
+def decode_run(
+    d: DecodeStep,
+    attention: DecodeAttention,
+    n: int,
+    context_tokens: np.ndarray,
+    rates: tuple[float, float],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(seconds, FLOPs, HBM bytes) of decode-only steps of `n` sequences reading each of
+    `context_tokens` keys: `StepModel.measure_decode`'s sums, elementwise, in its order.
+    `rates`: decode attention's (FLOPs, bytes) per second of roofline time."""
+    dec_c, dec_m = attention.times_s(n, context_tokens)
+    layer_work = d.layers_before_s + np.maximum(dec_c, dec_m) + d.elementwise_s
+    time_s = layer_work + d.lm_head_s + d.communication_s + d.overhead_s
+    flops_rate, bytes_rate = rates
+    memory = (d.bytes_before + dec_m * bytes_rate) + d.elementwise_bytes
+    return time_s, d.flops_before + dec_c * flops_rate, memory

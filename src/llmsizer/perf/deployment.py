@@ -85,20 +85,20 @@ class Deployment:
 
     def _check_expert_parallel(self) -> None:
         """Experts split whole over `ep` of the `moe_world_size` ranks (tp x attention DP),
-        each expert over `moe_world_size / ep`."""
+        each expert over `moe_world_size / ep`. `ep` need not divide the experts: the
+        engines run such layouts with redundant expert slots (SGLang
+        `--ep-num-redundant-experts`, TensorRT-LLM's EPLB `num_slots`), and the busiest
+        GPU holds `experts_on_busiest_rank` of them."""
         ep, world, moe = self.expert_parallel_size, self.moe_world_size, self.model.moe
         if ep == 1:
             return
         if moe is None:
             raise ValueError(f"expert_parallel_size {ep}: {self.model.name} has no experts")
-        if ep < 1 or world % ep or moe.num_experts % ep:
+        if ep < 1 or world % ep:
             ranks = f"tensor_parallel_size {world}"
             if self.attention_dp_size > 1:
                 ranks = f"tensor_parallel_size x attention_dp_size = {world}"
-            raise ValueError(
-                f"expert_parallel_size {ep} must divide {ranks} and the "
-                f"{moe.num_experts} experts of {self.model.name}"
-            )
+            raise ValueError(f"expert_parallel_size {ep} must divide {ranks} of {self.model.name}")
 
     @classmethod
     def from_names(
@@ -132,6 +132,17 @@ class Deployment:
     @property
     def num_gpus(self) -> int:
         return self.tensor_parallel_size * self.pipeline_parallel_size * self.attention_dp_size
+
+    @property
+    def experts_on_busiest_rank(self) -> int:
+        """Routed experts on the fullest expert-parallel rank: ceil(experts / ep) (all of
+        them without expert parallelism). 256 experts over EP 48 put 6 on some GPUs, as
+        SGLang's 32 redundant slots do (288 = 6 x 48, `--ep-num-redundant-experts 32` in
+        Dynamo's GB200 DeepSeek launch scripts)."""
+        moe = self.model.moe
+        if moe is None:
+            return 0
+        return -(-moe.num_experts // self.expert_parallel_size)
 
     @property
     def moe_world_size(self) -> int:

@@ -22,8 +22,10 @@ Assumptions, stated once:
   With attention data parallelism over D ranks (`Deployment.attention_dp_size`) every rank
   holds all but the routed experts (attention, dense layers, shared experts, embedding and
   output projection replicated per rank), and the routed experts are split over all
-  tp x D GPUs. Each GPU's KV cache then holds its rank's requests only: the instance
-  holds D times the blocks of one GPU (`llmsizer.instance`).
+  tp x D GPUs (the fullest GPU's share: ceil(experts / EP) whole experts under expert
+  parallelism, `Deployment.experts_on_busiest_rank`). Each GPU's KV cache then holds its
+  rank's requests only: the instance holds D times the blocks of one GPU
+  (`llmsizer.instance`).
 - activations: the profiling pass runs `max_num_batched_tokens` tokens (vLLM V1's default
   8192 for online serving). Its peak is the residual stream and hidden state (2h per
   token) plus the widest layer output, the MLP's gate/up and activation (3I/tp; MoE: the
@@ -101,6 +103,8 @@ def weight_bytes_per_gpu(d: Deployment) -> float:
     m = d.model
     tp, pp = d.tensor_parallel_size, d.pipeline_parallel_size
     routed = m.routed_expert_params / d.attention_dp_size  # split over tp x dp GPUs
+    if m.moe is not None:  # the fullest EP rank's whole experts (`experts_on_busiest_rank`)
+        routed *= d.experts_on_busiest_rank * d.expert_parallel_size / m.moe.num_experts
     layer_weights = (m.dense_linear_params + routed) * d.weight_bytes_per_element
     layer_other = m.num_layers * m.norm_params_per_layer + m.num_moe_layers * m.router_params
     per_layer = (layer_weights / tp + layer_other * _UNQUANTIZED_BYTES) / m.num_layers

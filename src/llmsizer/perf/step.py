@@ -50,6 +50,8 @@ import math
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+import numpy as np
+
 from llmsizer.perf.batch_shape import (
     Aggregates,
     BatchAggregates,
@@ -59,7 +61,7 @@ from llmsizer.perf.batch_shape import (
     decode_batch,
 )
 from llmsizer.perf.constants import StepConstants, build_constants
-from llmsizer.perf.decode_step import DecodeAttention, DecodeStep
+from llmsizer.perf.decode_step import DecodeAttention, DecodeStep, decode_run
 from llmsizer.perf.deployment import Deployment
 from llmsizer.perf.efficiency import EfficiencyFactors, default_efficiency
 from llmsizer.perf.roofline import Bound, PartCost, StepBreakdown
@@ -310,13 +312,7 @@ class StepModel:
         c = self.constants
         n = batch.num_decode_seqs
         if n and not batch.prefill_chunks:  # decode only, as in `__call__`
-            d = self._decode.get(n) or self._decode_step(n)
-            dec_c, dec_m = self._attention.time_s(n, batch.num_decode_context_tokens)
-            layer_work = d.layers_before_s + (dec_c if dec_c >= dec_m else dec_m) + d.elementwise_s
-            time_s = layer_work + d.lm_head_s + d.communication_s + d.overhead_s
-            flops_rate, bytes_rate = self.part_rates[4]
-            memory = (d.bytes_before + dec_m * bytes_rate) + d.elementwise_bytes
-            return time_s, d.flops_before + dec_c * flops_rate, memory
+            return self.measure_decode(n, batch.num_decode_context_tokens)
         terms = step_terms(c, aggregate(batch, c.window))
         flops = memory = 0.0
         for i, (flops_per_s, bytes_per_s) in enumerate(self.part_rates):
@@ -324,6 +320,35 @@ class StepModel:
             memory += terms[2 * i + 1] * bytes_per_s
         memory += terms[_ELEMENTWISE] * c.gemm_bytes_per_s
         return step_time_s(c, terms), flops, memory
+
+    def measure_decode(
+        self, num_decode_seqs: int, num_decode_context_tokens: int
+    ) -> tuple[float, float, float]:
+        """`measure` of a decode-only batch (`decode_step_s`'s arguments), without one."""
+        n = num_decode_seqs
+        d = self._decode.get(n) or self._decode_step(n)
+        dec_c, dec_m = self._attention.time_s(n, num_decode_context_tokens)
+        layer_work = d.layers_before_s + (dec_c if dec_c >= dec_m else dec_m) + d.elementwise_s
+        time_s = layer_work + d.lm_head_s + d.communication_s + d.overhead_s
+        flops_rate, bytes_rate = self.part_rates[4]
+        memory = (d.bytes_before + dec_m * bytes_rate) + d.elementwise_bytes
+        return time_s, d.flops_before + dec_c * flops_rate, memory
+
+    def measure_decode_run(
+        self, num_decode_seqs: int, num_decode_context_tokens: int, num_steps: int
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """`measure_decode` of `num_steps` decode-only steps in a row, the batch unchanged
+        (each reads `num_decode_seqs` more keys than the one before), as arrays."""
+        n = num_decode_seqs
+        d = self._decode.get(n) or self._decode_step(n)
+        context = num_decode_context_tokens + n * np.arange(num_steps, dtype=np.int64)
+        return decode_run(d, self._attention, n, context, self.part_rates[4])
+
+    def decode_run_s(
+        self, num_decode_seqs: int, num_decode_context_tokens: int, num_steps: int
+    ) -> np.ndarray:
+        """`decode_step_s` of such steps (`measure_decode_run`), for the engine's runs."""
+        return self.measure_decode_run(num_decode_seqs, num_decode_context_tokens, num_steps)[0]
 
     def breakdown(self, batch: BatchLike) -> StepBreakdown:
         """The same step by part, with FLOPs, bytes and bounds, for MBU/MFU and reports;

@@ -162,18 +162,22 @@ class Studio:
         headers = {"HX-Push-Url": f"/?{query}"}
         if usecase is None:
             return self.page("_errors.html", errors=errors, headers=headers)
-        job = self.jobs.submit(usecase, tab=request.query_params.get("tab"))
-        return self.page("_job.html", job=job, query=query, errors={}, oob=True, headers=headers)
+        tab = request.query_params.get("tab", "")
+        job = self.jobs.submit(usecase, tab=tab or None)
+        return self.page(
+            "_job.html", job=job, query=query, tab=tab, errors={}, oob=True, headers=headers
+        )
 
     async def job(self, request: Request) -> Response:
         job = self.jobs.get(request.path_params["job_id"])
-        query = request.query_params.get("q", "")
-        return self.page("_job.html", job=job, query=query, errors={}, oob=False)
+        query, tab = request.query_params.get("q", ""), request.query_params.get("tab", "")
+        return self.page("_job.html", job=job, query=query, tab=tab, errors={}, oob=False)
 
     async def cancel(self, request: Request) -> Response:
-        job = self.jobs.cancel(request.path_params["job_id"])
+        tab = request.query_params.get("tab", "")
+        job = self.jobs.cancel(request.path_params["job_id"], tab=tab or None)
         query = request.query_params.get("q", "")
-        return self.page("_job.html", job=job, query=query, errors={}, oob=False)
+        return self.page("_job.html", job=job, query=query, tab=tab, errors={}, oob=False)
 
     async def timeline(self, request: Request) -> Response:
         form = clean_form(request.query_params)

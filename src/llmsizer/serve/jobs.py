@@ -171,10 +171,16 @@ class Jobs:
             job = self._by_id.get(job_id)
         return None if job is None else job.touch()
 
-    def cancel(self, job_id: str) -> Job | None:
+    def cancel(self, job_id: str, tab: str | None = None) -> Job | None:
+        """Stop job `job_id` and, when `tab` is given, the job that page now waits for: the
+        page may show an older job than the server holds for it (a use case typed just
+        before the click is on its way), and the user means the plan in progress."""
         job = self.get(job_id)
-        if job is not None and not job.finished:
-            job.cancel_event.set()
+        with self._lock:
+            current = None if tab is None else self._by_tab.get(tab)
+        for stop in (job, current):
+            if stop is not None and not stop.finished:
+                stop.cancel_event.set()
         return job
 
     def wait(self, job: Job, timeout_s: float) -> bool:

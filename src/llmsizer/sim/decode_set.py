@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import heapq
 
+import numpy as np
+
 from llmsizer.sim.request import SimRequest, Status
 
 
@@ -64,6 +66,22 @@ class DecodeSet:
     def num_blocks_needed(self) -> int:
         """New KV blocks the next decode step needs (one per member crossing a block edge)."""
         return self._buckets[-self.clock % self.block_size]
+
+    def num_quiet_steps(self) -> int:
+        """Decode steps from now in a row in which no member finishes (at most: a
+        preempted member's stale heap entry may end the count early)."""
+        return self._heap[0][0] - self.clock - 1 if self._heap else 0
+
+    def blocks_needed(self, num_steps: int) -> np.ndarray:
+        """`num_blocks_needed` of each of the next `num_steps` steps, no member leaving."""
+        bs = self.block_size
+        edges = [self._buckets[-(self.clock + j) % bs] for j in range(bs)]
+        return np.resize(np.array(edges, dtype=np.int64), num_steps)
+
+    def skip(self, num_steps: int) -> None:
+        """`num_steps` steps ran in which no member finished: `advance` each time, at once."""
+        self.num_context_tokens += len(self.members) * num_steps
+        self.clock += num_steps
 
     def advance(self) -> list[SimRequest]:
         """One decode step ran: tick the clock, return members that produced their last token."""

@@ -8,6 +8,7 @@ all randomness lives in the workload, so a run is a pure function of its inputs.
 from __future__ import annotations
 
 import gc
+from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -28,6 +29,9 @@ from llmsizer.units import MS
 from llmsizer.workload import Workload
 
 Progress = Callable[[int, int], None]  # (requests finished, requests in total)
+# Quiet decode steps worth pricing at once (`_quiet_run`): numpy's per-call cost is about
+# that of a few dozen steps one by one
+MIN_QUIET_RUN = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +110,9 @@ class _Run:
         check_fits(cfg, workload)
         self.cost = engine.step_cost
         self.decode_cost = decode_step_cost(engine.step_cost)
+        # a cost's prices of many decode steps at once, and what it is told of those that ran
+        self.decode_run_s = getattr(engine.step_cost, "decode_run_s", None)
+        self.decode_ran = getattr(engine.step_cost, "decode_ran", None)
         self.first_token_delay_s = engine.first_token_delay_s
         self.cfg = cfg
         self.progress = progress
@@ -214,7 +221,19 @@ class _Run:
         ran = 0
         first, start = step, now  # the segment's (its batch does not change until a finish)
         row = (len(members), len(running), len(waiting))
-        while scheduler.book_decode_step():
+        # Quiet runs are looked for on entry and after a finish (the count only shrinks
+        # in between), and again after a run cut short by the KV blocks free.
+        look = self.decode_run_s is not None
+        while True:
+            if look:
+                quiet = scheduler.quiet_decode_steps()
+                skipped = 0
+                if quiet >= MIN_QUIET_RUN:
+                    now, skipped = self._quiet_run(now, quiet, until_s, next_arrival)
+                    ran += skipped
+                look = 0 < skipped < quiet
+            if not scheduler.book_decode_step():
+                break
             end = now + cost(len(members), decoding.num_context_tokens)
             add_end(end)
             add_kv(kv.num_used)
@@ -228,6 +247,7 @@ class _Run:
                 self._finish(finished, end)
                 if self.refills:
                     next_arrival = self.arrivals.next_s()
+                look = self.decode_run_s is not None
             if next_arrival is not None and next_arrival <= now:
                 break
             if (until_s is not None and now >= until_s) or not scheduler.decodes_only():
@@ -235,6 +255,41 @@ class _Run:
         if step + ran > first:
             log.add_segment(first, step + ran - first, row, start)
         return now, ran, next_arrival
+
+    def _quiet_run(
+        self, now: float, num_steps: int, until_s: float | None, next_arrival: float | None
+    ) -> tuple[float, int]:
+        """Up to `num_steps` decode-only steps in which no request finishes
+        (`Scheduler.quiet_decode_steps`), priced and logged at once, stopping before the
+        first that would end at or after the next arrival or `until_s` (`_decode_steps`
+        runs that one, then stops) or need a KV block that is not free (its booking may
+        evict or preempt: left to the step by step path). The end times are the running
+        sums `_decode_steps` makes, in its order (`numpy.cumsum` adds in sequence), so
+        the log is the same to the bit. Returns the time after the last step and the
+        number of steps."""
+        scheduler, kv = self.scheduler, self.kv
+        decoding = scheduler.decoding
+        assert self.decode_run_s is not None
+        costs = self.decode_run_s(len(decoding.members), decoding.num_context_tokens, num_steps)
+        ends = np.cumsum(np.concatenate(([now], costs)))[1:]
+        limits = [t for t in (until_s, next_arrival) if t is not None]
+        num = int(np.searchsorted(ends, min(limits))) if limits else num_steps
+        booked = scheduler.decode_blocks_booked(num)
+        if booked is not None and kv.capacity is not None:
+            num = int(np.searchsorted(booked, kv.capacity - kv.num_used, side="right"))
+        if num == 0:
+            return now, 0
+        if self.decode_ran is not None:
+            self.decode_ran(num)
+        self.log.decode_end_s.frombytes(ends[:num].tobytes())
+        used = array("q", (kv.num_used,)) * num
+        if booked is None:
+            scheduler.skip_decode_steps(num, 0)
+        else:
+            used = array("q", (booked[:num] + kv.num_used).tobytes())
+            scheduler.skip_decode_steps(num, int(booked[num - 1]))
+        self.log.decode_kv_blocks.extend(used)
+        return float(ends[num - 1]), num
 
     def _finish(self, finished: list[SimRequest], now: float) -> None:
         for r in finished:

@@ -22,15 +22,47 @@ L2's at or above it. A tighter limit never gives a higher rate.
 `stop_early`: probes may stop once certain to miss the limits (`early_stop`), which leaves
 every verdict, and so the search, as it was; for searches that report no failing point's
 latencies (the lever table's).
+
+`counts` (`Counts`), for searches that report the instances a load needs and nothing finer
+(the lever table's): each probe goes to the lowest rate that needs as few instances as the
+rate the walk would probe, and bisection halves the instance counts left between the two
+ends, not the rates. A pass there proves what a pass at the unsnapped rate would, a failure
+proves more, and the search settles (`bracketed` with adjacent counts) in fewer probes.
 """
 
 from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from llmsizer.sizing.limits import Binding, Limits
 from llmsizer.sizing.probe import Point, Probe
 
 GRID = (0.95, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1, 0.05)
 RATE_TOLERANCE = 0.03  # bisection stops when (failed - passed) / passed is at most this
+BELOW = 1 - 1e-6  # a rate just under a failing one (far above `Counts.of`'s rounding)
+
+
+@dataclass(frozen=True, slots=True)
+class Counts:
+    """Instances needed at `load_rps` (req/s): `max(1, ceil(load / rate))`, as
+    `sizing.configuration.Sizing` counts them."""
+
+    load_rps: float
+
+    def of(self, rate: float) -> int:
+        """Instances that serve the load at `rate` req/s each."""
+        return max(1, math.ceil(self.load_rps / rate - 1e-9))
+
+    def lowest_rate(self, num_instances: int) -> float:
+        """The lowest rate at which `num_instances` serve the load."""
+        return self.load_rps / num_instances
+
+    def snapped(self, rate: float) -> float:
+        """The lowest rate that needs as few instances as `rate` (at most `rate`, up to
+        `of`'s rounding)."""
+        return self.lowest_rate(self.of(rate))
 
 
 class RateSearch:
@@ -44,8 +76,10 @@ class RateSearch:
         online: bool = True,
         start: float | None = None,
         stop_early: bool = False,
+        counts: Counts | None = None,
     ) -> None:
         self.probe = probe
+        self.counts = counts
         self.limits = limits
         self._stop_for = limits if stop_early else None
         self.online = online
@@ -82,6 +116,8 @@ class RateSearch:
         if self.failed is None or self.failed.offered_rate < self.passed_rate:
             return True  # the top of the grid passed
         gap = self.failed.offered_rate - self.passed_rate
+        if self.counts is not None and self._most_least()[0] == self._most_least()[1]:
+            return True  # both ends need the same instances
         return gap <= RATE_TOLERANCE * self.passed_rate
 
     @property
@@ -101,7 +137,8 @@ class RateSearch:
         if not self.online:
             return self.capacity
         if self.failed is not None and (self.passed is None or self.bracketed):
-            return max(self.failed.offered_rate, self.rate or 0.0)
+            below = BELOW if self.counts is not None else 1.0  # counts probe thresholds
+            return max(self.failed.offered_rate * below, self.rate or 0.0)
         return GRID[0] * self.capacity
 
     def binding(self) -> Binding | None:
@@ -111,22 +148,59 @@ class RateSearch:
             return "throughput"
         return self.limits.binding(self.failed.latencies)
 
-    def step(self) -> None:
-        """One probe: the next grid fraction, or the middle of the bracket."""
+    def step(self, beats: Callable[[float], bool] | None = None) -> None:
+        """One probe: the next grid fraction, or the middle of the bracket. With `counts`,
+        and `beats` (whether a pass at a rate would beat the best found elsewhere: a branch
+        and bound's incumbent), a search with no pass yet probes the lowest rate that
+        would: a failure there ends it (the bound), a pass walks the grid up from there."""
         if self.done:
             raise RuntimeError("the rate search is done")
-        if self.passed is None:
-            rate = self._down.pop(0) * self.capacity
+        floor = self._floor(beats) if self.passed is None else None
+        if floor is not None:
+            rate, self._up = floor, [f for f in GRID[::-1] if f * self.capacity > floor]
+        elif self.passed is None:
+            rate = self._snap(self._down.pop(0) * self.capacity)
         elif not self.bracketed:
-            rate = self._up.pop(0) * self.capacity
+            rate = self._snap(self._up.pop(0) * self.capacity)
         else:
             assert self.failed is not None
-            rate = 0.5 * (self.passed_rate + self.failed.offered_rate)
+            rate = self._middle(self.passed_rate, self.failed.offered_rate)
         point = self.probe.at_rate(rate, self._stop_for)
         if self.limits.met_by(point.latencies):
             self.passed = point
         else:
             self.failed = point
+
+    def _floor(self, beats: Callable[[float], bool] | None) -> float | None:
+        """The lowest rate of the most instances that `beats` (`step`), if any."""
+        if self.counts is None or beats is None:
+            return None
+        n = self.counts.of(self.upper_rate())
+        if not beats(self.counts.lowest_rate(n)):
+            return None
+        while beats(self.counts.lowest_rate(n + 1)):
+            n += 1
+        floor = self.counts.lowest_rate(n)
+        failed = self.failed.offered_rate if self.failed is not None else None
+        return None if failed is not None and floor >= failed else floor  # known to fail
+
+    def _snap(self, rate: float) -> float:
+        return rate if self.counts is None else self.counts.snapped(rate)
+
+    def _middle(self, passed: float, failed: float) -> float:
+        """The bisection's next rate: the middle of the bracket, or with `counts` the lowest
+        rate of the middle count between the ends' (strictly inside the bracket)."""
+        if self.counts is None:
+            return 0.5 * (passed + failed)
+        most, least = self._most_least()
+        return self.counts.lowest_rate((most + least) // 2)
+
+    def _most_least(self) -> tuple[int, int]:
+        """Instances at the passing rate, and the fewest any rate below the failing one
+        could need (`counts`, a bracket)."""
+        assert self.counts is not None and self.failed is not None
+        failed = self.failed.offered_rate * BELOW
+        return self.counts.of(self.passed_rate), self.counts.of(failed)
 
     def run(self) -> RateSearch:
         """Step until done."""

@@ -13,13 +13,13 @@ For each configuration (GPU x precision x TP x PP x engine preset x batch knobs)
    capacity until one meets every limit, then bisection;
 5. branch and bound, best first per GPU (or per lever group, `group`: GPU, precision,
    sparsity, k, with `SearchSpace.per_group`, so that each group's best is exact and the
-   lever table can set them side by side): a heap of lower bounds on the objective
-   (servers, then GPUs needed at the load), first from one instance, then from the
-   capacity, then from the lowest rate that failed; each pop runs one probe of the most
-   promising configuration, and a configuration whose bound cannot beat the best rate
-   already found for its GPU (or group) is dropped. The optimum is exact (a test
-   compares it with an exhaustive search), and since each configuration's rate can only
-   fall as limits tighten, and servers only grow with load, so does the optimum.
+   lever table can set them side by side): a heap of lower bounds on the objective (servers,
+   then GPUs needed at the load), first from one instance (or `capacity_bound`), then from
+   the capacity, then from the lowest rate that failed; each pop runs one probe of the most
+   promising configuration, and one whose bound cannot beat the best rate already found for
+   its GPU (or group) is dropped. The optimum is exact (a test compares it with an
+   exhaustive search), and since each configuration's rate can only fall as limits tighten,
+   and servers only grow with load, so does the optimum.
 """
 
 from __future__ import annotations
@@ -35,10 +35,11 @@ from typing import TYPE_CHECKING
 from llmsizer.instance import DeploymentSpec, make_instance
 from llmsizer.perf import DoesNotFitError, EfficiencyFactors
 from llmsizer.sizing.arrivals import POISSON, ArrivalPattern
+from llmsizer.sizing.capacity_bound import highest_rate
 from llmsizer.sizing.configuration import Sizing
 from llmsizer.sizing.limits import Binding, Limits, Metric
 from llmsizer.sizing.probe import Batch1, Lengths, Point, Probe
-from llmsizer.sizing.rate_search import GRID, RateSearch
+from llmsizer.sizing.rate_search import GRID, Counts, RateSearch
 from llmsizer.sizing.servers import server_for
 from llmsizer.specs import UnknownNameError
 
@@ -77,9 +78,9 @@ class SearchSpace:
     `cloud_priced` holds the GPUs billed per GPU hour: for those the fewest GPUs win, for
     the others the fewest servers. `curves`: simulate the winners' latency curves (`CURVE`).
     `num_requests`: Poisson requests per probe at high load (`Probe`; `None`: its default).
-    `settle_on_objective`: stop a rate search once its bracket needs the same GPUs and
-    servers at either end (the count is then exact; the rate is known less precisely):
-    pruning for searches that report counts only, such as the lever table's.
+    `settle_on_objective`: for searches that report counts only (the lever table's), rate
+    searches in instance counts (`rate_search.Counts`) and a bound before each capacity run
+    (`capacity_bound`); the count is exact, the rate is the lowest that needs it.
     `per_group`: keep an incumbent per lever group (`group`), so every group's best is
     exact; else one per GPU, which prunes harder (the plan's main search). `stop_early`:
     failing probes may stop once certain (`RateSearch`), for searches showing no points.
@@ -131,6 +132,7 @@ class ConfigResult:
 
 
 Group = tuple[str, str, bool, int]
+Key = tuple[int, int]  # the objective: (GPUs, servers) or (servers, GPUs)
 
 
 def group(config: DeploymentSpec) -> Group:
@@ -199,13 +201,14 @@ class _BranchAndBound:
         self.results: dict[DeploymentSpec, ConfigResult] = {}
         self.probes: dict[DeploymentSpec, Probe] = {}
         self.searches: dict[DeploymentSpec, RateSearch] = {}
-        self.heap: list[tuple[tuple[int, int], float, int, DeploymentSpec]] = []
-        self.best: dict[Group | str, tuple[tuple[int, int], DeploymentSpec]] = {}
+        self.heap: list[tuple[Key, float, int, DeploymentSpec]] = []
+        self.best: dict[Group | str, tuple[Key, DeploymentSpec]] = {}
         for i, config in enumerate(space.configs):
             self.results[config], probe = _screen(space, config, efficiency, probes)
             if probe is not None:
                 self.probes[config] = probe
-                heapq.heappush(self.heap, (objective(space, config, math.inf), 0.0, i, config))
+                top = highest_rate(probe) if space.settle_on_objective else math.inf
+                heapq.heappush(self.heap, (objective(space, config, top), 0.0, i, config))
 
     def pop(self) -> bool:
         """One probe (or capacity run) of the most promising configuration, or drop it;
@@ -218,17 +221,18 @@ class _BranchAndBound:
         search = self.searches.get(config)
         if search is None:
             space, probe, start = self.space, self.probes[config], self.starts.get(config)
+            counts = Counts(space.load_rps) if space.settle_on_objective else None
             search = self.searches[config] = RateSearch(
-                probe, space.limits, space.online, start, space.stop_early
+                probe, space.limits, space.online, start, space.stop_early, counts
             )
             self.results[config] = replace(self.results[config], capacity=search.capacity)
         else:
-            search.step()
+            search.step(None if incumbent is None else _beats(self.space, config, incumbent[0]))
         if search.rate is not None:
             key = objective(self.space, config, search.rate)
             if incumbent is None or key < incumbent[0]:
                 self.best[self._incumbent_key(config)] = (key, config)
-        if search.done or self._count_settled(config, search):
+        if search.done:
             self.results[config] = _settled(self.results[config], search)
             return True
         # equal bounds: more capacity per GPU first
@@ -239,13 +243,6 @@ class _BranchAndBound:
 
     def _incumbent_key(self, config: DeploymentSpec) -> Group | str:
         return group(config) if self.space.per_group else config.gpu
-
-    def _count_settled(self, config: DeploymentSpec, search: RateSearch) -> bool:
-        """`settle_on_objective` (`SearchSpace`): the bracket's ends need the same count."""
-        if not self.space.settle_on_objective or search.rate is None or not search.bracketed:
-            return False
-        upper = objective(self.space, config, search.upper_rate() * (1 - 1e-9))
-        return objective(self.space, config, search.rate) == upper
 
 
 def _with_curve(space: SearchSpace, result: ConfigResult, probe: Probe) -> ConfigResult:
@@ -336,14 +333,16 @@ def make_probe(space: SearchSpace, config: DeploymentSpec, efficiency: SpecEffic
     )
 
 
+def _beats(space: SearchSpace, config: DeploymentSpec, key: Key) -> Callable[[float], bool]:
+    return lambda rate: objective(space, config, rate) < key
+
+
 def _ratios_batch1(limits: Limits, b1: Batch1) -> dict[Metric, float]:
     return {lim.metric: b1.latency_s(lim.metric) / lim.limit_s for lim in limits.limits()}
 
 
-def _bounded(
-    partial: ConfigResult, incumbent: tuple[tuple[int, int], DeploymentSpec], probe: Probe
-) -> ConfigResult:
-    key, config = incumbent
+def _bounded(partial: ConfigResult, best: tuple[Key, DeploymentSpec], probe: Probe) -> ConfigResult:
+    key, config = best
     reason = (
         f"cannot need less than {config.label()} ({key[0]} and {key[1]}: servers and GPUs, "
         "or GPUs and servers when priced per GPU), even at the highest rate still possible"

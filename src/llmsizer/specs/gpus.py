@@ -23,7 +23,7 @@ from typing import Any
 from llmsizer.errors import parse_yaml, read_yaml_mapping
 from llmsizer.specs.dtypes import Precision
 from llmsizer.specs.names import build_index, normalize_name, unknown_name_error
-from llmsizer.units import GB, GB_S, TB_S, TFLOPS
+from llmsizer.units import GB, GB_S, TB_S, TFLOPS, MiB
 
 _PARENTHESES = re.compile(r"\([^)]*\)")
 
@@ -133,6 +133,7 @@ _GPU_FIELDS = frozenset(
         "architecture",
         "aliases",
         "memory_gb",
+        "memory_mib",
         "memory_kind",
         "memory_bandwidth_tb_s",
         "dense_tflops",
@@ -144,13 +145,22 @@ _GPU_FIELDS = frozenset(
         "sources",
     }
 )
+_OPTIONAL_FIELDS = frozenset({"memory_mib"})  # the device's own figure (gpus.yaml header)
 _SOURCE_GROUPS = ("memory", "compute", "interconnect", "tdp")
+
+
+def _memory_bytes(entry: dict[str, Any]) -> float:
+    """The device's memory: `memory_mib` (what nvidia-smi reports) where the entry has it,
+    else `memory_gb` in decimal GB (gpus.yaml header)."""
+    if entry.get("memory_mib") is not None:
+        return float(entry["memory_mib"]) * MiB
+    return float(entry["memory_gb"]) * GB
 
 
 def _gpu_from_yaml(key: str, entry: dict[str, Any]) -> GpuSpec:
     """Validate one YAML entry strictly and convert datasheet units to SI."""
     unknown = set(entry) - _GPU_FIELDS
-    missing = _GPU_FIELDS - set(entry)
+    missing = _GPU_FIELDS - _OPTIONAL_FIELDS - set(entry)
     if unknown or missing:
         raise ValueError(f"gpus.yaml {key}: unknown keys {unknown}, missing {missing}")
     tflops = {Precision.parse(p): float(v) * TFLOPS for p, v in entry["dense_tflops"].items()}
@@ -164,7 +174,7 @@ def _gpu_from_yaml(key: str, entry: dict[str, Any]) -> GpuSpec:
         display_name=entry["display_name"],
         vendor=entry["vendor"],
         architecture=entry["architecture"],
-        memory_bytes=float(entry["memory_gb"]) * GB,
+        memory_bytes=_memory_bytes(entry),
         memory_kind=entry["memory_kind"],
         hbm_bytes_per_s=float(entry["memory_bandwidth_tb_s"]) * TB_S,
         bf16_flops_per_s=tflops[Precision.BF16],

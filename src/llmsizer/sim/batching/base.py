@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections import deque
 
+import numpy as np
+
 from llmsizer.sim.batch import Batch
 from llmsizer.sim.decode_set import DecodeSet
 from llmsizer.sim.kv_cache import KVCacheManager
@@ -97,6 +99,23 @@ class Scheduler:
             self._release(r)
             r.status = Status.FINISHED
         return done
+
+    def quiet_decode_steps(self) -> int:
+        """Decode-only steps from now in which no request finishes (`skip_decode_steps`)."""
+        return self.decoding.num_quiet_steps()
+
+    def decode_blocks_booked(self, num_steps: int) -> np.ndarray | None:
+        """KV blocks `book_decode_step` would book in all by the end of each of the next
+        `num_steps` quiet steps (running sums); None when it books none."""
+        return np.cumsum(self.decoding.blocks_needed(num_steps))
+
+    def skip_decode_steps(self, num_steps: int, num_blocks: int) -> None:
+        """Apply `num_steps` quiet decode-only steps (`quiet_decode_steps`) booking
+        `num_blocks` in all, as `book_decode_step` and `end_decode_step` would one by one;
+        the caller checked the blocks are free (no prefix block evicted for them)."""
+        if num_blocks:
+            self.kv.allocate(num_blocks)
+        self.decoding.skip(num_steps)
 
     def update(self, out: SchedulerOutput, step_index: int) -> list[SimRequest]:
         """Apply a finished step; return requests that produced their last token in it."""

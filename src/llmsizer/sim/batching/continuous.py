@@ -36,6 +36,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+import numpy as np
+
 from llmsizer.sim.batch import Batch, PrefillChunk, make_batch
 from llmsizer.sim.batching.attention_dp import AttentionDpBalance
 from llmsizer.sim.batching.base import Scheduler, SchedulerOutput
@@ -80,9 +82,14 @@ class ContinuousScheduler(Scheduler):
         self.kv_reservation = kv_reservation
         self.decode_first = policy == "decode_first"  # read every step: compared once here
         self.reserve_full = kv_reservation == "full"
+        # The waiting request a decode-only step refused, and the running count then
+        # (`decodes_only`); reset by every `schedule`.
+        self.refused: SimRequest | None = None
+        self.refused_running = 0
 
     def schedule(self, now: float, next_arrival_s: float | None) -> SchedulerOutput | None:
         self.decode_blocks_reserved = False
+        self.refused = None
         preemptions_before = self.num_preemptions
         budget = self.max_num_batched_tokens
         decoding = self.decoding.members
@@ -118,15 +125,16 @@ class ContinuousScheduler(Scheduler):
     def decodes_only(self) -> bool:
         """No prompt in progress and nothing waiting, or every slot taken (nothing can be
         admitted: the waiting queue is read only to admit), unless delay batching counts
-        the steps it holds waiting prompts (it does in `schedule`, full batch or not)."""
-        return (
-            not self.prefilling
-            and bool(self.decoding.members)
-            and (
-                not self.waiting
-                or (len(self.running) >= self.max_num_seqs and not self.batch_waiting)
-            )
-        )
+        the steps it holds waiting prompts (it does in `schedule`, full batch or not); or
+        the first waiting request is one a decode-only `schedule` refused (`_refuse`) with
+        as many requests running: it is refused again until one finishes."""
+        if self.prefilling or not self.decoding.members:
+            return False
+        if not self.waiting:
+            return True
+        if self.refused is self.waiting[0] and self.refused_running == len(self.running):
+            return True
+        return len(self.running) >= self.max_num_seqs and not self.batch_waiting
 
     def add(self, r: SimRequest) -> None:
         super().add(r)
@@ -164,6 +172,15 @@ class ContinuousScheduler(Scheduler):
         if self.balance is not None:
             self.balance.requeued(r)
         return r
+
+    def decode_blocks_booked(self, num_steps: int) -> np.ndarray | None:
+        return None if self.reserve_full else super().decode_blocks_booked(num_steps)
+
+    def skip_decode_steps(self, num_steps: int, num_blocks: int) -> None:
+        self.num_steps += num_steps
+        if self.recv_interval > 1:
+            self._count_decode_step(num_steps)
+        super().skip_decode_steps(num_steps, num_blocks)
 
     def _grow_decodes(self) -> None:
         """Find a KV slot for every decoding request's next token, preempting when short."""
@@ -209,6 +226,8 @@ class ContinuousScheduler(Scheduler):
             if n == 0 or not self.kv.allocate(need):
                 if k:
                     self._undo_lookup(r)
+                elif not out:
+                    self._refuse(r, n)
                 break
             r.num_blocks += need
             self._admit(r, now)
@@ -217,6 +236,16 @@ class ContinuousScheduler(Scheduler):
             self.num_read = max(self.num_read - 1, 0)
             budget -= n
         return out
+
+    def _refuse(self, r: SimRequest, n: int) -> None:
+        """Remember `r`, refused in a step with no prompt work, so that `decodes_only` can
+        say the next steps are decode-only too, which holds until a request leaves: until
+        then the token budget and the running count stay, free KV blocks only shrink (the
+        decodes grow), and `r` found no cached prefix (`_undo_lookup` would touch the
+        cache's LRU order), so none appears (prompts register theirs only as they finish).
+        Not when delay batching would count a held step for `r` (`_holds`: it fits, `n` > 0)."""
+        if n == 0 or not self.batch_waiting:
+            self.refused, self.refused_running = r, len(self.running)
 
     def _holds(self, scheduled: list[tuple[SimRequest, int]], budget: int) -> bool:
         """Whether delay batching holds the waiting prompts this step (module docstring): the
@@ -260,13 +289,13 @@ class ContinuousScheduler(Scheduler):
             self.num_read = len(self.waiting)
         return self.num_read
 
-    def _count_decode_step(self) -> None:
-        """A decode step for SGLang's skipper; a read before it if the last step had prompts."""
+    def _count_decode_step(self, num_steps: int = 1) -> None:
+        """Decode steps for SGLang's skipper; a read before them if the last step had prompts."""
         if self.read_next:
             self.read_next = False
             self.num_unread_steps = 0
             self.num_read = len(self.waiting)
-        self.num_unread_steps += 1
+        self.num_unread_steps += num_steps
 
     def _chunk(self, remaining: int, budget: int) -> int:
         if self.enable_chunked_prefill:
