@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from llmsizer.sim.batch import Batch, PrefillChunk
+from llmsizer.sim.batching.base import Scheduler
 from llmsizer.sim.request import Status
 
 from .conftest import drive, make_request, make_scheduler, step
@@ -262,21 +263,56 @@ def test_every_step_fits_the_token_budget_and_the_seat_count(policy: str) -> Non
 # -- reading new requests every N-th step (SGLang --scheduler-recv-interval) ---------------
 
 
+def first_prefill_step(s: Scheduler, start: int, stop: int) -> int | None:
+    for i in range(start, stop):
+        if step(s, i)[0].prefills:
+            return i
+    return None
+
+
 @pytest.mark.parametrize("interval", [1, 3, 10])
-def test_a_busy_engine_reads_new_requests_only_every_nth_step(interval: int) -> None:
+def test_a_busy_engine_reads_after_n_decode_steps_since_its_last_read(interval: int) -> None:
     s = make_scheduler(max_num_seqs=4, max_num_batched_tokens=64, scheduler_recv_interval=interval)
     a, b = make_request(0, 8, 40), make_request(1, 8, 2)
     s.add(a)
-    step(s, 0)  # idle engine: a is read at once; steps counted so far: 1
-    s.add(b)  # b arrives while a decodes
-    admitted_at = None
-    for i in range(1, 2 * interval + 2):
-        out, _ = step(s, i)
-        if out.prefills:
-            admitted_at = i
-            break
-    # steps 0, N, 2N ... read the socket: b waits for step N (the next step when N is 1)
-    assert admitted_at == max(1, interval)
+    step(s, 0)  # idle engine: a is read at once and prefills
+    step(s, 1)  # after a step with prompt work the scheduler reads (nothing): count 0
+    s.add(b)  # b arrives while a decodes: the read after N decode steps (1 .. N) takes it
+    assert first_prefill_step(s, 2, 3 * interval + 3) == max(2, interval + 1)
+
+
+@pytest.mark.parametrize("interval", [3, 10])
+def test_the_step_after_a_prompt_step_reads(interval: int) -> None:
+    """SGLang's skipper weighs a step with prompt work 1000: the next loop reads at once."""
+    s = make_scheduler(max_num_seqs=4, max_num_batched_tokens=64, scheduler_recv_interval=interval)
+    a, b = make_request(0, 8, 40), make_request(1, 8, 2)
+    s.add(a)
+    step(s, 0)
+    s.add(b)  # arrives during a's prompt step
+    assert step(s, 1)[0].prefills == [(b, 8)]
+
+
+def test_reads_of_an_empty_socket_keep_their_rhythm() -> None:
+    """The skipper reads every N decode steps whether or not anything came: a request that
+    comes between reads waits for the next one, not N steps from its arrival."""
+    s = make_scheduler(max_num_seqs=4, max_num_batched_tokens=64, scheduler_recv_interval=5)
+    a, b = make_request(0, 8, 100), make_request(1, 8, 2)
+    s.add(a)
+    for i in range(9):  # step 0 prompt; reads before steps 1 and 6 (5 decode steps after)
+        step(s, i)
+    s.add(b)  # steps 1-8 decoded: 3 since the read at 6; the next read is before step 11
+    assert first_prefill_step(s, 9, 20) == 11
+
+
+def test_a_request_read_but_not_admitted_may_join_any_step() -> None:
+    """Read requests wait in the scheduler's own queue: a slot freed between reads is used."""
+    s = make_scheduler(max_num_seqs=2, max_num_batched_tokens=64, scheduler_recv_interval=30)
+    a, c, b = make_request(0, 8, 4), make_request(1, 8, 100), make_request(2, 8, 2)
+    for r in (a, c, b):
+        s.add(r)  # all read at once (idle engine); two slots: b waits for a's
+    step(s, 0)
+    # a's last token at step 3, c still decodes, no read is due before step 31: b runs at 4
+    assert first_prefill_step(s, 1, 10) == 4
 
 
 def test_an_idle_engine_reads_at_once_whatever_the_interval() -> None:

@@ -25,6 +25,15 @@ CONFIGS = [
     {"engine": "vllm", "num_gpu_blocks": 120},  # preemption
     {"engine": "sglang", "num_gpu_blocks": 120},
     {"engine": "vllm", "scheduler_recv_interval": 3},
+    {"engine": "sglang", "scheduler_recv_interval": 5},  # the skipper counts skipped steps
+    # attention-DP balancing counts every step, skipped ones too (its free-running timeout)
+    {
+        "engine": "trtllm",
+        "num_attention_dp_ranks": 4,
+        "attention_dp_enable_balance": True,
+        "attention_dp_timeout_iters": 7,
+        "attention_dp_batching_wait_iters": 2,
+    },
     # delay batching counts held steps in `schedule`, a full batch's too
     {"engine": "vllm", "batch_wait_timeout_iters": 4, "batch_wait_max_tokens_ratio": 0.5},
     {

@@ -15,8 +15,8 @@ in the engines' wheels and the scripts at the commits named there:
   memory, 16384 above (B200, B300). InferenceX: DeepSeek-R1/V3 FP8 at TP8 chunk 32768 and
   `--max-running-requests` 128, at TP4 8192 and 32; NVFP4 16384 and 256
   (`dsr1_fp{8,4}_b200.sh` @ 20073baf); Qwen3.5 32768 and 128; GLM-5 32768 and CONC. The
-  DeepSeek FP8 and Qwen3.5 scripts also set `--scheduler-recv-interval` 30 when CONC >= 16,
-  else 10 (`qwen3.5_fp8_b200.sh`: `SCHEDULER_RECV_INTERVAL`). Those running caps are, in the
+  DeepSeek (NVFP4 since 2025-09, FP8) and Qwen3.5 scripts set `--scheduler-recv-interval` 30
+  at CONC >= 16, else 10; FP8 at TP4 always 10 (`SCHEDULER_RECV_INTERVAL`). The caps are, in the
   scripts' words, "the maximum concurrency" of the official sweep (`nvidia-master.yaml` @
   cdcf0df1 runs DeepSeek FP8 TP8 at CONC <= 64, TP4 <= 32). Rows above a cap come from runs
   beyond that sweep, and they ran with a cap of at least CONC: DeepSeek-R1 FP8 TP8 1k/1k at
@@ -25,12 +25,14 @@ in the engines' wheels and the scripts at the commits named there:
 - **TensorRT-LLM** (`llm_args.py`): `max_num_tokens` 8192, chunked context off: the preset.
   InferenceX: Llama-70B `--max_num_tokens 16384`, `max_batch_size` 1024
   (`70b_fp8_b200_trt_slurm.sh` @ c198b20e); DeepSeek-R1/V3 `max(8192, ceil64(CONC + ISL +
-  64))` tokens and `max_batch_size` CONC (`dsr1_fp{4,8}_b200_trt.sh` @ 626932a1).
+  64))` tokens and `max_batch_size` CONC (`dsr1_fp{4,8}_b200_trt.sh` @ 626932a1); rows measured
+  before the floor (@ 64af5a77, 2026-01-21; images "" and 1.1.x) ran `ceil64(...)` (@ 2ee1e001).
   Delay batching (`batch_wait_timeout_iters` / `batch_wait_max_tokens_ratio`): Llama-70B at
   1k/1k below TP8 20 / 0.9 (`70b_fp8_b200_trt_slurm.sh` @ c198b20e: "will improve the
   performance"); DeepSeek FP8 at 1k/1k from CONC 64, 40 / 0.8, since the move to TRT-LLM
   1.2.0rc6 (`dsr1_fp8_b200_trt.sh` @ ec7bafaa, 2026-01-29). TensorRT-LLM turns it off under
-  attention data parallelism (`PyExecutor._schedule`).
+  attention data parallelism (`PyExecutor._schedule`). DeepSeek with attention DP: balancing,
+  `attention_dp_config` {enable_balance, timeout_iters 60, batching_wait_iters 0} (same scripts).
 
 Memory fractions, each in its engine's meaning (`llmsizer.perf.memory.MemoryRule`): vLLM
 Kimi-K2.5 INT4 `--gpu-memory-utilization 0.95`; SGLang DeepSeek-R1/V3 FP8
@@ -82,8 +84,9 @@ def launch_settings(
             settings["max_num_seqs"] = concurrency if gpu_memory_bytes < 100 * GB else 512
     elif engine == "sglang":
         fp8 = precision.startswith("fp8")
-        if family == "qwen3.5" or (family == "deepseek" and fp8):
-            settings["scheduler_recv_interval"] = 30 if concurrency >= 16 else 10
+        if family in ("qwen3.5", "deepseek"):
+            tp4_fp8 = family == "deepseek" and fp8 and tp < 8
+            settings["scheduler_recv_interval"] = 30 if concurrency >= 16 and not tp4_fp8 else 10
         if family == "deepseek":
             tokens, running, fraction = (32768, 128, 0.82) if tp >= 8 else (8192, 32, 0.95)
             settings.update(
@@ -108,13 +111,17 @@ def launch_settings(
             if chat and tp < 8:
                 settings.update(batch_wait_timeout_iters=20, batch_wait_max_tokens_ratio=0.9)
         elif family == "deepseek":
-            tokens = max(8192, -(-(concurrency + isl + 64) // 64) * 64)
+            early = not version or version.startswith(("1.0", "1.1"))  # docstring
+            tokens = max(0 if early else 8192, -(-(concurrency + isl + 64) // 64) * 64)
             settings.update(
                 max_num_batched_tokens=tokens, max_num_seqs=concurrency, gpu_memory_utilization=0.8
             )
-            delayed = precision.startswith("fp8") and not version.startswith(("1.0", "1.1"))
+            delayed = precision.startswith("fp8") and not early
             if chat and delayed and concurrency >= 64:
                 settings.update(batch_wait_timeout_iters=40, batch_wait_max_tokens_ratio=0.8)
+            if attention_dp > 1:
+                balance = {"enable_balance": True, "timeout_iters": 60, "batching_wait_iters": 0}
+                settings.update({f"attention_dp_{k}": v for k, v in balance.items()})
     return settings
 
 

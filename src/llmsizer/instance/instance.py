@@ -5,9 +5,8 @@ A `DeploymentSpec` names a model, a GPU, parallelism, precisions and an engine; 
 performance model), the KV blocks left after weights and activations (the memory plan), and
 the engine's batching knobs with those blocks filled in.
 
-Pipeline parallelism runs `pp` batches in flight (vLLM's virtual engines): each virtual
-engine holds 1/pp of the KV blocks and of the batch slots, and its steps take the full
-pipeline latency (`virtual_engine`).
+Pipeline parallelism runs `pp` batches in flight (vLLM's virtual engines): each virtual engine
+holds 1/pp of the KV blocks and of the batch slots, its steps the full pipeline's latency.
 
 Attention data parallelism (`attention_dp_size` D) is simulated as one engine for all D
 ranks: the engine settings are each rank's (its `max_num_seqs`, `max_num_batched_tokens`
@@ -171,5 +170,6 @@ def _all_ranks(cfg: EngineConfig, dp: int) -> EngineConfig:
             "num_gpu_blocks": (cfg.num_gpu_blocks or 0) * dp,
             "max_num_seqs": cfg.max_num_seqs * dp,
             "max_num_batched_tokens": cfg.max_num_batched_tokens * dp,
+            "num_attention_dp_ranks": dp,
         }
     )

@@ -123,6 +123,31 @@ class EngineConfig(BaseModel):
         description="Delay batching's token threshold, as a fraction of "
         "max_num_batched_tokens (TensorRT-LLM batch_wait_max_tokens_ratio); 0: off.",
     )
+    num_attention_dp_ranks: int = Field(
+        1,
+        ge=1,
+        description="Attention data-parallel ranks this engine stands for: max_num_seqs, "
+        "max_num_batched_tokens and the KV blocks are all ranks' together (a deployment's "
+        "attention_dp_size sets it).",
+    )
+    attention_dp_enable_balance: bool = Field(
+        False,
+        description="With num_attention_dp_ranks > 1, hold new prompts until every rank has one "
+        "or attention_dp_timeout_iters steps pass, so they share one step (TensorRT-LLM "
+        "attention_dp_config.enable_balance).",
+    )
+    attention_dp_timeout_iters: int = Field(
+        50,
+        ge=0,
+        description="Attention-DP balancing: most steps a prompt is held for the other "
+        "ranks' (TensorRT-LLM attention_dp_config.timeout_iters, default 50).",
+    )
+    attention_dp_batching_wait_iters: int = Field(
+        10,
+        ge=0,
+        description="Attention-DP balancing: steps every rank's prompts wait more while every "
+        "rank decodes (TensorRT-LLM attention_dp_config.batching_wait_iters, default 10).",
+    )
     batch_timeout_ms: float = Field(
         50.0, gt=0, description="Dynamic batching: longest wait before a partial batch launches."
     )

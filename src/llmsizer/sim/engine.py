@@ -84,6 +84,13 @@ def make_scheduler(cfg: EngineConfig, kv: KVCacheManager) -> Scheduler:
             kv_reservation=cfg.kv_reservation,
             scheduler_recv_interval=cfg.scheduler_recv_interval,
             batch_wait=(cfg.batch_wait_timeout_iters, cfg.batch_wait_max_tokens_ratio),
+            attention_dp=(
+                cfg.num_attention_dp_ranks,
+                cfg.attention_dp_timeout_iters,
+                cfg.attention_dp_batching_wait_iters,
+            )
+            if cfg.attention_dp_enable_balance
+            else None,
         )
     timeout = cfg.batch_timeout_ms * MS if cfg.batching == "dynamic" else None
     return StaticScheduler(kv, max_num_seqs=cfg.max_num_seqs, batch_timeout_s=timeout)

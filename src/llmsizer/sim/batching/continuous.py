@@ -14,15 +14,22 @@ request that cannot grow preempts the lowest-priority running request, which rec
 later) or reserved for prompt plus maximum output at admission (`full`, TensorRT-LLM's
 GUARANTEED_NO_EVICT: no preemption, fewer requests at once).
 
-`scheduler_recv_interval` N (SGLang's `--scheduler-recv-interval`): the scheduler reads new
-requests from its input socket only every N-th step, so a request that arrives while the
-engine is busy waits for the next such step (an idle engine reads at once). 1 is every step.
+`scheduler_recv_interval` N (SGLang's `--scheduler-recv-interval`, `SchedulerRecvSkipper`
+with its default weights: a decode step 1, an idle loop 1, any other step 1000): the scheduler
+reads new requests from its input socket after N decode steps since its last read, or right
+after a step with prompt work; an idle engine reads at once (its loop spins). A request read
+and not yet admitted waits in the scheduler's queue and may join any step. 1 reads every step.
 
 `batch_wait` (timeout N steps, token ratio r; TensorRT-LLM's `batch_wait_timeout_iters` /
 `batch_wait_max_tokens_ratio`, `PyExecutor._waiting_requests`): while requests decode, new
 prompts are held until the step would carry r x `max_num_batched_tokens` tokens or N steps
 have been held since the last release; an engine with nothing decoding never waits. Off when
 both are 0.
+
+`attention_dp` (D ranks, timeout T steps, batching wait W steps; TensorRT-LLM's
+`attention_dp_config` with `enable_balance`): the engine stands for D attention data-parallel
+ranks, and new prompts are held until every rank has one, or the timeout
+(`llmsizer.sim.batching.attention_dp`). Off when None.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from typing import Literal
 import numpy as np
 
 from llmsizer.sim.batch import Batch, PrefillChunk, make_batch
+from llmsizer.sim.batching.attention_dp import AttentionDpBalance
 from llmsizer.sim.batching.base import Scheduler, SchedulerOutput
 from llmsizer.sim.kv_cache import KVCacheManager
 from llmsizer.sim.request import SimRequest
@@ -52,9 +60,17 @@ class ContinuousScheduler(Scheduler):
         kv_reservation: KvReservation = "incremental",
         scheduler_recv_interval: int = 1,
         batch_wait: tuple[int, float] = (0, 0.0),
+        attention_dp: tuple[int, int, int] | None = None,
     ) -> None:
         super().__init__(kv, max_num_seqs)
+        self.balance: AttentionDpBalance | None = None
+        if attention_dp is not None and attention_dp[0] > 1:
+            ranks, timeout, wait = attention_dp
+            self.balance = AttentionDpBalance(ranks, max(max_num_seqs // ranks, 1), timeout, wait)
         self.recv_interval = scheduler_recv_interval
+        self.num_unread_steps = 0  # decode steps since the last read (SGLang's skipper count)
+        self.read_next = False  # the last step had prompt work: the next one reads
+        self.num_read = 0  # the leading waiting requests the scheduler has read
         self.wait_steps, wait_ratio = batch_wait
         self.wait_tokens = wait_ratio * max_num_batched_tokens
         self.batch_waiting = self.wait_steps > 0 or wait_ratio > 0
@@ -92,6 +108,10 @@ class ContinuousScheduler(Scheduler):
         if not prefills and not run_decodes:
             return None
         self.num_steps += 1
+        if prefills:
+            self.read_next = True
+        elif self.recv_interval > 1:
+            self._count_decode_step()
         if not prefills:  # most steps: decodes only
             batch = make_batch((), len(decoding), self.decoding.num_context_tokens)
             return SchedulerOutput(batch, prefills, True, 0, 0)
@@ -116,18 +136,50 @@ class ContinuousScheduler(Scheduler):
             return True
         return len(self.running) >= self.max_num_seqs and not self.batch_waiting
 
+    def add(self, r: SimRequest) -> None:
+        super().add(r)
+        if self.balance is not None:
+            self.balance.arrived(r)
+
+    def update(self, out: SchedulerOutput, step_index: int) -> list[SimRequest]:
+        done = super().update(out, step_index)
+        if self.balance is not None:
+            for r in done:
+                self.balance.left(r)
+        return done
+
     def book_decode_step(self) -> bool:
         return self.reserve_full or super().book_decode_step()
 
     def end_decode_step(self) -> list[SimRequest]:
-        self.num_steps += 1  # counted by `schedule` for `_receives`
-        return super().end_decode_step()
+        self.num_steps += 1  # counted by `schedule` too
+        if self.recv_interval > 1:
+            self._count_decode_step()
+        done = super().end_decode_step()
+        if self.balance is not None:
+            for r in done:
+                self.balance.left(r)
+        return done
+
+    def _admit(self, r: SimRequest, now: float) -> None:
+        super()._admit(r, now)
+        if self.balance is not None:
+            self.balance.admitted(r)
+
+    def _preempt_last(self) -> SimRequest:
+        r = super()._preempt_last()
+        self.num_read += 1  # back in the scheduler's own queue, first
+        if self.balance is not None:
+            self.balance.requeued(r)
+        return r
 
     def decode_blocks_booked(self, num_steps: int) -> np.ndarray | None:
         return None if self.reserve_full else super().decode_blocks_booked(num_steps)
 
     def skip_decode_steps(self, num_steps: int, num_blocks: int) -> None:
         self.num_steps += num_steps
+        if self.recv_interval > 1:
+            self._count_decode_step(num_steps)
         super().skip_decode_steps(num_steps, num_blocks)
 
     def _grow_decodes(self) -> None:
@@ -157,11 +209,16 @@ class ContinuousScheduler(Scheduler):
                 continue  # r itself was preempted
             out.append((r, n))
             budget -= n
-        if self.num_preemptions != preemptions_before or not self._receives():
+        if self.num_preemptions != preemptions_before:
+            return out
+        readable = self._readable()
+        if not readable:
             return out
         if self.batch_waiting and self.decoding.members and self._holds(out, budget):
             return out
-        while self.waiting and budget > 0 and len(self.running) < self.max_num_seqs:
+        if self.balance is not None and self.waiting and self.balance.holds(self.num_steps):
+            return out
+        while readable and budget > 0 and len(self.running) < self.max_num_seqs:
             r = self.waiting[0]
             k = self._lookup_prefix(r)
             n = self._chunk(r.num_remaining_prefill, budget)
@@ -175,6 +232,8 @@ class ContinuousScheduler(Scheduler):
             r.num_blocks += need
             self._admit(r, now)
             out.append((r, n))
+            readable -= 1
+            self.num_read = max(self.num_read - 1, 0)
             budget -= n
         return out
 
@@ -212,9 +271,31 @@ class ContinuousScheduler(Scheduler):
         self.num_steps_held += 1
         return True
 
-    def _receives(self) -> bool:
-        """Whether this step reads new requests (module docstring)."""
-        return self.num_steps % self.recv_interval == 0 or not self.running
+    def _readable(self) -> int:
+        """How many waiting requests (from the front) the scheduler has read by this step
+        (module docstring)."""
+        if self.recv_interval <= 1:
+            return len(self.waiting)
+        if self.read_next or not self.running:
+            reads = True
+        else:  # the reads of an empty socket since: one every N decode steps
+            reads = self.num_unread_steps >= self.recv_interval
+            if reads:
+                reads = self.num_unread_steps % self.recv_interval == 0
+                self.num_unread_steps %= self.recv_interval
+        if reads:
+            self.read_next = False
+            self.num_unread_steps = 0
+            self.num_read = len(self.waiting)
+        return self.num_read
+
+    def _count_decode_step(self, num_steps: int = 1) -> None:
+        """Decode steps for SGLang's skipper; a read before them if the last step had prompts."""
+        if self.read_next:
+            self.read_next = False
+            self.num_unread_steps = 0
+            self.num_read = len(self.waiting)
+        self.num_unread_steps += num_steps
 
     def _chunk(self, remaining: int, budget: int) -> int:
         if self.enable_chunked_prefill:
