@@ -45,7 +45,12 @@ from llmsizer.sweep import Sweep
 METRICS = ("mean_ttft_ms", "mean_tpot_ms")
 PRIOR_SIGMA = 0.5  # a factor 1.65 from the engine's general fit is one sigma
 ROBUST_SCALE = 0.3  # log errors beyond ~35 % cost linearly (soft L1)
-FIT = (*DEFAULT_FIT_FACTORS, "interconnect_efficiency", "first_token_delay_s")
+# the general factors, and the kinds of work whose kernels reach their own fraction of peak
+# (`EfficiencyFactors`: the MoE grouped GEMM, decode attention), which start at and are held
+# near their parents' values in the engine's general fit
+SPLIT = ("experts_compute_efficiency", "experts_bandwidth_efficiency",
+         "decode_attention_compute_efficiency")  # fmt: skip
+FIT = (*DEFAULT_FIT_FACTORS, "interconnect_efficiency", "first_token_delay_s", *SPLIT)
 
 Group = tuple[str, str]  # (engine, GPU architecture)
 MIN_FIT_ROWS = 30  # fewer AIC rows: the engine's general fit (module docstring)

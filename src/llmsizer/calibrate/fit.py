@@ -139,7 +139,7 @@ def fit_factors(
         exact = list(targets)
     floor = np.array([max(bounds[n][0], _MIN_FRACTION * bounds[n][1]) for n in fit])
     low, high = np.log(floor), np.log([bounds[n][1] for n in fit])
-    prior = np.array([getattr(start, n) for n in fit])
+    prior = np.array([start.value(n) for n in fit])
     has_prior = prior > 0
     weight = 0.0 if prior_sigma is None else 1.0 / prior_sigma
     factors = start
@@ -158,7 +158,7 @@ def fit_factors(
     evaluations = rounds = 0
     for rounds in range(1, max_rounds + 1):
         using = exact if rounds == 1 else targets
-        x0 = np.clip(np.log(np.maximum([getattr(factors, n) for n in fit], floor)), low, high)
+        x0 = np.clip(np.log(np.maximum([factors.value(n) for n in fit], floor)), low, high)
         # scipy: ~0.5 s to import and 140 MB installed (extra `fit`), only when fitting
         scipy_optimize = import_extra("scipy.optimize", "fit", "fitting efficiency factors")
         solution = scipy_optimize.least_squares(
