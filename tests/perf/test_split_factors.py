@@ -84,3 +84,15 @@ def test_a_calibration_file_without_split_factors_keeps_them_on_their_parents():
     assert eff.value("decode_attention_compute_efficiency") == 0.2
     data["factors"] |= {"experts_bandwidth_efficiency": 0.35}
     assert parse_calibration(data).efficiency().value("experts_bandwidth_efficiency") == 0.35
+
+
+def test_the_factor_table_shows_an_unset_split_factor_as_its_parent():
+    from llmsizer.cli.catalog import factor_source
+
+    data = {"kind": "efficiency_factors", "factors": {"gemm_bandwidth_efficiency": 0.55}}
+    cal = parse_calibration(data)
+    assert factor_source(cal, "experts_bandwidth_efficiency") == "as gemm_bandwidth_efficiency"
+    data["factors"] |= {"experts_bandwidth_efficiency": 0.35}
+    assert factor_source(parse_calibration(data), "experts_bandwidth_efficiency") != (
+        "as gemm_bandwidth_efficiency"
+    )

@@ -38,6 +38,7 @@ from llmsizer.calibrate.measurements import Measurement
 from llmsizer.calibrate.record import record_traces
 from llmsizer.calibrate.replay import ScheduleTrace
 from llmsizer.perf import EfficiencyFactors
+from llmsizer.perf.efficiency import SPLIT_FROM
 from llmsizer.perf.calibrated import calibrated_efficiency
 from llmsizer.specs import get_gpu, get_model
 from llmsizer.sweep import Sweep
@@ -52,6 +53,7 @@ SPLIT = ("experts_compute_efficiency", "experts_bandwidth_efficiency",
          "decode_attention_compute_efficiency")  # fmt: skip
 FIT = (*DEFAULT_FIT_FACTORS, "interconnect_efficiency", "first_token_delay_s", *SPLIT)
 
+TIE_SIGMA = 0.2  # a split factor 1.22 x its parent is one sigma (`fit_factors` ties)
 Group = tuple[str, str]  # (engine, GPU architecture)
 MIN_FIT_ROWS = 30  # fewer AIC rows: the engine's general fit (module docstring)
 
@@ -139,6 +141,8 @@ class Recorded:
             FIT,
             prior_sigma=PRIOR_SIGMA,
             robust_scale=ROBUST_SCALE,
+            ties=SPLIT_FROM,
+            tie_sigma=TIE_SIGMA,
         )
 
     def predict(self, indices: Sequence[int], factors: EfficiencyFactors) -> Predicted:
