@@ -38,8 +38,8 @@ from llmsizer.calibrate.measurements import Measurement
 from llmsizer.calibrate.record import record_traces
 from llmsizer.calibrate.replay import ScheduleTrace
 from llmsizer.perf import EfficiencyFactors
-from llmsizer.perf.efficiency import SPLIT_FROM
 from llmsizer.perf.calibrated import calibrated_efficiency
+from llmsizer.perf.efficiency import SPLIT_FROM
 from llmsizer.specs import get_gpu, get_model
 from llmsizer.sweep import Sweep
 

@@ -148,7 +148,8 @@ def fit_factors(
     has_prior = prior > 0
     weight = 0.0 if prior_sigma is None else 1.0 / prior_sigma
     tied = [(fit.index(c), fit.index(p)) for c, p in (ties or {}).items() if {c, p} <= set(fit)]
-    child, parent = (np.array(ix, dtype=np.int64) for ix in zip(*tied)) if tied else ([], [])
+    child = np.array([c for c, _ in tied], dtype=np.int64)
+    parent = np.array([p for _, p in tied], dtype=np.int64)
     factors = start
     say = progress or (lambda _: None)
 
