@@ -94,10 +94,8 @@ def factor_source(cal: CalibrationFile, name: str) -> str:
     """Where a factor of `cal` came from: collected on a device, fitted (with the
     measurements of the fit), carried over from another file, or the engine's prior."""
     info = cal.fitted_on
-    if name not in cal.factors and name in SPLIT_FROM:
-        return f"as {SPLIT_FROM[name]}"  # a split factor left unset takes its parent's value
-    if name not in cal.factors:
-        return f"{cal.engine.value} prior"
+    if name not in cal.factors:  # a split factor left unset takes its parent's value
+        return f"as {SPLIT_FROM[name]}" if name in SPLIT_FROM else f"{cal.engine.value} prior"
     if info.get("produced_by") == "llmsizer collect":
         return f"collected on {info.get('device')} ({info.get('num_timings')} timings)"
     if name in info.get("carried_factors", ()):
