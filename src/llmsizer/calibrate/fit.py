@@ -14,7 +14,8 @@ tell apart (per-layer overhead against weight-streaming speed, say) at the prior
 of at an arbitrary edge. With `ties` (child -> parent, both fitted), a factor split from
 another (`EfficiencyFactors.SPLIT_FROM`: the MoE grouped GEMM from the dense GEMMs) also
 pays (log(child / parent) / tie_sigma)^2: it follows its parent unless the rows tell them
-apart, so a fold without, say, a dense model keeps its dense GEMMs near its experts'.
+apart, so a fold without, say, a dense model keeps its dense GEMMs near its experts' (and
+instead of the prior around its start, which would pull it from a parent the rows move).
 
 Schedules that depend on the clock (open-loop arrivals) are frozen in their traces, which
 are then exact only near the factors they were recorded at. The caller names them
@@ -150,6 +151,7 @@ def fit_factors(
     tied = [(fit.index(c), fit.index(p)) for c, p in (ties or {}).items() if {c, p} <= set(fit)]
     child = np.array([c for c, _ in tied], dtype=np.int64)
     parent = np.array([p for _, p in tied], dtype=np.int64)
+    has_prior[child] = False  # a tied factor's prior is its parent, not its start
     factors = start
     say = progress or (lambda _: None)
 
