@@ -134,11 +134,14 @@ class Recorded:
             for k, i in enumerate(indices)
             for metric, value in self.cases[i].measured.items()
         ]
+        # the split factors only where dense and MoE models are both in the rows (the rows
+        # cannot tell a split factor from its parent otherwise; DESIGN.md, Calibration)
+        moe = {get_model(self.cases[i].spec.model).moe is not None for i in indices}
         return fit_factors(
             traces,
             targets,
             calibrated_efficiency(engine),
-            FIT,
+            FIT if len(moe) == 2 else FIT[: -len(SPLIT)],
             prior_sigma=PRIOR_SIGMA,
             robust_scale=ROBUST_SCALE,
             ties=SPLIT_FROM,
