@@ -134,9 +134,10 @@ class Recorded:
             for k, i in enumerate(indices)
             for metric, value in self.cases[i].measured.items()
         ]
-        # the split factors only where dense and MoE models are both in the rows (the rows
-        # cannot tell a split factor from its parent otherwise; DESIGN.md, Calibration)
-        moe = {get_model(self.cases[i].spec.model).moe is not None for i in indices}
+        # the split factors only where dense and MoE models are both in the AIC rows (the
+        # rows cannot tell a split factor from its parent otherwise; DESIGN.md, Calibration)
+        aic = [self.cases[i] for i in indices if is_aic(self.cases[i])]
+        moe = {get_model(c.spec.model).moe is not None for c in aic}
         return fit_factors(
             traces,
             targets,
