@@ -106,8 +106,8 @@ BUDGET = {
     # layouts read from the dump's twin (aic_twins), the run means of a fold's factors
     # (issue 10)
     + 180
-    # + 15: split factors tied to their parents in the fit (issue 10, TPOT)
-    + 15,
+    # + 25: split factors tied to their parents in the fit, off by default (issue 10, TPOT)
+    + 25,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run
