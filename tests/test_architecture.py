@@ -122,7 +122,9 @@ BUDGET = {
     # + 375: GB200 rows without a layout read as the InferenceX sweep that launched them
     # (aic_launch_gb200: the sweeps transcribed as data, with their sources), the whole-file
     # refusal tally (aic_refusals), disaggregated pools checked for fit at mapping (issue 10)
-    + 375,
+    + 375
+    # + 25: split factors tied to their parents in the fit, off by default (issue 10, TPOT)
+    + 25,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run

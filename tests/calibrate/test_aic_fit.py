@@ -6,13 +6,14 @@ import numpy as np
 import pytest
 
 from llmsizer.calibrate.aic import AicCase, load_aic
-from llmsizer.calibrate.aic_fit import METRICS, Recorded, group_of, ships
+from llmsizer.calibrate.aic_fit import METRICS, SPLIT, Recorded, group_of, ships
 from llmsizer.instance import DeploymentSpec, make_instance, measured_uncertainty
 from llmsizer.perf.calibrated import (
     calibrated_efficiency,
     packaged_architectures,
     packaged_calibration,
 )
+from llmsizer.perf.efficiency import SPLIT_FROM
 from tests.conftest import shared_path
 
 
@@ -106,3 +107,13 @@ def test_the_band_uses_the_cross_validated_error_where_there_is_one() -> None:
         DeploymentSpec(model="llama-3.1-8b", gpu="h100", engine="trtllm")
     )
     assert h100 == 0.15 and "prior" in source
+
+
+@pytest.mark.shared
+def test_rows_of_moe_models_alone_fit_no_split_factor(recorded: Recorded) -> None:
+    """MiniMax only: the rows cannot tell the experts' GEMMs from the dense ones, so the
+    split factors stay unset (their parents' values) instead of drifting apart."""
+    fit = recorded.fit(list(range(len(recorded.cases))), "vllm")
+    assert not set(SPLIT) & set(fit.fitted)
+    for name in SPLIT:
+        assert fit.factors.value(name) == fit.factors.value(SPLIT_FROM[name])

@@ -42,4 +42,4 @@ def test_factors_are_validated_and_round_trip():
 
 
 def test_bounds_cover_every_factor():
-    assert set(EfficiencyFactors.bounds()) == set(EfficiencyFactors().as_dict())
+    assert set(EfficiencyFactors.bounds()) == set(EfficiencyFactors().resolved().as_dict())

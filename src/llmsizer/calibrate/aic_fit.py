@@ -39,14 +39,25 @@ from llmsizer.calibrate.record import record_traces
 from llmsizer.calibrate.replay import ScheduleTrace
 from llmsizer.perf import EfficiencyFactors
 from llmsizer.perf.calibrated import calibrated_efficiency
+from llmsizer.perf.efficiency import SPLIT_FROM
 from llmsizer.specs import get_gpu, get_model
 from llmsizer.sweep import Sweep
 
 METRICS = ("mean_ttft_ms", "mean_tpot_ms")
 PRIOR_SIGMA = 0.5  # a factor 1.65 from the engine's general fit is one sigma
 ROBUST_SCALE = 0.3  # log errors beyond ~35 % cost linearly (soft L1)
-FIT = (*DEFAULT_FIT_FACTORS, "interconnect_efficiency", "first_token_delay_s")
+# the general factors, and the kinds of work whose kernels reach their own fraction of peak
+# (`EfficiencyFactors`: the MoE grouped GEMM, decode attention), which start at and are held
+# near their parents' values in the engine's general fit
+SPLIT = ("experts_compute_efficiency", "experts_bandwidth_efficiency",
+         "decode_attention_compute_efficiency")  # fmt: skip
+FIT = (*DEFAULT_FIT_FACTORS, "interconnect_efficiency", "first_token_delay_s", *SPLIT)
 
+TIE_SIGMA = 0.2  # a split factor 1.22 x its parent is one sigma (`fit_factors` ties)
+# Off: fitted (tied, on folds with dense and MoE rows) they moved vLLM LOMO TPOT 13 -> 12 %
+# but TensorRT-LLM's 19 / 50 -> 21 / 65 % (DeepSeek-R1 held out, fitted on V3 and Llama):
+# docs/tpot_residuals.md
+FIT_SPLIT_FACTORS = False
 Group = tuple[str, str]  # (engine, GPU architecture)
 MIN_FIT_ROWS = 30  # fewer AIC rows: the engine's general fit (module docstring)
 
@@ -127,13 +138,19 @@ class Recorded:
             for k, i in enumerate(indices)
             for metric, value in self.cases[i].measured.items()
         ]
+        # the split factors only where dense and MoE models are both in the AIC rows (the
+        # rows cannot tell a split factor from its parent otherwise; DESIGN.md, Calibration)
+        aic = [self.cases[i] for i in indices if is_aic(self.cases[i])]
+        moe = {get_model(c.spec.model).moe is not None for c in aic}
         return fit_factors(
             traces,
             targets,
             calibrated_efficiency(engine),
-            FIT,
+            FIT if FIT_SPLIT_FACTORS and len(moe) == 2 else FIT[: -len(SPLIT)],
             prior_sigma=PRIOR_SIGMA,
             robust_scale=ROBUST_SCALE,
+            ties=SPLIT_FROM,
+            tie_sigma=TIE_SIGMA,
         )
 
     def predict(self, indices: Sequence[int], factors: EfficiencyFactors) -> Predicted:

@@ -49,13 +49,13 @@ from llmsizer.perf.step import ROOFLINE_PARTS as ROOFLINE_PARTS  # the COMPUTE/M
 _FACTOR_OF: dict[str, str] = {
     "linear_compute_s": "gemm_compute_efficiency",
     "linear_memory_s": "gemm_bandwidth_efficiency",
-    "experts_compute_s": "gemm_compute_efficiency",
-    "experts_memory_s": "gemm_bandwidth_efficiency",
+    "experts_compute_s": "experts_compute_efficiency",
+    "experts_memory_s": "experts_bandwidth_efficiency",
     "lm_head_compute_s": "gemm_compute_efficiency",
     "lm_head_memory_s": "gemm_bandwidth_efficiency",
     "prefill_attention_compute_s": "attention_compute_efficiency",
     "prefill_attention_memory_s": "attention_bandwidth_efficiency",
-    "decode_attention_compute_s": "attention_compute_efficiency",
+    "decode_attention_compute_s": "decode_attention_compute_efficiency",
     "decode_attention_memory_s": "attention_bandwidth_efficiency",
     "elementwise_s": "gemm_bandwidth_efficiency",
     "allreduce_link_s": "interconnect_efficiency",
@@ -147,7 +147,7 @@ def _shaped(values: np.ndarray) -> BatchAggregates:
 
 def column_scale(eff: EfficiencyFactors) -> np.ndarray:
     """What multiplies each feature column to give its term in seconds under `eff`."""
-    factors = (getattr(eff, _FACTOR_OF[f]) for f in FEATURES)
+    factors = (eff.value(_FACTOR_OF[f]) for f in FEATURES)
     return np.array([f if count else 1.0 / f for f, count in zip(factors, _IS_COUNT, strict=True)])
 
 

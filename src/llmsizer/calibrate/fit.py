@@ -11,7 +11,11 @@ re-pricings of every trace, each a handful of numpy operations). With `prior_sig
 fitted factor with a nonzero starting value also pays (log(f / f_start) / prior_sigma)^2:
 a log-normal prior around the starting values that settles directions the data cannot
 tell apart (per-layer overhead against weight-streaming speed, say) at the priors instead
-of at an arbitrary edge.
+of at an arbitrary edge. With `ties` (child -> parent, both fitted), a factor split from
+another (`EfficiencyFactors.SPLIT_FROM`: the MoE grouped GEMM from the dense GEMMs) also
+pays (log(child / parent) / tie_sigma)^2: it follows its parent unless the rows tell them
+apart, so a fold without, say, a dense model keeps its dense GEMMs near its experts' (and
+instead of the prior around its start, which would pull it from a parent the rows move).
 
 Schedules that depend on the clock (open-loop arrivals) are frozen in their traces, which
 are then exact only near the factors they were recorded at. The caller names them
@@ -115,6 +119,8 @@ def fit_factors(
     max_rounds: int = 3,
     prior_sigma: float | None = None,
     robust_scale: float | None = None,
+    ties: Mapping[str, str] | None = None,
+    tie_sigma: float = 0.2,
     progress: Callable[[str], None] | None = None,
 ) -> FitResult:
     """Fit the factors named in `fit` (the others stay as in `start`); module docstring.
@@ -139,9 +145,13 @@ def fit_factors(
         exact = list(targets)
     floor = np.array([max(bounds[n][0], _MIN_FRACTION * bounds[n][1]) for n in fit])
     low, high = np.log(floor), np.log([bounds[n][1] for n in fit])
-    prior = np.array([getattr(start, n) for n in fit])
+    prior = np.array([start.value(n) for n in fit])
     has_prior = prior > 0
     weight = 0.0 if prior_sigma is None else 1.0 / prior_sigma
+    tied = [(fit.index(c), fit.index(p)) for c, p in (ties or {}).items() if {c, p} <= set(fit)]
+    child = np.array([c for c, _ in tied], dtype=np.int64)
+    parent = np.array([p for _, p in tied], dtype=np.int64)
+    has_prior[child] = False  # a tied factor's prior is its parent, not its start
     factors = start
     say = progress or (lambda _: None)
 
@@ -151,6 +161,8 @@ def fit_factors(
     def residuals(x: np.ndarray, using: Sequence[Target]) -> np.ndarray:
         measured = np.array([v for _, _, v in using])
         data = np.log(np.array(predictions(traces, using, at(x))) / measured)
+        if tied:
+            data = np.concatenate([data, (x[child] - x[parent]) / tie_sigma])
         if not weight:
             return data
         return np.concatenate([data, weight * (x - np.log(prior, where=has_prior, out=x.copy()))])
@@ -158,7 +170,7 @@ def fit_factors(
     evaluations = rounds = 0
     for rounds in range(1, max_rounds + 1):
         using = exact if rounds == 1 else targets
-        x0 = np.clip(np.log(np.maximum([getattr(factors, n) for n in fit], floor)), low, high)
+        x0 = np.clip(np.log(np.maximum([factors.value(n) for n in fit], floor)), low, high)
         # scipy: ~0.5 s to import and 140 MB installed (extra `fit`), only when fitting
         scipy_optimize = import_extra("scipy.optimize", "fit", "fitting efficiency factors")
         solution = scipy_optimize.least_squares(

@@ -15,7 +15,7 @@ from llmsizer.perf.calibrated import (
     packaged_calibration,
     read_calibration,
 )
-from llmsizer.perf.efficiency import EfficiencyFactors, EnginePreset
+from llmsizer.perf.efficiency import SPLIT_FROM, EfficiencyFactors, EnginePreset
 from llmsizer.specs import Precision, gpu_catalog, model_catalog, system_catalog
 
 Verbose = Annotated[
@@ -94,8 +94,8 @@ def factor_source(cal: CalibrationFile, name: str) -> str:
     """Where a factor of `cal` came from: collected on a device, fitted (with the
     measurements of the fit), carried over from another file, or the engine's prior."""
     info = cal.fitted_on
-    if name not in cal.factors:
-        return f"{cal.engine.value} prior"
+    if name not in cal.factors:  # a split factor left unset takes its parent's value
+        return f"as {SPLIT_FROM[name]}" if name in SPLIT_FROM else f"{cal.engine.value} prior"
     if info.get("produced_by") == "llmsizer collect":
         return f"collected on {info.get('device')} ({info.get('num_timings')} timings)"
     if name in info.get("carried_factors", ()):
@@ -122,7 +122,7 @@ def _factors(calibration: Path | None) -> None:
         t.add_column(label, justify="right")
     for name in EfficiencyFactors.bounds():
         cells = [
-            f"{getattr(cal.efficiency(), name):.4g}\n{factor_source(cal, name)}"
+            f"{cal.efficiency().value(name):.4g}\n{factor_source(cal, name)}"
             for cal in files.values()
         ]
         t.add_row(name, *cells)

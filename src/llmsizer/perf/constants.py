@@ -49,6 +49,9 @@ class StepConstants:
     attention_flops_per_s: float
     gemm_bytes_per_s: float
     attention_bytes_per_s: float
+    experts_flops_per_s: float
+    experts_bytes_per_s: float
+    decode_attention_flops_per_s: float
     dense_weight_bytes: float
     dense_flops_per_token: float
     dense_act_bytes_per_token: float
@@ -109,6 +112,13 @@ def build_constants(d: Deployment, eff: EfficiencyFactors) -> StepConstants:
         attention_flops_per_s=d.attention_flops_per_s * eff.attention_compute_efficiency,
         gemm_bytes_per_s=d.gpu.hbm_bytes_per_s * eff.gemm_bandwidth_efficiency,
         attention_bytes_per_s=d.gpu.hbm_bytes_per_s * eff.attention_bandwidth_efficiency,
+        # kinds of work with kernels of their own (`EfficiencyFactors`, split factors)
+        experts_flops_per_s=d.matmul_flops_per_s
+        * eff.value("experts_compute_efficiency")
+        * sparse_speedup,
+        experts_bytes_per_s=d.gpu.hbm_bytes_per_s * eff.value("experts_bandwidth_efficiency"),
+        decode_attention_flops_per_s=d.attention_flops_per_s
+        * eff.value("decode_attention_compute_efficiency"),
         dense_weight_bytes=m.dense_linear_params * w / tp + router_params * _UNQUANTIZED_BYTES,
         dense_flops_per_token=2.0 * (m.dense_linear_params / tp + router_params),
         dense_act_bytes_per_token=act * _dense_gemm_act_elements(d),

@@ -55,7 +55,7 @@ class DecodeAttention:
         self.full_layers: int = c.full_layers
         self.window_layers: int = c.window_layers
         self.flops_per_pair: float = c.decode_flops_per_pair
-        self.flops_per_s: float = c.attention_flops_per_s
+        self.flops_per_s: float = c.decode_attention_flops_per_s
         self.kv_bytes_per_token_per_layer: float = c.kv_bytes_per_token_per_layer
         self.act_bytes_per_token: float = c.attention_act_bytes_per_token
         self.bytes_per_s: float = c.attention_bytes_per_s

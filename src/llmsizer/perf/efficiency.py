@@ -34,6 +34,22 @@ calibration set by `bench/validate_perf.py --fit`. The priors:
   prior leaves it out; the calibration fits it (it shows in TTFT at low load).
 - `step_overhead_s`: vLLM 0.5 ms, TensorRT-LLM 0.3 ms, SGLang 0.4 ms: scheduling, input
   preparation and sampling on the host per step; TensorRT-LLM's C++ runtime is leanest.
+- Kinds of work whose kernels differ from the dense GEMMs and prefill attention, each with
+  its own achieved fraction of peak; unset (`None`) they take their parent's value
+  (`SPLIT_FROM`), so a calibration file that does not name them prices as before:
+  - `experts_compute_efficiency`, `experts_bandwidth_efficiency` (parents: the GEMM ones):
+    the routed experts run as a grouped GEMM (vLLM `fused_moe` Triton or CUTLASS,
+    TensorRT-LLM's CUTLASS MoE, SGLang's DeepGEMM / FlashInfer MoE), one small GEMM per
+    expert with its own tile padding, scale loads and a permute / un-permute of the tokens;
+    at decode each expert sees a few tokens, and the fraction of HBM bandwidth reached
+    depends on the tile shapes it gets (DeepGEMM's README, deepseek-ai/DeepGEMM 2025-02:
+    M = 64 FP8 GEMMs of DeepSeek-V3's shapes read 1.7-2.5 of H800's 3.35 TB/s, by N and K;
+    it benchmarks the grouped MoE layouts as kernels of their own). The fit says which.
+  - `decode_attention_compute_efficiency` (parent: `attention_compute_efficiency`): the
+    decode kernels (FlashInfer / TensorRT-LLM XQA / FlashMLA) are not the prefill ones
+    (FlashAttention): MLA's absorbed decode is compute-bound (FlashMLA README: up to 660
+    TFLOPS of H800's 989 dense BF16, 0.67), and GQA decode at long context reaches its
+    own fraction.
 - `first_token_delay_s` 0: time the serving front end adds to each stream's first chunk and
   the engine never spends: HTTP and tokenisation before the request reaches the scheduler,
   detokenisation and a stream interval after (`llmsizer.sim.delivery`). Not a step cost;
@@ -105,12 +121,27 @@ class EfficiencyFactors:
     prefill_layer_overhead_s: float = 0.0
     step_overhead_s: float = 500 * US
     first_token_delay_s: float = 0.0
+    experts_compute_efficiency: float | None = None  # None: gemm_compute_efficiency
+    experts_bandwidth_efficiency: float | None = None  # None: gemm_bandwidth_efficiency
+    decode_attention_compute_efficiency: float | None = None  # None: attention_compute_...
 
     def __post_init__(self) -> None:
         for name, (low, high) in _BOUNDS.items():
             value = getattr(self, name)
+            if value is None and name in SPLIT_FROM:
+                continue
             if not low <= value <= high or (name.endswith("efficiency") and value == 0):
                 raise ValueError(f"{name} = {value!r} is outside its range [{low}, {high}]")
+
+    def value(self, name: str) -> float:
+        """The factor `name` in effect: a split factor left unset is its parent's
+        (`SPLIT_FROM`)."""
+        value: float | None = getattr(self, name)
+        return getattr(self, SPLIT_FROM[name]) if value is None else value
+
+    def resolved(self) -> EfficiencyFactors:
+        """A copy with every split factor set to the value in effect (for a fit's start)."""
+        return dataclasses.replace(self, **{name: self.value(name) for name in SPLIT_FROM})
 
     @staticmethod
     def bounds() -> Mapping[str, tuple[float, float]]:
@@ -122,7 +153,9 @@ class EfficiencyFactors:
         return dataclasses.replace(self, **changes)
 
     def as_dict(self) -> dict[str, float]:
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        """Every factor that is set (split factors left unset are left out)."""
+        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return {k: v for k, v in values.items() if v is not None}
 
     @classmethod
     def from_dict(cls, values: Mapping[str, float]) -> EfficiencyFactors:
@@ -147,6 +180,18 @@ _BOUNDS: Mapping[str, tuple[float, float]] = MappingProxyType(
         "prefill_layer_overhead_s": (0.0, 2_000 * US),
         "step_overhead_s": (0.0, 50_000 * US),
         "first_token_delay_s": (0.0, 2.0),
+        "experts_compute_efficiency": (0.0, 1.0),
+        "experts_bandwidth_efficiency": (0.0, 1.0),
+        "decode_attention_compute_efficiency": (0.0, 1.0),
+    }
+)
+
+# split factor -> the factor whose value it takes when unset (module docstring)
+SPLIT_FROM: Mapping[str, str] = MappingProxyType(
+    {
+        "experts_compute_efficiency": "gemm_compute_efficiency",
+        "experts_bandwidth_efficiency": "gemm_bandwidth_efficiency",
+        "decode_attention_compute_efficiency": "attention_compute_efficiency",
     }
 )
 

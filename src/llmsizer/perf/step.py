@@ -19,9 +19,10 @@ sample a token, one GPU of a tensor-parallel group spends, over all layers:
     overhead       step_overhead + L * layer_overhead (+ L * prefill_layer_overhead when
                    the step has prompt work: it is launched eagerly, not from a CUDA graph)
 
-F, B, F_att, B_att are datasheet peaks times `EfficiencyFactors`; w is bytes per weight (2:4
-sparsity shrinks it and multiplies F by `math_speedup`). Parts run one after another (no
-overlap), as kernels of one forward pass do.
+F, B, F_att, B_att are datasheet peaks times `EfficiencyFactors` (the experts and decode
+attention at fractions of their own where the factors split them: `SPLIT_FROM`); w is bytes
+per weight (2:4 sparsity shrinks it and multiplies F by `math_speedup`). Parts run one after
+another (no overlap), as kernels of one forward pass do.
 
 The table is computed in one place, `step_terms(constants, aggregates)`: everything that
 does not depend on the batch is in `StepConstants` (computed once), a batch reduces to
@@ -69,10 +70,10 @@ from llmsizer.perf.roofline import Bound, PartCost, StepBreakdown
 # roofline part -> the StepConstants rates its compute time and its memory time are at
 PART_RATES: dict[str, tuple[str, str]] = {
     "linear": ("linear_flops_per_s", "gemm_bytes_per_s"),
-    "experts": ("linear_flops_per_s", "gemm_bytes_per_s"),
+    "experts": ("experts_flops_per_s", "experts_bytes_per_s"),
     "lm_head": ("lm_head_flops_per_s", "gemm_bytes_per_s"),
     "prefill_attention": ("attention_flops_per_s", "attention_bytes_per_s"),
-    "decode_attention": ("attention_flops_per_s", "attention_bytes_per_s"),
+    "decode_attention": ("decode_attention_flops_per_s", "attention_bytes_per_s"),
 }
 ROOFLINE_PARTS = tuple(PART_RATES)
 
@@ -136,11 +137,11 @@ def step_terms(c: StepConstants, a: Aggregates) -> Terms:
             n, hit = c.experts_per_rank, touched / c.num_experts
             touched = min(n, n * hit + c.expert_max_z * math.sqrt(n * hit * (1.0 - hit)))
         experts_compute_s = c.num_moe_layers * (
-            tokens * c.expert_flops_per_token / c.linear_flops_per_s
+            tokens * c.expert_flops_per_token / c.experts_flops_per_s
         )
         experts_memory_s = c.num_moe_layers * (
             (touched * c.expert_weight_bytes + tokens * c.expert_act_bytes_per_token)
-            / c.gemm_bytes_per_s
+            / c.experts_bytes_per_s
         )
     prefill_compute_s = prefill_memory_s = prefill_overhead_s = 0.0
     if num_prefill:
@@ -154,7 +155,7 @@ def step_terms(c: StepConstants, a: Aggregates) -> Terms:
     decode_compute_s = decode_memory_s = 0.0
     if num_decode:
         keys = full * keys_full + windowed * keys_window
-        decode_compute_s = keys * c.decode_flops_per_pair / c.attention_flops_per_s
+        decode_compute_s = keys * c.decode_flops_per_pair / c.decode_attention_flops_per_s
         decode_memory_s = (
             keys * c.kv_bytes_per_token_per_layer + num_decode * c.attention_act_bytes_per_token
         ) / c.attention_bytes_per_s
