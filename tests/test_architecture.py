@@ -124,7 +124,9 @@ BUDGET = {
     # refusal tally (aic_refusals), disaggregated pools checked for fit at mapping (issue 10)
     + 375
     # + 25: split factors tied to their parents in the fit, off by default (issue 10, TPOT)
-    + 25,
+    + 25
+    # + 5: TensorRT-LLM DeepSeek max_num_tokens and SGLang recv intervals by date (issue 10)
+    + 5,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run
