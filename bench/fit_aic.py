@@ -33,7 +33,7 @@ from pathlib import Path
 
 import fit_aic_disagg
 import numpy as np
-from validate_aic import CSV, METRICS, Result, concurrency_band, say, table
+from validate_aic import CSV, METRICS, Result, concurrency_band, say, summary_line, table
 
 from llmsizer.calibrate.aic import AicCase, AicSkipped, load_aic
 from llmsizer.calibrate.aic_fit import (
@@ -93,17 +93,6 @@ def as_results(cases: Sequence[AicCase], predicted: Predicted) -> list[Result]:
     """The AIC rows' results (`cases` come first in the recording; the measurement rows
     fitted beside them are not scored here)."""
     return [Result(cases[i], p) for i, p in sorted(predicted.items()) if i < len(cases)]
-
-
-def summary_line(name: str, results: Sequence[Result]) -> str:
-    cells = []
-    for metric in METRICS:
-        err = np.array([r.error_pct(metric) for r in results])
-        cells.append(
-            f"{np.median(np.abs(err)):.0f} % / {np.percentile(np.abs(err), 90):.0f} % "
-            f"({np.median(err):+.0f} %)"
-        )
-    return f"| {name} | {len(results)} | {cells[0]} | {cells[1]} |"
 
 
 def report(

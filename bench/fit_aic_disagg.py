@@ -26,8 +26,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-from validate_aic import METRICS, say, table
+from validate_aic import METRICS, say, summary_line, table
 
 from llmsizer.calibrate.aic import AicSkipped
 from llmsizer.calibrate.aic_disagg import AicDisaggCase, load_aic_disagg, predict_disagg
@@ -237,19 +236,6 @@ def section(
         )  # fmt: skip
     lines += whole_file(agg_skipped, num_agg_rows, mapped, rejected, len(cases), sample)
     return lines, runs
-
-
-def summary_line(name: str, rows: Sequence[DisaggRow]) -> str:
-    if not rows:
-        return f"| {name} | 0 | - | - |"
-    cells = []
-    for metric in METRICS:
-        err = np.array([r.error_pct(metric) for r in rows])
-        cells.append(
-            f"{np.median(np.abs(err)):.0f} % / {np.percentile(np.abs(err), 90):.0f} % "
-            f"({np.median(err):+.0f} %)"
-        )
-    return f"| {name} | {len(rows)} | {cells[0]} | {cells[1]} |"
 
 
 def whole_file(

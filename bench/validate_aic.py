@@ -83,6 +83,21 @@ def stats(results: Sequence[Scored], metric: str) -> str:
     return f"{np.median(ape):.0f} | {np.percentile(ape, 90):.0f} | {np.median(err):+.0f}"
 
 
+def summary_line(name: str, results: Sequence[Scored]) -> str:
+    """One run's row of a report's summary table: per metric, median / p90 of the absolute
+    error and the median signed error (bias)."""
+    if not results:
+        return f"| {name} | 0 | - | - |"
+    cells = []
+    for metric in METRICS:
+        err = np.array([r.error_pct(metric) for r in results])
+        cells.append(
+            f"{np.median(np.abs(err)):.0f} % / {np.percentile(np.abs(err), 90):.0f} % "
+            f"({np.median(err):+.0f} %)"
+        )
+    return f"| {name} | {len(results)} | {cells[0]} | {cells[1]} |"
+
+
 def table(
     title: str,
     column: str,
