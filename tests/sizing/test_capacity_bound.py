@@ -20,16 +20,9 @@ from llmsizer.sizing.probe import Lengths, Probe
 from llmsizer.sizing.rate_search import GRID, Counts, RateSearch
 from llmsizer.sizing.search import group, make_probe, objective
 from llmsizer.sizing.usecase import UseCase
+from tests.sizing.cases import SMALL_LLAMA_8B
 
-CASE: dict[str, Any] = {
-    "model": "llama-3-8b",
-    "input": {"user": 2000},
-    "output": 200,
-    "load": {"peak_rps": 40},
-    "limits": {"ttft_ms": 400},
-    "candidates": {"gpus": ["h100-sxm"], "tensor_parallel_sizes": [1, 2]},
-    "search": {"num_requests": 400, "curves": False, "uncertainty": 0.0},
-}
+CASE = SMALL_LLAMA_8B
 
 
 def probe_of(spec: DeploymentSpec, prompt: list[int], output: list[int]) -> Probe:

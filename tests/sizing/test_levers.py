@@ -21,16 +21,9 @@ from llmsizer.sizing.plan_data import plan_data
 from llmsizer.sizing.search import CURVE
 from llmsizer.sizing.usecase import UseCase
 from llmsizer.specs import Precision, get_gpu
+from tests.sizing.cases import SMALL_LLAMA_8B
 
-FAST: dict[str, Any] = {
-    "model": "llama-3-8b",
-    "input": {"user": 2000},
-    "output": 200,
-    "load": {"peak_rps": 40},
-    "limits": {"ttft_ms": 400},
-    "candidates": {"gpus": ["h100-sxm"], "tensor_parallel_sizes": [1, 2]},
-    "search": {"num_requests": 400, "curves": False, "uncertainty": 0.0},
-}
+FAST = SMALL_LLAMA_8B
 
 
 def usecase(**changes: Any) -> UseCase:
