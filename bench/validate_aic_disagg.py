@@ -19,11 +19,11 @@ import argparse
 import csv
 import sys
 from collections import Counter
-from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
+from validate_aic import METRICS, stats, table
 
 from llmsizer.calibrate.aic import AicSkipped
 from llmsizer.calibrate.aic_disagg import AicDisaggCase, load_aic_disagg, predict_disagg
@@ -31,7 +31,6 @@ from llmsizer.calibrate.aic_disagg import AicDisaggCase, load_aic_disagg, predic
 REPO = Path(__file__).resolve().parents[1]
 CSV = REPO.parent / "shared" / "calibration" / "aic_silicon_calibration.csv"
 OUT = REPO / "examples" / "validation"
-METRICS = ("mean_ttft_ms", "mean_tpot_ms")
 Row = tuple[AicDisaggCase, dict[str, float] | str]
 
 
@@ -43,39 +42,20 @@ def _one(case: AicDisaggCase) -> dict[str, float] | str:
     return {m: s[m] for m in METRICS}
 
 
-def _error(case: AicDisaggCase, predicted: dict[str, float], metric: str) -> float:
-    return 100.0 * (predicted[metric] / case.measured[metric] - 1.0)
+@dataclass(frozen=True)
+class Predicted:
+    """A simulated row with its prediction: `validate_aic.Scored`, so its tables are
+    `validate_aic.table`'s."""
 
+    case: AicDisaggCase
+    predicted: dict[str, float]
 
-def _stats(rows: Sequence[tuple[AicDisaggCase, dict[str, float]]], metric: str) -> str:
-    e = np.array([_error(c, p, metric) for c, p in rows])
-    a = np.abs(e)
-    return f"{np.median(a):.0f} | {np.percentile(a, 90):.0f} | {np.median(e):+.0f}"
-
-
-def _table(
-    rows: Sequence[tuple[AicDisaggCase, dict[str, float]]],
-    key: Callable[[AicDisaggCase], str],
-    title: str,
-) -> list[str]:
-    groups: dict[str, list[tuple[AicDisaggCase, dict[str, float]]]] = {}
-    for c, p in rows:
-        groups.setdefault(key(c), []).append((c, p))
-    out = [
-        f"### By {title}",
-        "",
-        f"| {title} | rows | TTFT median | p90 | bias | TPOT median | p90 | bias |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for name in sorted(groups):
-        g = groups[name]
-        out.append(f"| {name} | {len(g)} | {_stats(g, METRICS[0])} | {_stats(g, METRICS[1])} |")
-    out.append(f"| all | {len(rows)} | {_stats(rows, METRICS[0])} | {_stats(rows, METRICS[1])} |")
-    return [*out, ""]
+    def error_pct(self, metric: str) -> float:
+        return 100.0 * (self.predicted[metric] / self.case.measured[metric] - 1.0)
 
 
 def report(cases: list[AicDisaggCase | AicSkipped], results: list[Row]) -> str:
-    done = [(c, p) for c, p in results if isinstance(p, dict)]
+    done = [Predicted(c, p) for c, p in results if isinstance(p, dict)]
     rejected = Counter(p for _, p in results if isinstance(p, str))
     skipped = Counter(c.reason.split(" (")[0] for c in cases if isinstance(c, AicSkipped))
     lines = [
@@ -95,9 +75,9 @@ def report(cases: list[AicDisaggCase | AicSkipped], results: list[Row]) -> str:
         "median and 90th percentile of the absolute error, and the median signed error "
         "(bias; + means predicted too high). TTFT and TPOT are the run means.",
         "",
-        *_table(done, lambda c: c.backend, "engine"),
-        *_table(done, lambda c: f"{c.backend} {c.system}", "engine and GPU"),
-        *_table(done, lambda c: f"{c.model} {c.prefill.isl}/{c.prefill.osl}", "model and lengths"),
+        *table("By engine", "engine", done, lambda r: r.case.backend),
+        *table("By engine and GPU", "engine and GPU", done, lambda r: _engine_gpu(r.case)),
+        *table("By model and lengths", "model and lengths", done, lambda r: _lengths(r.case)),
         "### Not predicted",
         "",
         "| reason | rows |",
@@ -106,6 +86,14 @@ def report(cases: list[AicDisaggCase | AicSkipped], results: list[Row]) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def _engine_gpu(c: AicDisaggCase) -> str:
+    return f"{c.backend} {c.system}"
+
+
+def _lengths(c: AicDisaggCase) -> str:
+    return f"{c.model} {c.prefill.isl}/{c.prefill.osl}"
 
 
 def before_after(before: Path, label: str, results: list[Row]) -> str:
@@ -122,16 +110,15 @@ def before_after(before: Path, label: str, results: list[Row]) -> str:
         "| run | TTFT median | p90 | bias | TPOT median | p90 | bias |",
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
-    for name, pick in (
-        ("before", lambda c, p, m: float(old[c.row_id][f"predicted_{m[5:-3]}_ms"])),
-        ("after", lambda c, p, m: p[m]),
-    ):
-        cells = []
-        for m in METRICS:
-            e = 100 * np.array([pick(c, p, m) / c.measured[m] - 1 for c, p in now])
-            a = np.abs(e)
-            cells.append(f"{np.median(a):.0f} | {np.percentile(a, 90):.0f} | {np.median(e):+.0f}")
-        lines.append(f"| {name} | {' | '.join(cells)} |")
+    if not now:
+        return "\n".join([*lines[:3], "No row was predicted by both runs.", ""])
+    earlier = [
+        Predicted(c, {m: float(old[c.row_id][f"predicted_{m[5:-3]}_ms"]) for m in METRICS})
+        for c, _ in now
+    ]
+    later = [Predicted(c, p) for c, p in now]
+    for name, rows in (("before", earlier), ("after", later)):
+        lines.append(f"| {name} | {stats(rows, METRICS[0])} | {stats(rows, METRICS[1])} |")
     return "\n".join([*lines, ""])
 
 
