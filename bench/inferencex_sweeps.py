@@ -1,0 +1,135 @@
+"""Transcribe InferenceX's multi-node disaggregated sweeps (NVIDIA systems) into the table
+`llmsizer.calibrate.aic_launches` reads: `src/llmsizer/calibrate/data/inferencex_sweeps.csv`.
+
+    .venv/bin/python bench/inferencex_sweeps.py --git-dir PATH [--out PATH]
+
+PATH is a clone of SemiAnalysisAI/InferenceX (its git directory; a bare clone is enough).
+Every revision of `.github/configs/nvidia-master.yaml` (`configs/nvidia-master.yaml` from
+2026-07-02) is read (`git log`, `git show`, no
+work tree), and for each Dynamo disaggregated config (`framework: dynamo-trt` or
+`dynamo-sglang`, `disagg: true`) on a system AIC measures (B200, B300, GB200, GB300, H100)
+each `search-space` entry becomes one line: its `conc-list`, the prefill and decode pools
+(`num-worker`, `tp`, `ep`, `dp-attn`), `spec-decoding` (mtp or none) and the srt-slurm recipe
+it names (`CONFIG_FILE=`). A config's sweeps are written at each revision that changed them,
+with the commit and its commit time (UTC): the table's `since`, from which the sweeps were in
+force (InferenceX runs a config's sweeps when its change reaches `main`, so a row's
+`measured=` time follows the commit's by seconds to days).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import subprocess
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+OUT = Path(__file__).resolve().parents[1] / "src/llmsizer/calibrate/data/inferencex_sweeps.csv"
+CONFIGS = (".github/configs/nvidia-master.yaml", "configs/nvidia-master.yaml")  # moved 2026-07-02
+SYSTEMS = ("b200", "b300", "gb200", "gb300", "h100")  # runner prefixes AIC measures
+ENGINES = {"dynamo-trt": "trtllm", "dynamo-sglang": "sglang"}
+COLUMNS = (
+    "since", "commit", "config", "engine", "system", "model_prefix", "precision", "isl",
+    "osl", "mtp", "clients", "prefill_workers", "prefill_tp", "prefill_ep",
+    "prefill_dp_attn", "decode_workers", "decode_tp", "decode_ep", "decode_dp_attn", "recipe",
+)  # fmt: skip
+
+
+def _git(git_dir: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "--git-dir", str(git_dir), *args], check=True, capture_output=True, text=True
+    ).stdout
+
+
+def _revisions(git_dir: Path) -> list[tuple[str, str]]:
+    """(commit, commit time in UTC) of every revision of the config, oldest first."""
+    out = []
+    log = _git(git_dir, "log", "--reverse", "--format=%H %cI", "--", *CONFIGS)
+    for line in log.splitlines():
+        commit, when = line.split()
+        utc = datetime.fromisoformat(when).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        out.append((commit, utc))
+    return out
+
+
+def _recipe(pool: dict[str, Any]) -> str:
+    for setting in pool.get("additional-settings") or ():
+        if str(setting).startswith("CONFIG_FILE="):
+            return str(setting).removeprefix("CONFIG_FILE=")
+    return ""
+
+
+def _sweeps(name: str, entry: dict[str, Any]) -> dict[tuple[str, int, int], list[dict[str, Any]]]:
+    """A config's lines by (config, isl, osl), or nothing when it is not one we read."""
+    engine = ENGINES.get(str(entry.get("framework")))
+    system = str(entry.get("runner", "")).split("-")[0]
+    if engine is None or not entry.get("disagg") or system not in SYSTEMS:
+        return {}
+    out: dict[tuple[str, int, int], list[dict[str, Any]]] = {}
+    scenarios = entry.get("scenarios") or {}  # the schema from 2026-07
+    for seq in entry.get("seq-len-configs") or scenarios.get("fixed-seq-len") or ():
+        lines = []
+        for s in seq.get("search-space") or ():
+            p, d = s.get("prefill") or {}, s.get("decode") or {}
+            lines.append(
+                {"config": name, "engine": engine, "system": system,
+                 "model_prefix": entry.get("model-prefix", ""), "precision": entry["precision"],
+                 "isl": seq["isl"], "osl": seq["osl"],
+                 "mtp": int(s.get("spec-decoding", "none") not in ("none", None)),
+                 "clients": " ".join(str(c) for c in s.get("conc-list") or ()),
+                 **{f"{role}_{k}": int(pool.get(key, 1) or 0)
+                    for role, pool in (("prefill", p), ("decode", d))
+                    for k, key in (("workers", "num-worker"), ("tp", "tp"), ("ep", "ep"))},
+                 "prefill_dp_attn": int(bool(p.get("dp-attn"))),
+                 "decode_dp_attn": int(bool(d.get("dp-attn"))),
+                 "recipe": _recipe(p) or _recipe(d)}
+            )  # fmt: skip
+        out[(name, int(seq["isl"]), int(seq["osl"]))] = lines
+    return out
+
+
+def transcribe(git_dir: Path) -> list[dict[str, Any]]:
+    """Every config's sweeps at each revision that changed them (module docstring)."""
+    last: dict[tuple[str, int, int], list[dict[str, Any]]] = {}
+    table = []
+    for commit, since in _revisions(git_dir):
+        doc = None
+        for path in CONFIGS:
+            try:
+                doc = yaml.load(_git(git_dir, "show", f"{commit}:{path}"), Loader=yaml.CSafeLoader)
+                break
+            except subprocess.CalledProcessError:
+                continue  # not at this path in this revision
+            except yaml.YAMLError:
+                break  # a revision that does not parse ran nothing
+        if not isinstance(doc, dict):
+            continue
+        for name, entry in doc.items():
+            if not isinstance(entry, dict):
+                continue
+            for key, lines in _sweeps(str(name), entry).items():
+                if last.get(key) != lines:
+                    last[key] = lines
+                    table += [{"since": since, "commit": commit[:9], **line} for line in lines]
+    return table
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--git-dir", type=Path, required=True, help="InferenceX's git directory")
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args()
+    table = transcribe(args.git_dir)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    with args.out.open("w", newline="") as f:
+        out = csv.DictWriter(f, COLUMNS, lineterminator="\n")
+        out.writeheader()
+        out.writerows(table)
+    print(f"wrote {len(table)} sweeps to {args.out}")
+
+
+if __name__ == "__main__":
+    main()
