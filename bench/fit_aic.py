@@ -11,9 +11,11 @@ report their cross-validated accuracy (leave one GPU out, leave one model out).
              --cache PATH (the recorded schedules: rows held with the same spec are read,
              the others recorded and added; recording is most of the time, the fits and
              folds take a few minutes),
-             --disagg-cache PATH, --disagg-sample K, --no-disagg (the disaggregated rows:
-             `bench/fit_aic_disagg.py`, each simulated per run; PATH keeps them, default
-             the --cache path with `.disagg` added; they are most of the run time)
+             --disagg-cache PATH, --disagg-sample K, --disagg-ids ROWS, --no-disagg (the
+             disaggregated rows: `bench/fit_aic_disagg.py`, each simulated per run; PATH
+             keeps them, default
+             the --cache path with `.disagg` added; they are most of the run time; ROWS, an
+             earlier run's `_disagg.csv`, names the rows to simulate: the same sample)
 
 Every mapped row is simulated once and its schedule re-priced for each fit
 (`llmsizer.calibrate.aic_fit`). `--write` stores each (engine, architecture) group's fit as
@@ -209,6 +211,9 @@ def main() -> None:
     parser.add_argument(
         "--disagg-sample", type=int, default=1, help="simulate every K-th disaggregated row"
     )
+    parser.add_argument(
+        "--disagg-ids", type=Path, default=None, help="simulate the rows of this _disagg.csv"
+    )
     parser.add_argument("--no-disagg", action="store_true", help="leave the disaggregated out")
     parser.add_argument(
         "--architectures",
@@ -280,12 +285,21 @@ def main() -> None:
         lines, disagg_runs = fit_aic_disagg.section(
             args.csv, recorded, fits, shipping, skipped, len(mapped), (by_gpu, by_model),
             cache_path=cache, workers=args.workers, sample=args.disagg_sample,
+            ids=_ids(args.disagg_ids),
         )  # fmt: skip
         text += "\n" + "\n".join(lines)
         fit_aic_disagg.write_rows(args.rows.with_name(args.rows.stem + "_disagg.csv"), disagg_runs)
         say(f"disaggregated rows in {time.perf_counter() - t0:.0f} s")
         args.report.write_text(text)
     say(f"wrote {args.report}")
+
+
+def _ids(path: Path | None) -> set[str]:
+    """The row ids of an earlier run's per-row disaggregated CSV (none: sample)."""
+    if path is None:
+        return set()
+    with path.open(newline="") as f:
+        return {r["id"] for r in csv.DictReader(f)}
 
 
 def cross_validated(results: Sequence[Result]) -> dict[str, dict[str, float]]:

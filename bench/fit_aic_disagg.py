@@ -161,8 +161,13 @@ def simulate_all(
 def source(case: AicDisaggCase) -> str:
     """Which InferenceX export the row came from (`aic_disagg` module docstring: the
     `source_file=` rows carry no worker counts)."""
-    if case.launch:
-        return "export, layout of its InferenceX launch"
+    if case.launch:  # `aic_launches` names the config and commit in parentheses
+        kind = (
+            "workers of its InferenceX sweep"
+            if case.launch.endswith(")")
+            else "layout of its InferenceX launch"
+        )
+        return f"export, {kind}" + (" (an MTP sweep)" if " MTP" in case.launch else "")
     if case.twin:
         return "export, layout of its dump twin"
     return "db-dump" if case.workers_given else "export, workers not given"
@@ -180,10 +185,13 @@ def section(
     cache_path: Path | None,
     workers: int,
     sample: int = 1,
+    ids: Collection[str] = (),
 ) -> tuple[list[str], dict[str, list[DisaggRow]]]:
-    """The report's disaggregated section (markdown lines) and each run's predicted rows."""
+    """The report's disaggregated section (markdown lines) and each run's predicted rows:
+    every `sample`-th mapped row, or the rows named in `ids` (an earlier run's sample)."""
     mapped = load_aic_disagg(csv_path)
-    cases = [m for m in mapped if isinstance(m, AicDisaggCase)][::sample]
+    cases = [m for m in mapped if isinstance(m, AicDisaggCase)]
+    cases = [c for c in cases if c.row_id in ids] if ids else cases[::sample]
     skipped = [m for m in mapped if isinstance(m, AicSkipped)]
     folds_of = Folds(recorded, fits, shipping, folds)
     jobs: dict[tuple[str, str, str], tuple[AicDisaggCase, EfficiencyFactors]] = {}

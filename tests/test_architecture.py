@@ -126,7 +126,11 @@ BUDGET = {
     # + 25: split factors tied to their parents in the fit, off by default (issue 10, TPOT)
     + 25
     # + 5: TensorRT-LLM DeepSeek max_num_tokens and SGLang recv intervals by date (issue 10)
-    + 5,
+    + 5
+    # + 230: exported disaggregated rows without worker counts read as the InferenceX sweep
+    # that launched them on every NVIDIA system (aic_sweeps: Pool, Sweep and the one lookup
+    # the GB200 launch scripts share; aic_launches: the nvidia-master.yaml table, issue 10)
+    + 230,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run

@@ -61,9 +61,12 @@ follow the aggregated mapping (`llmsizer.calibrate.aic`, `docs/aic_measurement.m
   deployments the model rejects, and the rows above.
 - **Worker counts.** Where `{pool}_num_workers` is empty (the `source_file=` rows), the
   pool columns of the row's twin in the dump are used (`llmsizer.calibrate.aic_twins`: the
-  same run in the other export); a row without a twin is simulated with one worker of
-  each pool (`workers_given` False): the dump's runs have 1-15 prefill and 1-5 decode
-  workers, so such a row is priced on a fleet smaller than, or equal to, the measured one.
+  same run in the other export); a row without a twin gets those of the InferenceX sweep
+  that launched it (`llmsizer.calibrate.aic_launches`: the Dynamo config in force when it
+  was measured that ran its clients on workers of its GPUs); a row neither names is
+  simulated with one worker of each pool (`workers_given` False): the dump's runs have
+  1-15 prefill and 1-5 decode workers, so such a row is priced on a fleet smaller than,
+  or equal to, the measured one.
 """
 
 from __future__ import annotations
@@ -86,6 +89,7 @@ from llmsizer.calibrate.aic import (
     layout_columns,
 )
 from llmsizer.calibrate.aic_launch_gb200 import is_inferencex_gb200, with_launched_layouts
+from llmsizer.calibrate.aic_launches import with_inferencex_launches
 from llmsizer.calibrate.aic_twins import with_twin_layouts, workers_given
 from llmsizer.instance import DeploymentSpec, PredictSpec, make_instance
 from llmsizer.instance.disagg import Link, make_disaggregated
@@ -125,7 +129,7 @@ class AicDisaggCase:
     measured: dict[str, float]
     workers_given: bool = True  # False: the worker counts were empty, one of each simulated
     twin: str = ""  # the dump row whose pool columns an exported row took (`aic_twins`)
-    launch: str = ""  # the InferenceX sweep that ran a row without a layout (`aic_launch_gb200`)
+    launch: str = ""  # the InferenceX sweep that ran a row without a layout or worker counts
 
 
 class _Skip(Exception):
@@ -142,7 +146,7 @@ def load_aic_disagg(path: Path, *, check_fit: bool = True) -> list[AicDisaggCase
             for r in csv.DictReader(f)
             if r["mode"] == "disagg" or (r["mode"] == "agg" and is_inferencex_gb200(r))
         ]
-    rows = with_twin_layouts(with_launched_layouts(rows))
+    rows = with_inferencex_launches(with_twin_layouts(with_launched_layouts(rows)))
     return [map_disagg_row(r, check_fit=check_fit) for r in rows]
 
 

@@ -12,7 +12,7 @@ hardcoded" in Dynamo's `gb200-fp8.sh`). Each is read here as launched: the sweep
 InferenceX revision in force on the row's `measured=` date that ran its engine, precision,
 lengths and client count, and (where the row gives it) its total GPUs.
 
-`SWEEPS` transcribes them, mtp off (AIC rows carry no speculative decoding), from
+`SWEEPS` transcribes them, mtp off, from
 SemiAnalysisAI/InferenceX:
 - `runners/launch_gb200-nv.sh` @ 450d834a (2025-11-05) and @ 175fe536 (2025-12-01): TRT-LLM
   `submit_disagg.sh mtp=off tep|dep ctx_num gen_num gen_tp ...` (each context worker one
@@ -26,54 +26,20 @@ SemiAnalysisAI/InferenceX:
   over them (DEP): Dynamo `components/backends/sglang/slurm_jobs/scripts/gb200-fp8.sh`
   launches `--tp-size $TOTAL_GPUS --dp-size $TOTAL_GPUS --enable-deepep-moe
   --ep-num-redundant-experts 32`; the FP4 8k/1k prefill workers, `dp-attn: false`, are TEP.
+
+A TensorRT-LLM row only an mtp=on sweep ran gets that sweep (labelled `MTP`), as
+`llmsizer.calibrate.aic_launches` reads the other systems: the rows do not say whether MTP
+ran. The lookup is `llmsizer.calibrate.aic_sweeps.find_sweep`.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import replace
+
+from llmsizer.calibrate.aic_sweeps import Pool, Sweep, clients, find_sweep, measured_at
 
 GPUS_PER_NODE = 4  # GB200 NVL72 compute tray: 4 GPUs (the scripts' NTASKS_PER_NODE=4)
-
-
-@dataclass(frozen=True, slots=True)
-class Pool:
-    """`workers` workers of `gpus` GPUs each; `dep` attention data parallel over them (else
-    tensor parallel); the experts split over all `gpus` either way."""
-
-    workers: int
-    gpus: int
-    dep: bool = True
-
-    def columns(self, pool: str) -> dict[str, str]:
-        """The AIC `{pool}_...` cells of this pool."""
-        tp, dp = (1, self.gpus) if self.dep else (self.gpus, 1)
-        cells = {"num_workers": self.workers, "tp_size": tp, "pp_size": 1,
-                 "attention_dp_size": dp, "moe_tp_size": 1, "moe_ep_size": self.gpus}  # fmt: skip
-        return {f"{pool}_{k}": str(v) for k, v in cells.items()}
-
-
-@dataclass(frozen=True, slots=True)
-class Sweep:
-    """One launch: its client counts, prefill and decode pools."""
-
-    concurrencies: tuple[int, ...]
-    prefill: Pool
-    decode: Pool
-
-    @property
-    def num_gpus(self) -> int:
-        return sum(p.workers * p.gpus for p in (self.prefill, self.decode))
-
-    @property
-    def label(self) -> str:
-        """`2P DEP8 + 1D DEP48`: workers and layout of each pool."""
-        p, d = self.prefill, self.decode
-        return " + ".join(
-            f"{pool.workers}{role} {'DEP' if pool.dep else 'TEP'}{pool.gpus}"
-            for role, pool in (("P", p), ("D", d))
-        )
 
 
 def _sg(p_nodes: int, p_workers: int, d_nodes: int, d_workers: int, concs: tuple[int, ...],
@@ -109,8 +75,9 @@ _TRT_8K = (
     _trt(8, 1, 16, True, (2150,)),
     _trt(5, 1, 8, True, (2150,)),
 )
-# mtp=on sweeps (`submit_disagg.sh "mtp=on" ...` @ 450d834a): named in refusals only
-_TRT_MTP = {
+# mtp=on sweeps (`submit_disagg.sh "mtp=on" ...` @ 450d834a): a row only they ran gets
+# their pools, labelled MTP (`llmsizer.calibrate.aic_launches`: MTP is not modelled)
+_TRT_MTP_SWEEPS = {
     (1024, 1024): (
         _trt(1, 4, 8, False, (1, 2, 4, 8, 16, 36)),
         _trt(1, 1, 16, True, (512, 1075)),
@@ -125,6 +92,10 @@ _TRT_MTP = {
         _trt(8, 1, 16, True, (1075,)),
         _trt(6, 1, 8, True, (2150,)),
     ),
+}
+_TRT_MTP = {
+    lengths: tuple(replace(s, mtp=True) for s in sweeps)
+    for lengths, sweeps in _TRT_MTP_SWEEPS.items()
 }
 _SG8_1K_DEC = (
     _sg(4, 2, 8, 1, (4096,)),
@@ -163,38 +134,30 @@ SWEEPS: dict[tuple[str, str, int, int], list[tuple[str, tuple[Sweep, ...]]]] = {
     ("sglang", "nvfp4", 1024, 1024): [("2025-12-18", _SG4_1K)],
     ("sglang", "nvfp4", 8192, 1024): [("2025-12-18", _SG4_8K)],
 }
-_MEASURED = re.compile(r"measured=(\d{4}-\d{2}-\d{2})")
-_CONCURRENCY = re.compile(r"silicon_concurrency=(\d+)")
 
 
 def launched_sweep(row: Mapping[str, str], num_gpus: int | None) -> Sweep | str:
-    """The sweep that ran `row` (module docstring), or why none can be named. `num_gpus`:
-    the GPUs of both pools together where the row records it."""
+    """The sweep that ran `row` (`llmsizer.calibrate.aic_sweeps.find_sweep`), or why none
+    can be named. `num_gpus`: the GPUs of both pools together where the row records it."""
     versions = SWEEPS.get((row["backend"], row["gemm_quant_mode"], int(row["isl"]),
                            int(row["osl"])))  # fmt: skip
-    measured = _MEASURED.search(row["silicon_data_source"])
-    clients = _CONCURRENCY.search(row["silicon_data_source"])
-    if versions is None or measured is None or clients is None:
+    measured, concurrency = measured_at(row), clients(row)
+    if versions is None or measured is None or concurrency is None:
         return "no InferenceX GB200 launch recorded for this engine, precision and lengths"
-    concurrency = int(clients.group(1))
-    in_force = [sweeps for since, sweeps in versions if since <= measured.group(1)]
-    for sweeps in reversed(in_force):  # the newest revision that ran it
-        found = {
-            s for s in sweeps
-            if concurrency in s.concurrencies and num_gpus in (None, s.num_gpus)
-        }  # fmt: skip
-        if len(found) == 1:
-            return found.pop()
-        if len(found) > 1:
-            return f"{len(found)} InferenceX GB200 sweeps ran {concurrency} clients"
+
+    def fits(s: Sweep) -> bool:
+        return num_gpus in (None, s.num_gpus)
+
+    found = find_sweep([versions], measured, concurrency, fits)
+    if isinstance(found, Sweep):
+        return found
+    if found:
+        return f"{len(found)} InferenceX GB200 sweeps ran {concurrency} clients"
+    mtp = _TRT_MTP.get((int(row["isl"]), int(row["osl"])), ()) if row["backend"] == "trtllm" else ()
+    found = find_sweep([[("2025-11-05", mtp)]], measured, concurrency, fits)
+    if isinstance(found, Sweep):
+        return found  # only an mtp=on sweep ran it
     gpus = "" if num_gpus is None else f" on {num_gpus} GPUs"
-    if row["backend"] == "trtllm":
-        for s in _TRT_MTP.get((int(row["isl"]), int(row["osl"])), ()):
-            if concurrency in s.concurrencies and num_gpus in (None, s.num_gpus):
-                return (
-                    f"only the mtp=on sweep {s.label} ran {concurrency} clients{gpus} "
-                    "(MTP speculative decoding is not modelled)"
-                )
     return f"no InferenceX GB200 mtp-off sweep ran {concurrency} clients{gpus}"
 
 
@@ -234,7 +197,7 @@ def with_launched_layouts(rows: Sequence[Mapping[str, str]]) -> list[dict[str, s
             if isinstance(sweep, str):
                 row["launch"] = f"unknown: {sweep}"
             else:
-                row |= {"mode": "disagg", "launch": sweep.label}
+                row |= {"mode": "disagg", "launch": sweep.label + (" MTP" if sweep.mtp else "")}
                 row |= sweep.prefill.columns("prefill") | sweep.decode.columns("decode")
                 row |= {"prefill_batch_size": "", "decode_batch_size": ""}
         out.append(row)

@@ -1,0 +1,128 @@
+"""The worker counts of an exported disaggregated AIC row, read from the InferenceX sweep
+that launched it.
+
+The `source_file=` rows leave `{pool}_num_workers` empty and write one worker's GPUs as
+`{pool}_tp_size` (`llmsizer.calibrate.aic_disagg`). Rows whose run is also in the dump take
+its pool columns (`llmsizer.calibrate.aic_twins`); the others are read here as the sweep of
+InferenceX's Dynamo config that ran them: `data/inferencex_sweeps.csv`, every NVIDIA
+multi-node disaggregated config (`dynamo-trt`, `dynamo-sglang`) at each revision of
+`.github/configs/nvidia-master.yaml` that changed it, transcribed by
+`bench/inferencex_sweeps.py` from SemiAnalysisAI/InferenceX (each line names its config and
+commit). A row's sweep (`llmsizer.calibrate.aic_sweeps.find_sweep`):
+
+- **config**: engine (`trtllm` is `dynamo-trt`, `sglang` is `dynamo-sglang`), system
+  (`b200_sxm` is runner `b200`, ...), model (`deepseek-ai/DeepSeek-R1` is prefix `dsr1`, ...),
+  precision (`fp4`, `fp8`) and lengths;
+- **revision**: in force at the row's `measured=` time, else the first later one (a pull
+  request's run), else the newest earlier one;
+- **sweep**: its `conc-list` holds the row's `silicon_concurrency` and its prefill and decode
+  workers have the row's `prefill_tp_size` and `decode_tp_size` GPUs. The rows do not say
+  whether a run used MTP speculative decoding (not modelled): sweeps without it are tried
+  first; a row only an MTP sweep ran (232 of the rows) gets that sweep's pools, its launch
+  label saying `MTP` so reports can tell. Refusing them would refuse 6.5 % of the file, and
+  one worker of each pool is a fleet known to be wrong; their measured TPOT is that of
+  speculative decoding, which a prediction without it overestimates.
+- **several sweeps** of one revision fit (the same clients on workers of the same size, in
+  fleets of different sizes): the smallest fleet (fewest GPUs, then the first listed), the
+  reading closest to the one worker of each pool these rows were priced on before; the
+  launch label says how many fit.
+
+A row no sweep names keeps one worker of each pool (`workers_given` False).
+"""
+
+from __future__ import annotations
+
+import csv
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from functools import cache
+from importlib import resources
+
+from llmsizer.calibrate.aic_sweeps import Pool, Sweep, Versions, clients, find_sweep, measured_at
+from llmsizer.calibrate.aic_twins import workers_given
+
+TABLE = "data/inferencex_sweeps.csv"
+SYSTEMS = {"b200_sxm": "b200", "b300_sxm": "b300", "gb200": "gb200", "gb300": "gb300",
+           "h100_sxm": "h100"}  # fmt: skip
+MODELS = {"deepseek-ai/DeepSeek-R1": "dsr1", "moonshotai/Kimi-K2.5": "kimik2.5",
+          "zhipuai/GLM-5": "glm5"}  # fmt: skip
+Key = tuple[str, str, str, str, int, int]  # engine, system, model prefix, precision, isl, osl
+
+
+def _pool(line: Mapping[str, str], role: str) -> Pool:
+    return Pool(
+        int(line[f"{role}_workers"]),
+        int(line[f"{role}_tp"]),
+        line[f"{role}_dp_attn"] == "1",
+        int(line[f"{role}_ep"]),
+    )
+
+
+@cache
+def inferencex_sweeps() -> dict[Key, list[Versions]]:
+    """The table (module docstring): per config key, each config's sweeps by revision."""
+    configs: dict[Key, dict[str, dict[str, list[Sweep]]]] = defaultdict(dict)
+    text = resources.files("llmsizer.calibrate").joinpath(TABLE).read_text()
+    for line in csv.DictReader(text.splitlines()):
+        key = (line["engine"], line["system"], line["model_prefix"], line["precision"],
+               int(line["isl"]), int(line["osl"]))  # fmt: skip
+        sweep = Sweep(
+            tuple(int(c) for c in line["clients"].split()),
+            _pool(line, "prefill"),
+            _pool(line, "decode"),
+            mtp=line["mtp"] == "1",
+            source=f"{line['config']} @{line['commit']}",
+        )
+        by_since = configs[key].setdefault(line["config"], {})
+        by_since.setdefault(line["since"], []).append(sweep)
+    return {
+        key: [sorted((s, tuple(sw)) for s, sw in by.items()) for by in named.values()]
+        for key, named in configs.items()
+    }
+
+
+def _smallest(found: list[Sweep]) -> Sweep:
+    return min(found, key=lambda s: s.num_gpus)  # min keeps the first of equals
+
+
+def inferencex_sweep(row: Mapping[str, str]) -> Sweep | str:
+    """The sweep that launched an exported row without worker counts (module docstring), or
+    why none can be named."""
+    key = (row["backend"], SYSTEMS.get(row["system"], ""), MODELS.get(row["model_path"], ""),
+           row["precision"], int(row["isl"]), int(row["osl"]))  # fmt: skip
+    configs = inferencex_sweeps().get(key)
+    measured, concurrency = measured_at(row), clients(row)
+    if configs is None or measured is None or concurrency is None:
+        return "no InferenceX config for this engine, system, model, precision and lengths"
+    gpus = (int(row["prefill_tp_size"]), int(row["decode_tp_size"]))
+    for mtp in (False, True):
+
+        def fits(s: Sweep, mtp: bool = mtp) -> bool:
+            return s.mtp == mtp and (s.prefill.gpus, s.decode.gpus) == gpus
+
+        found = find_sweep(configs, measured, concurrency, fits, _smallest)
+        if isinstance(found, Sweep):
+            return found
+    return (
+        f"no InferenceX sweep ran {concurrency} clients on {gpus[0]}-GPU prefill and "
+        f"{gpus[1]}-GPU decode workers"
+    )
+
+
+def with_inferencex_launches(rows: Sequence[Mapping[str, str]]) -> list[dict[str, str]]:
+    """`rows` (file order), each exported disaggregated row still without worker counts
+    (no twin in the dump) given the pool columns of the sweep that launched it and a
+    `launch` key naming it (`MTP` after the layout when only an MTP sweep ran it); a row no
+    sweep names is left as it is."""
+    out = []
+    for r in rows:
+        row = {**r}
+        row.setdefault("launch", "")
+        if r["mode"] == "disagg" and not workers_given(r) and not row["launch"]:
+            sweep = inferencex_sweep(r)
+            if isinstance(sweep, Sweep):
+                mtp = " MTP" if sweep.mtp else ""
+                row |= {"launch": f"{sweep.label}{mtp} ({sweep.source})"}
+                row |= sweep.prefill.columns("prefill") | sweep.decode.columns("decode")
+        out.append(row)
+    return out
