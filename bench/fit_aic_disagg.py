@@ -217,7 +217,9 @@ def section(
         "## Disaggregated rows",
         "",
         f"{len(mapped)} disaggregated runs (`mode: disagg` rows and the InferenceX GB200 "
-        "`agg` rows, `llmsizer.calibrate.aic_launch_gb200`; `llmsizer.calibrate.aic_disagg`; "
+        "`agg` rows, `llmsizer.calibrate.aic_launch_gb200`; exported rows without worker "
+        "counts read as their InferenceX sweep, `llmsizer.calibrate.aic_launches`; "
+        "`llmsizer.calibrate.aic_disagg`; "
         f"`bench/fit_aic_disagg.py`): {len(cases)} mapped"
         + (f" (every {sample}-th simulated)" if sample > 1 else "")
         + f", {len(runs[RUNS[0]])} predicted, {sum(rejected.values())} rejected by the "

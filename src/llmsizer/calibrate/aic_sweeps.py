@@ -29,8 +29,9 @@ from dataclasses import dataclass
 @dataclass(frozen=True, slots=True)
 class Pool:
     """`workers` workers of `gpus` GPUs each; `dep` attention data parallel over them (else
-    tensor parallel); the experts split over `ep` of the `gpus` (all of them by default),
-    each expert tensor parallel over the rest."""
+    tensor parallel); the experts split over `ep` of the `gpus` (all of them by default; an
+    `ep` above `gpus`, as configs whose layout was hardcoded elsewhere wrote it, is all of
+    them), each expert tensor parallel over the rest."""
 
     workers: int
     gpus: int
@@ -40,7 +41,7 @@ class Pool:
     def columns(self, pool: str) -> dict[str, str]:
         """The AIC `{pool}_...` cells of this pool."""
         tp, dp = (1, self.gpus) if self.dep else (self.gpus, 1)
-        ep = self.gpus if self.ep is None else max(self.ep, 1)
+        ep = self.gpus if self.ep is None else min(max(self.ep, 1), self.gpus)
         cells = {"num_workers": self.workers, "tp_size": tp, "pp_size": 1, "attention_dp_size": dp,
                  "moe_tp_size": self.gpus // ep, "moe_ep_size": ep}  # fmt: skip
         return {f"{pool}_{k}": str(v) for k, v in cells.items()}
