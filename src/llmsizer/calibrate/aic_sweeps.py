@@ -9,8 +9,9 @@ the layouts: the launch scripts, transcribed by hand) and `llmsizer.calibrate.ai
 `nvidia-master.yaml` by `bench/inferencex_sweeps.py`). Both are `Versions`: the sweeps of a
 config from each revision on, and `find_sweep` reads them the same way:
 
-1. the sweeps in force at the row's `measured=` time (a date alone: its end) that ran its
-   client count on its GPUs (`fits`);
+1. the sweeps in force at the row's `measured=` time (a date without a time: its end; the
+   export's midnight copies, `T00:00:00.000Z`, are that midnight) that ran its client count
+   on its GPUs (`fits`);
 2. else those of the first later revision that did (InferenceX runs a pull request's sweeps
    before the change reaches `main`; the change is then the revision that holds them);
 3. else the newest earlier one that did.
