@@ -105,8 +105,7 @@ def what_if(rows: list[dict[str, str]], every: int) -> list[str]:
         for metric in ("mean_ttft_ms", "mean_tpot_ms"):
             e = np.array(errors[(group, name, metric)])
             cells.append(
-                f"{np.median(abs(e)):.0f} / {np.percentile(abs(e), 90):.0f} "
-                f"({np.median(e):+.0f})"
+                f"{np.median(abs(e)):.0f} / {np.percentile(abs(e), 90):.0f} ({np.median(e):+.0f})"
             )
         n = len(errors[(group, name, "mean_ttft_ms")])
         lines.append(f"| {group} | {name} | {n} | {cells[0]} | {cells[1]} |")
