@@ -34,12 +34,9 @@ in the engines' wheels and the scripts at the commits named there:
   attention data parallelism (`PyExecutor._schedule`). DeepSeek with attention DP: balancing,
   `attention_dp_config` {enable_balance, timeout_iters 60, batching_wait_iters 0} (same scripts).
 
-TensorRT-LLM's overlap scheduler (`overlap_scheduler`, `llmsizer.sim.batching.overlap`) on every
-TensorRT-LLM row: all ran the PyTorch backend (1.0 and later), whose `disable_overlap_scheduler`
-defaults to False (`TorchLlmArgs`, `llmapi/llm_args.py`); no InferenceX script sets it, and
-AIC's generator writes `disable_overlap_scheduler: false` for aggregated workers
-(`cli/backends/trtllm.py` @ 961028348, `generator/rule_plugin/trtllm.rule` at HEAD).
-
+TensorRT-LLM rows run the overlap scheduler (`overlap_scheduler`): the PyTorch backend's default
+(`disable_overlap_scheduler` False, `llm_args.py`), set by no InferenceX script, false in AIC's
+generated agg configs (`cli/backends/trtllm.py` @ 961028348).
 Memory fractions, each in its engine's meaning (`llmsizer.perf.memory.MemoryRule`): vLLM
 Kimi-K2.5 INT4 `--gpu-memory-utilization 0.95`; SGLang DeepSeek-R1/V3 FP8
 `--mem-fraction-static` 0.82 at TP8 and 0.95 at TP4, NVFP4 0.85, Qwen3.5 0.82, GLM-5 0.85;
@@ -77,7 +74,7 @@ def launch_settings(
     if engine == "sglang" and gpu_memory_bytes >= SGLANG_LARGE_GPU_BYTES:
         settings["max_num_batched_tokens"] = 16384
     if engine == "trtllm":
-        settings["overlap_scheduler"] = True  # docstring: the PyTorch backend's default
+        settings["overlap_scheduler"] = True
     if not inferencex:
         return settings
     family = _family(model)
