@@ -34,9 +34,8 @@ in the engines' wheels and the scripts at the commits named there:
   attention data parallelism (`PyExecutor._schedule`). DeepSeek with attention DP: balancing,
   `attention_dp_config` {enable_balance, timeout_iters 60, batching_wait_iters 0} (same scripts).
 
-TensorRT-LLM rows run the overlap scheduler (`overlap_scheduler`): the PyTorch backend's default
-(`disable_overlap_scheduler` False, `llm_args.py`), set by no InferenceX script, false in AIC's
-generated agg configs (`cli/backends/trtllm.py` @ 961028348).
+TensorRT-LLM rows run the overlap scheduler: the PyTorch backend's default (`llm_args.py`), set by
+no InferenceX script, on in AIC's generated agg configs (`cli/backends/trtllm.py` @ 961028348).
 Memory fractions, each in its engine's meaning (`llmsizer.perf.memory.MemoryRule`): vLLM
 Kimi-K2.5 INT4 `--gpu-memory-utilization 0.95`; SGLang DeepSeek-R1/V3 FP8
 `--mem-fraction-static` 0.82 at TP8 and 0.95 at TP4, NVFP4 0.85, Qwen3.5 0.82, GLM-5 0.85;
