@@ -74,3 +74,16 @@ def test_a_closed_loop_next_request_waits_two_steps_more_on_a_busy_engine() -> N
 def test_off_by_default_and_for_every_preset_but_where_launched() -> None:
     assert not EngineConfig().overlap_scheduler
     assert not EngineConfig(engine="vllm").overlap_scheduler
+
+
+def test_an_engine_whose_only_request_retires_takes_the_next_at_once() -> None:
+    """One seat, two clients: each request waits for the other to finish; with nothing else in
+    flight the retiring request's seat is not counted, so the run never stalls, and every
+    request after the first waits exactly the other's service (Little's law: each of the two
+    clients is served half the time)."""
+    workload = make_workload(8, 4, n=6, concurrency=2)
+    result = make_engine(engine="trtllm", max_num_seqs=1, overlap_scheduler=True).run(workload)
+    records = result.records
+    ttft = records.first_token_s() - records.arrival_s
+    assert ttft[0] == pytest.approx(0.010)
+    assert ttft[1:] == pytest.approx([0.050] * 5)  # 4 steps of the other, then its own
