@@ -12,7 +12,10 @@ Presets (`engine:`) fill the fields a user did not set:
 - `trtllm`: TensorRT-LLM's in-flight batching with the LLM API defaults: context and
   generation in one step, chunked context off, `max_batch_size` 2048, `max_num_tokens` 8192,
   and the GUARANTEED_NO_EVICT capacity policy (KV for prompt plus maximum output reserved at
-  admission, so no preemption), `tokens_per_block` 32.
+  admission, so no preemption), `tokens_per_block` 32. The overlap scheduler
+  (`overlap_scheduler`, on by default in the PyTorch backend since 1.0) is left off here: the
+  TensorRT-LLM tables of `measurements.csv` ran the C++ runtime before it; the AIC rows turn
+  it on as launched (`llmsizer.calibrate.aic_launch`).
 - `sglang`: SGLang's scheduler: a step with new prompt work runs only prompt tokens
   (prefill-first, mixed chunks off), `chunked_prefill_size` 8192, radix prefix cache on,
   retraction (preemption) when KV runs out, page size 1 (`block_size` 1 here is exact but
@@ -147,6 +150,13 @@ class EngineConfig(BaseModel):
         ge=0,
         description="Attention-DP balancing: steps every rank's prompts wait more while every "
         "rank decodes (TensorRT-LLM attention_dp_config.batching_wait_iters, default 10).",
+    )
+    overlap_scheduler: bool = Field(
+        False,
+        description="Continuous batching: step n+1 is scheduled while step n runs "
+        "(TensorRT-LLM's overlap scheduler, disable_overlap_scheduler: false): while requests "
+        "run, a new request joins the second step after the one it arrived in (the third when "
+        "it arrives as a step ends), and a finished request holds its slot one step more.",
     )
     batch_timeout_ms: float = Field(
         50.0, gt=0, description="Dynamic batching: longest wait before a partial batch launches."

@@ -91,6 +91,7 @@ def make_scheduler(cfg: EngineConfig, kv: KVCacheManager) -> Scheduler:
             )
             if cfg.attention_dp_enable_balance
             else None,
+            overlap=cfg.overlap_scheduler,
         )
     timeout = cfg.batch_timeout_ms * MS if cfg.batching == "dynamic" else None
     return StaticScheduler(kv, max_num_seqs=cfg.max_num_seqs, batch_timeout_s=timeout)
@@ -164,7 +165,7 @@ class _Run:
         while until_s is None or now < until_s:
             if next_arrival is not None and next_arrival <= now:
                 for r in arrivals.pop_until(now):
-                    scheduler.add(r)
+                    scheduler.add(r, now)
                 next_arrival = arrivals.next_s()
             if scheduler.decodes_only():
                 now, ran, next_arrival = self._decode_steps(now, until_s, next_arrival, step)

@@ -58,7 +58,8 @@ class Scheduler:
         self.decode_blocks_reserved = False
 
     # -- the engine's view ---------------------------------------------------------------
-    def add(self, r: SimRequest) -> None:
+    def add(self, r: SimRequest, now: float | None = None) -> None:
+        """`r` joins the waiting queue; `now` is the engine's time (the end of the last step)."""
         self.waiting.append(r)
 
     @property

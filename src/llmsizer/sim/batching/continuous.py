@@ -26,6 +26,11 @@ prompts are held until the step would carry r x `max_num_batched_tokens` tokens 
 have been held since the last release; an engine with nothing decoding never waits. Off when
 both are 0.
 
+`overlap` (TensorRT-LLM's overlap scheduler, `llmsizer.sim.batching.overlap`): while requests
+are in flight, a request is admitted at the earliest into the second step after the one it
+arrived in (the third when it arrives as a step ends: a closed loop's next request), and a
+request that finished in a step holds its slot in the next. Off by default.
+
 `attention_dp` (D ranks, timeout T steps, batching wait W steps; TensorRT-LLM's
 `attention_dp_config` with `enable_balance`): the engine stands for D attention data-parallel
 ranks, and new prompts are held until every rank has one, or the timeout
@@ -41,6 +46,7 @@ import numpy as np
 from llmsizer.sim.batch import Batch, PrefillChunk, make_batch
 from llmsizer.sim.batching.attention_dp import AttentionDpBalance
 from llmsizer.sim.batching.base import Scheduler, SchedulerOutput
+from llmsizer.sim.batching.overlap import OverlapAdmission
 from llmsizer.sim.kv_cache import KVCacheManager
 from llmsizer.sim.request import SimRequest
 
@@ -61,8 +67,10 @@ class ContinuousScheduler(Scheduler):
         scheduler_recv_interval: int = 1,
         batch_wait: tuple[int, float] = (0, 0.0),
         attention_dp: tuple[int, int, int] | None = None,
+        overlap: bool = False,
     ) -> None:
         super().__init__(kv, max_num_seqs)
+        self.overlap = OverlapAdmission() if overlap else None
         self.balance: AttentionDpBalance | None = None
         if attention_dp is not None and attention_dp[0] > 1:
             ranks, timeout, wait = attention_dp
@@ -136,16 +144,20 @@ class ContinuousScheduler(Scheduler):
             return True
         return len(self.running) >= self.max_num_seqs and not self.batch_waiting
 
-    def add(self, r: SimRequest) -> None:
-        super().add(r)
+    def add(self, r: SimRequest, now: float | None = None) -> None:
+        super().add(r, now)
         if self.balance is not None:
             self.balance.arrived(r)
+        if self.overlap is not None:
+            self.overlap.arrived(r, self.num_steps, now)
 
     def update(self, out: SchedulerOutput, step_index: int) -> list[SimRequest]:
         done = super().update(out, step_index)
         if self.balance is not None:
             for r in done:
                 self.balance.left(r)
+        if self.overlap is not None:
+            self.overlap.finished(len(done))
         return done
 
     def book_decode_step(self) -> bool:
@@ -159,12 +171,16 @@ class ContinuousScheduler(Scheduler):
         if self.balance is not None:
             for r in done:
                 self.balance.left(r)
+        if self.overlap is not None:
+            self.overlap.finished(len(done))
         return done
 
     def _admit(self, r: SimRequest, now: float) -> None:
         super()._admit(r, now)
         if self.balance is not None:
             self.balance.admitted(r)
+        if self.overlap is not None:
+            self.overlap.admitted(r)
 
     def _preempt_last(self) -> SimRequest:
         r = super()._preempt_last()
@@ -180,6 +196,8 @@ class ContinuousScheduler(Scheduler):
         self.num_steps += num_steps
         if self.recv_interval > 1:
             self._count_decode_step(num_steps)
+        if self.overlap is not None:
+            self.overlap.finished(0)  # quiet steps finish nobody
         super().skip_decode_steps(num_steps, num_blocks)
 
     def _grow_decodes(self) -> None:
@@ -218,7 +236,10 @@ class ContinuousScheduler(Scheduler):
             return out
         if self.balance is not None and self.waiting and self.balance.holds(self.num_steps):
             return out
-        while readable and budget > 0 and len(self.running) < self.max_num_seqs:
+        seats = self.max_num_seqs
+        if self.overlap is not None and self.running:  # an idle executor takes it at once
+            seats -= self.overlap.num_retiring
+        while readable and budget > 0 and len(self.running) < seats:
             r = self.waiting[0]
             k = self._lookup_prefix(r)
             n = self._chunk(r.num_remaining_prefill, budget)
@@ -254,6 +275,8 @@ class ContinuousScheduler(Scheduler):
             return False
         tokens = len(self.decoding.members) + sum([n for _, n in scheduled])
         slots = self.max_num_seqs - len(self.running)
+        if self.overlap is not None and self.running:
+            slots = max(slots - self.overlap.num_retiring, 0)
         admissible = 0
         for r in self.waiting:
             n = self._chunk(r.num_remaining_prefill, budget)
@@ -274,6 +297,8 @@ class ContinuousScheduler(Scheduler):
     def _readable(self) -> int:
         """How many waiting requests (from the front) the scheduler has read by this step
         (module docstring)."""
+        if self.overlap is not None:
+            return self.overlap.num_fetched(self.waiting, self.num_steps, bool(self.running))
         if self.recv_interval <= 1:
             return len(self.waiting)
         if self.read_next or not self.running:
