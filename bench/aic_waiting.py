@@ -13,7 +13,7 @@ engine that serves all c has b = 0. The clients waiting on average, w = c x (TTF
 (TTFT + (osl - 1) x TPOT), are printed beside. `--what-if` simulates every K-th such row
 (`--sample`) as mapped (`llmsizer.calibrate.aic`) and again with `max_num_seqs` c - 1, with
 the shipped factors, and prints the TTFT and TPOT errors of both (docs/aic_measurement.md
-section 10).
+section 11).
 """
 
 from __future__ import annotations
