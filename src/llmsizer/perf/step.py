@@ -87,11 +87,11 @@ def step_terms(c: StepConstants, a: Aggregates, graphs: CudaGraphs | None = None
         (t, sampled, num_prefill, pairs_full, pairs_window, kv_full, kv_window,
          num_decode, keys_full, keys_window) = busiest_rank(a, c.attention_dp_size)  # fmt: skip
     eager = num_prefill > 0
-    run_tokens = tokens  # the experts' tokens, padding included (every rank pads alike)
+    run_tokens = tokens  # the experts' tokens, padding included
     if graphs is not None:
         padded, eager = graphs.run(t, not num_prefill)
-        run_tokens = tokens + (padded - t) * c.attention_dp_size
-        t = padded
+        if padded != t:  # every rank runs the busiest rank's graph
+            run_tokens, t = padded * c.attention_dp_size, padded
     full, windowed = c.full_layers, c.window_layers
     experts_compute_s = experts_memory_s = 0.0
     if c.num_moe_layers:
