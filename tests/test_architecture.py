@@ -80,7 +80,9 @@ BUDGET = {
     # + 160: TensorRT-LLM's attention-DP balancing, its engine fields; + 35: SGLang's
     # recv skipper as it counts (issue 10, trtdp)
     + 120
-    + 195,
+    + 195
+    # + 45: the engine's CUDA-graph fields, vLLM's names (issue 10, cudagraph8)
+    + 45,
     "workload": 1300,
     "bench": 2700,
     "report": 2100,
@@ -91,7 +93,9 @@ BUDGET = {
     # + 40: predict's meter prices decode steps without a Batch, and runs of them at once
     # (issue 13, predict --cases)
     + 40
-    + 40,
+    + 40
+    # + 15: the step model priced as the engine's CUDA graphs run it (issue 10, cudagraph8)
+    + 15,
     "sizing": 3650  # the plan pipeline only; + levers, arrivals, price models (issue 11), ETA
     # + the probe cache and quick plans the studio needs (issue 15); fleet check (issue 12)
     # + 120: the search's parts on a sweep (`search_parts`, issue 13)
@@ -126,7 +130,9 @@ BUDGET = {
     # + 25: split factors tied to their parents in the fit, off by default (issue 10, TPOT)
     + 25
     # + 5: TensorRT-LLM DeepSeek max_num_tokens and SGLang recv intervals by date (issue 10)
-    + 5,
+    + 5
+    # + 50: the CUDA-graph settings each AIC row was launched with (issue 10, cudagraph8)
+    + 50,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run
