@@ -16,8 +16,11 @@ Each row gets count x (the new features - the old) of a step of that shape at no
 
 Rows are mapped again from the calibration file (their specs now carry the launches'
 `cudagraph_*` settings); a row whose spec differs in anything else is left out, so that
-`fit_aic.py --cache NEW.pkl` records it afresh. `--check K` records every K-th kept row again
-and reports the largest relative difference of its features from the converted ones.
+`fit_aic.py --cache NEW.pkl` records it afresh, and so is a row with attention data
+parallelism (its padded experts see every rank's padded batch, which depends on the whole
+batch's size, not only the busiest rank's that the row gives back). `--check K` records
+every K-th kept row again and reports the largest relative difference of its features from
+the converted ones.
 """
 
 from __future__ import annotations
@@ -55,13 +58,11 @@ def _without_graphs(spec: PredictSpec) -> dict[str, object]:
     return data
 
 
-def _shape(tokens: int, prompt: bool, dp: int) -> np.ndarray:
-    """Aggregates of a step at no context whose busiest attention-DP rank runs `tokens`
-    tokens, with prompt work or decoding only."""
-    t = dp * tokens
+def _shape(t: int, prompt: bool) -> np.ndarray:
+    """Aggregates of a step of `t` tokens at no context, with prompt work or decoding only."""
     row = np.zeros(10)
     row[0] = t  # num_tokens
-    row[1] = dp if prompt else t  # num_sampled: one chunk per rank, or every sequence
+    row[1] = 1 if prompt else t  # num_sampled: one chunk, or every sequence
     row[2] = t if prompt else 0  # num_prefill_tokens
     row[7] = 0 if prompt else t  # num_decode_seqs
     return row
@@ -70,15 +71,14 @@ def _shape(tokens: int, prompt: bool, dp: int) -> np.ndarray:
 def regraph(trace: ScheduleTrace, new: StepFeaturizer) -> ScheduleTrace:
     """`trace` (featurised without CUDA graphs) with `new`'s features (module docstring)."""
     old = StepFeaturizer(new.deployment)
-    dp = new.deployment.attention_dp_size
     rows = trace.features
     count = rows[:, STEPS]
-    per_token = old.features(_shape(1, False, dp))[0, _LINEAR]
+    per_token = old.features(_shape(1, False))[0, _LINEAR]
     tokens = np.rint(rows[:, _LINEAR] / np.maximum(count, 1) / per_token).astype(np.int64)
     prompt = rows[:, _EAGER] > 0
     out = rows.copy()
     for t, p in {(int(t), bool(p)) for t, p in zip(tokens, prompt, strict=True)}:
-        shape = _shape(t, p, dp)
+        shape = _shape(t, p)
         delta = new.features(shape)[0] - old.features(shape)[0]
         if np.any(delta):
             mask = (tokens == t) & (prompt == p)
@@ -101,7 +101,11 @@ def main() -> None:
     cases, traces, dropped = [], [], 0
     for case, trace in zip(recorded.cases, recorded.traces, strict=True):
         now = mapped.get(case.row_id)
-        if now is None or _without_graphs(now.spec) != _without_graphs(case.spec):
+        if (
+            now is None
+            or now.spec.attention_dp_size > 1
+            or _without_graphs(now.spec) != _without_graphs(case.spec)
+        ):
             dropped += 1
             continue
         inst = make_instance(now.spec, max_model_len=now.spec.isl + now.spec.osl)
