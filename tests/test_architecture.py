@@ -131,8 +131,9 @@ BUDGET = {
     + 25
     # + 5: TensorRT-LLM DeepSeek max_num_tokens and SGLang recv intervals by date (issue 10)
     + 5
-    # + 50: the CUDA-graph settings each AIC row was launched with (issue 10, cudagraph8)
-    + 50,
+    # + 70: the CUDA-graph settings each AIC row and each measurements.csv row ran with
+    # (issue 10, cudagraph8)
+    + 70,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run
