@@ -83,7 +83,9 @@ BUDGET = {
     # its `EngineConfig` field, the engine's time given to `Scheduler.add` (issue 10, trtfirst8)
     + 120
     + 195
-    + 110,
+    + 110
+    # + 45: the engine's CUDA-graph fields, vLLM's names (issue 10, cudagraph8)
+    + 45,
     "workload": 1300,
     "bench": 2700,
     "report": 2100,
@@ -94,7 +96,9 @@ BUDGET = {
     # + 40: predict's meter prices decode steps without a Batch, and runs of them at once
     # (issue 13, predict --cases)
     + 40
-    + 40,
+    + 40
+    # + 15: the step model priced as the engine's CUDA graphs run it (issue 10, cudagraph8)
+    + 15,
     "sizing": 3650  # the plan pipeline only; + levers, arrivals, price models (issue 11), ETA
     # + the probe cache and quick plans the studio needs (issue 15); fleet check (issue 12)
     # + 120: the search's parts on a sweep (`search_parts`, issue 13)
@@ -133,7 +137,12 @@ BUDGET = {
     # + 230: exported disaggregated rows without worker counts read as the InferenceX sweep
     # that launched them on every NVIDIA system (aic_sweeps: Pool, Sweep and the one lookup
     # the GB200 launch scripts share; aic_launches: the nvidia-master.yaml table, issue 10)
-    + 230,
+    + 230
+    # + 70: the CUDA-graph settings each AIC row and each measurements.csv row ran with
+    # (issue 10, cudagraph8)
+    + 70
+    # + 5: aic_launch's settings joining the overlap scheduler and the CUDA graphs (merge)
+    + 5,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run

@@ -107,3 +107,24 @@ def test_the_count_columns_count_hops_layers_and_steps(tp, pp):
         assert row["step_overhead_s"] == 1
         assert row["layers_overhead_s"] == layers
         assert row["prefill_layers_overhead_s"] == prompt_layers
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
+def test_features_price_padded_and_eager_steps_as_the_step_model(engine):
+    """With an engine's CUDA graphs, re-pricing the features still equals the step model:
+    how a step runs depends on its shape only (`StepFeaturizer`)."""
+    from llmsizer.perf.cuda_graphs import capture_plan
+    from llmsizer.perf.step import StepModel
+
+    rng = random.Random(5)
+    d = make_step_model("mixtral-8x7b", "h100-sxm", "bf16", tensor_parallel_size=2).deployment
+    graphs = capture_plan(
+        engine, max_num_seqs=64, max_num_batched_tokens=8192,
+        gpu_memory_bytes=d.gpu.memory_bytes, tensor_parallel_size=2,
+    )  # fmt: skip
+    featurize = StepFeaturizer(d, graphs)
+    for n in (3, 63, 129, 700):
+        eff = random_factors(rng)
+        for batch in (decode_batch(n, 400), random_batch(rng)):
+            expected = StepModel(d, eff, graphs)(batch)
+            assert float(price(featurize(batch), eff)) == pytest.approx(expected, rel=1e-12)

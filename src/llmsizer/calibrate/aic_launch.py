@@ -43,6 +43,20 @@ TensorRT-LLM DeepSeek-R1/V3 `free_gpu_memory_fraction: 0.8` (the same scripts). 
 launch at 0.9, the default here (vLLM's default, TensorRT-LLM's too).
 
 AIC's own gap-analysis rows (aiperf against AIC-generated launches) keep the engine defaults.
+
+CUDA graphs (`cuda_graph_settings`; the engines' defaults in `llmsizer.perf.cuda_graphs`):
+- vLLM MiniMax-M2.5 `--max-cudagraph-capture-size 2048` (`minimaxm2.5_fp8_b200.sh` @
+  20073baf; vLLM drops sizes above the token budget); Llama-3.3-70B on B200
+  `cudagraph_mode: FULL_DECODE_ONLY` (`70b_fp8_b200_docker.sh` @ c198b20e).
+- SGLang `--cuda-graph-max-bs`: DeepSeek FP8 128 at TP8, 32 at TP4, NVFP4 256
+  (`dsr1_fp{8,4}_b200.sh` @ 20073baf), Qwen3.5 and GLM-5 CONC; taken as at least CONC, as the
+  running cap is (above).
+- TensorRT-LLM `cuda_graph_config: {enable_padding: true, max_batch_size}`: Llama-70B 1024
+  (`70b_fp8_b200_trt_slurm.sh` @ c198b20e), DeepSeek CONC, CONC / DP under attention data
+  parallelism (`dsr1_fp{4,8}_b200_trt.sh` @ 626932a1).
+- AIC's gap rows: its generator captures a dense list up to the batch size, padded
+  (`generator/rule_plugin/*.rule`, `docs/aic_measurement.md` section 2): padding on and the
+  largest size the per-rank client count.
 """
 
 from __future__ import annotations
@@ -74,6 +88,9 @@ def launch_settings(
         settings["max_num_batched_tokens"] = 16384
     if engine == "trtllm":
         settings["overlap_scheduler"] = True
+    settings |= cuda_graph_settings(
+        engine, model, precision, tp, concurrency, inferencex, gpu_memory_bytes, attention_dp
+    )
     if not inferencex:
         return settings
     family = _family(model)
@@ -127,6 +144,37 @@ def launch_settings(
                 balance = {"enable_balance": True, "timeout_iters": 60, "batching_wait_iters": 0}
                 settings.update({f"attention_dp_{k}": v for k, v in balance.items()})
     return settings
+
+
+def cuda_graph_settings(
+    engine: str,
+    model: str,
+    precision: str,
+    tp: int,
+    concurrency: int,
+    inferencex: bool,
+    gpu_memory_bytes: float,
+    attention_dp: int = 1,
+) -> dict[str, Any]:
+    """The `cudagraph_*` overrides for one row (module docstring); empty for the defaults."""
+    per_rank = max(1, concurrency // attention_dp)
+    if not inferencex:
+        padding = {} if engine == "vllm" else {"cudagraph_padding": True}
+        return {"max_cudagraph_capture_size": per_rank, **padding}
+    family, fp8 = _family(model), precision.startswith("fp8")
+    if engine == "vllm" and family == "minimax":
+        return {"max_cudagraph_capture_size": 2048}
+    if engine == "vllm" and family == "llama-70b" and gpu_memory_bytes >= 100 * GB:  # B200
+        return {"cudagraph_mode": "FULL_DECODE_ONLY"}
+    if engine == "sglang" and family == "deepseek":
+        script = (128 if tp >= 8 else 32) if fp8 else 256
+        return {"max_cudagraph_capture_size": max(script, concurrency)}
+    if engine == "sglang" and family in ("qwen3.5", "glm"):
+        return {"max_cudagraph_capture_size": concurrency}
+    if engine == "trtllm" and family in ("llama-70b", "deepseek"):
+        top = 1024 if family == "llama-70b" else per_rank
+        return {"cudagraph_padding": True, "max_cudagraph_capture_size": top}
+    return {}
 
 
 def _family(model: str) -> str:

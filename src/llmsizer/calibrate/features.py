@@ -39,6 +39,7 @@ import numpy as np
 
 from llmsizer.perf.batch_shape import BatchAggregates, BatchLike, aggregate
 from llmsizer.perf.constants import StepConstants, build_constants
+from llmsizer.perf.cuda_graphs import CudaGraphs
 from llmsizer.perf.deployment import Deployment
 from llmsizer.perf.efficiency import EfficiencyFactors
 from llmsizer.perf.step import NUM_ROOFLINE_TERMS, StepTerms, step_terms
@@ -101,9 +102,11 @@ _UNIT = EfficiencyFactors(
 @dataclass(frozen=True, slots=True)
 class StepFeaturizer:
     """`StepFeaturizer(d)(batch)`: the batch's feature row (module docstring): seconds at
-    100 % of peak and counts."""
+    100 % of peak and counts, the steps run as `cuda_graphs` says (`StepModel`'s; how a step
+    runs depends on its shape only, so a group of one shape shares it)."""
 
     deployment: Deployment
+    cuda_graphs: CudaGraphs | None = None
     _unit: StepConstants = field(init=False, repr=False, compare=False)
     _to_features: np.ndarray = field(init=False, repr=False, compare=False)
 
@@ -129,7 +132,8 @@ class StepFeaturizer:
 
     def features(self, aggregates: np.ndarray) -> np.ndarray:
         """Feature rows of aggregate rows (steps x NUM_AGGREGATES, means allowed)."""
-        rows = [step_terms(self._unit, _shaped(values)) for values in np.atleast_2d(aggregates)]
+        c, graphs = self._unit, self.cuda_graphs
+        rows = [step_terms(c, _shaped(values), graphs) for values in np.atleast_2d(aggregates)]
         return np.array(rows, dtype=np.float64).reshape(-1, NUM_FEATURES) * self._to_features
 
     def __call__(self, batch: BatchLike) -> np.ndarray:

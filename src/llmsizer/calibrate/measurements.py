@@ -22,6 +22,7 @@ from llmsizer.perf.memory import (
     activation_bytes_per_gpu,
     weight_bytes_per_gpu,
 )
+from llmsizer.sim.config import PRESETS
 from llmsizer.specs import get_gpu, get_model
 
 
@@ -169,12 +170,15 @@ def _map(row: Mapping[str, str]) -> tuple[PredictSpec, dict[str, float]]:
     if not measured:
         raise _Skip("no metric comparable (lengths or throughput definition missing)")
     if scenario.startswith("offline"):
-        spec = _bench_spec(base, _need(osl))
+        spec = _bench_spec(base, _need(osl), row["engine"])
     elif scenario.startswith("online"):
         measured.pop("request_throughput", None)  # rounded to whole req/s; tok/s is kept
         qps = row["request_rate_qps"].strip().upper()
         load = {"offline": True} if qps == "INF" else {"request_rate": _float(qps)}
-        spec = PredictSpec(**base, osl=_need(osl), num_requests=_ONLINE_NUM_REQUESTS, **load)
+        spec = PredictSpec.model_validate(
+            {**base, "osl": _need(osl), "num_requests": _ONLINE_NUM_REQUESTS, **load}
+            | _cuda_graphs(row["engine"], PRESETS[base["engine"]]["max_num_seqs"])
+        )
     else:
         batch = 1 if batch1 else _int(row["batch_size"])
         if batch is None:
@@ -189,6 +193,7 @@ def _map(row: Mapping[str, str]) -> tuple[PredictSpec, dict[str, float]]:
                 "max_num_seqs": batch,
                 "max_num_batched_tokens": isl if batch == 1 else max(8192, isl + batch),
                 "gpu_memory_utilization": 0.95,
+                **_cuda_graphs(row["engine"], batch),
             }
         )
     try:
@@ -247,7 +252,20 @@ def _gpu(text: str) -> str:
         raise _Skip("GPU not in the catalog") from e
 
 
-def _bench_spec(base: dict[str, Any], osl: int) -> PredictSpec:
+def _cuda_graphs(engine: str, max_num_seqs: int) -> dict[str, Any]:
+    """How the rows' engines ran decode steps (`llmsizer.perf.cuda_graphs`): trtllm-bench on
+    the PyTorch backend pads CUDA graphs up to the engine's batch size (`get_settings` in
+    `tensorrt_llm/bench/benchmark/utils/general.py`: `cuda_graph_padding_enabled`,
+    `cuda_graph_max_batch_size = max_batch_size`); a TensorRT engine (the 0.x rows) runs every
+    batch size as built, neither padded nor launched eagerly (mode FULL_DECODE_ONLY, every size
+    "captured": the step cost before CUDA graphs were modelled)."""
+    if "PyTorch backend" in engine:
+        return {"cudagraph_padding": True, "max_cudagraph_capture_size": max_num_seqs}
+    every = tuple(range(1, max_num_seqs + 1))
+    return {"cudagraph_mode": "FULL_DECODE_ONLY", "cudagraph_capture_sizes": every}
+
+
+def _bench_spec(base: dict[str, Any], osl: int, engine: str) -> PredictSpec:
     isl = base["isl"]
     num = TRTLLM_BENCH_NUM_REQUESTS.get((isl, osl))
     if num is None:
@@ -265,6 +283,7 @@ def _bench_spec(base: dict[str, Any], osl: int) -> PredictSpec:
             "max_num_seqs": max_seqs,
             "max_num_batched_tokens": max_tokens,
             "gpu_memory_utilization": utilization,
+            **_cuda_graphs(engine, max_seqs),
         }
     )
 

@@ -12,6 +12,10 @@ Attention data parallelism (`attention_dp_size` D) is simulated as one engine fo
 ranks: the engine settings are each rank's (its `max_num_seqs`, `max_num_batched_tokens`
 and KV blocks, as each rank's scheduler has them), so the engine gets D times each, and the
 step model prices the busiest rank's share of every batch (`llmsizer.perf.step`).
+
+The step model runs steps as the engine's CUDA graphs do (`llmsizer.perf.cuda_graphs`, from
+the engine config's `cudagraph_*` fields and the preset's defaults): padded to captured sizes,
+or eager past them.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from dataclasses import dataclass
 from llmsizer.instance.deployment import DeploymentSpec
 from llmsizer.perf import Deployment, EfficiencyFactors, MemoryPlan, StepModel, plan_memory
 from llmsizer.perf.calibrated import calibrated_efficiency, packaged_calibration
+from llmsizer.perf.cuda_graphs import capture_plan
 from llmsizer.perf.memory import ENGINE_MEMORY_RULES, MemoryRule
 from llmsizer.perf.sparsity import StructuredSparsity
 from llmsizer.sim import Engine, EngineConfig, StepCost
@@ -105,13 +110,24 @@ def make_instance(
         max_model_len=max_model_len,
         rule=ENGINE_MEMORY_RULES.get(spec.preset, MemoryRule.TOTAL),
     )
+    graphs = capture_plan(
+        spec.preset,
+        mode=engine.cudagraph_mode,
+        capture_sizes=engine.cudagraph_capture_sizes,
+        max_capture_size=engine.max_cudagraph_capture_size,
+        padding=engine.cudagraph_padding,
+        max_num_seqs=engine.max_num_seqs,
+        max_num_batched_tokens=engine.max_num_batched_tokens,
+        gpu_memory_bytes=deployment.gpu.memory_bytes,
+        tensor_parallel_size=spec.tensor_parallel_size,
+    )  # one rank's settings: before `_all_ranks`
     if engine.num_gpu_blocks is None:
         engine = engine.model_copy(update={"num_gpu_blocks": memory.num_kv_blocks})
     if spec.attention_dp_size > 1:  # every rank's settings (module docstring)
         engine = _all_ranks(engine, spec.attention_dp_size)
     if efficiency is None:
         efficiency = calibrated_efficiency(spec.preset, deployment.gpu.architecture)
-    step = StepModel(deployment, efficiency)
+    step = StepModel(deployment, efficiency, graphs)
     return Instance(spec=spec, step=step, memory=memory, engine=engine)
 
 

@@ -28,10 +28,12 @@ calibration set by `bench/validate_perf.py --fit`. The priors:
 - `layer_overhead_s` 50 us: a decode layer runs ~12 kernels (4 GEMMs, attention, norms,
   rotary, activation, residuals, all-reduces), each with a few microseconds of launch gap,
   ramp-up and tail that no byte count captures.
-- `prefill_layer_overhead_s` 0: engines replay decode-only steps from captured CUDA graphs
-  (TensorRT-LLM, vLLM, SGLang) but launch a step with prompt work kernel by kernel, adding
-  a few microseconds per kernel (~15 a layer) that `layer_overhead_s` does not hold. The
-  prior leaves it out; the calibration fits it (it shows in TTFT at low load).
+- `prefill_layer_overhead_s` 0: the eager launch of a layer. Engines replay decode-only steps
+  from captured CUDA graphs (TensorRT-LLM, vLLM, SGLang) but launch a step with prompt work
+  kernel by kernel (vLLM: attention between graphed pieces), adding a few microseconds per
+  kernel (~15 a layer) that `layer_overhead_s` does not hold; so does a decode step past the
+  largest captured size, or of a size not captured without padding (`perf.cuda_graphs`).
+  The prior leaves it out; the calibration fits it (it shows in TTFT at low load).
 - `step_overhead_s`: vLLM 0.5 ms, TensorRT-LLM 0.3 ms, SGLang 0.4 ms: scheduling, input
   preparation and sampling on the host per step; TensorRT-LLM's C++ runtime is leanest.
 - Kinds of work whose kernels differ from the dense GEMMs and prefill attention, each with

@@ -17,7 +17,10 @@ sample a token, one GPU of a tensor-parallel group spends, over all layers:
                    busiest rank's (`batch_shape.busiest_rank`: ceil(n / D) of the requests);
                    the experts see all T tokens; collectives in `perf.constants`
     overhead       step_overhead + L * layer_overhead (+ L * prefill_layer_overhead when
-                   the step has prompt work: it is launched eagerly, not from a CUDA graph)
+                   the step is launched eagerly, not from a full CUDA graph: `cuda_graphs`)
+    CUDA graphs    a graphed step runs the layers' parts (not attention, not the output
+                   projection) at its padded token count; without a `CudaGraphs`, decode-only
+                   steps are graphed unpadded and steps with prompt work are eager
 
 F, B, F_att, B_att are datasheet peaks times `EfficiencyFactors` (the experts and decode
 attention at fractions of their own where the factors split them: `SPLIT_FROM`); w is bytes
@@ -49,7 +52,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
 import numpy as np
 
@@ -62,72 +64,34 @@ from llmsizer.perf.batch_shape import (
     decode_batch,
 )
 from llmsizer.perf.constants import StepConstants, build_constants
+from llmsizer.perf.cuda_graphs import CudaGraphs
 from llmsizer.perf.decode_step import DecodeAttention, DecodeStep, decode_run
 from llmsizer.perf.deployment import Deployment
 from llmsizer.perf.efficiency import EfficiencyFactors, default_efficiency
-from llmsizer.perf.roofline import Bound, PartCost, StepBreakdown
-
-# roofline part -> the StepConstants rates its compute time and its memory time are at
-PART_RATES: dict[str, tuple[str, str]] = {
-    "linear": ("linear_flops_per_s", "gemm_bytes_per_s"),
-    "experts": ("experts_flops_per_s", "experts_bytes_per_s"),
-    "lm_head": ("lm_head_flops_per_s", "gemm_bytes_per_s"),
-    "prefill_attention": ("attention_flops_per_s", "attention_bytes_per_s"),
-    "decode_attention": ("decode_attention_flops_per_s", "attention_bytes_per_s"),
-}
-ROOFLINE_PARTS = tuple(PART_RATES)
+from llmsizer.perf.parts import stage_interval_s, step_parts
+from llmsizer.perf.roofline import StepBreakdown
+from llmsizer.perf.terms import ELEMENTWISE, NO_STEP, PART_RATES, StepTerms, Terms
+from llmsizer.perf.terms import NUM_ROOFLINE_TERMS as NUM_ROOFLINE_TERMS  # re-exported
+from llmsizer.perf.terms import ROOFLINE_PARTS as ROOFLINE_PARTS
 
 
-class StepTerms(NamedTuple):
-    """The names of the terms `step_terms` returns, in order: seconds at the rates of the
-    `StepConstants` they were computed with, per GPU (module docstring).
-
-    The first ten are (compute, memory) pairs of the `ROOFLINE_PARTS`, over all layers; a
-    part takes the longer of the two. The collectives' terms are per operation, link time
-    and hop latency; a step runs `num_allreduces` all-reduces and `num_pipeline_sends`
-    sends. The overheads: the host's per step, the launch gaps of all layers, and the eager
-    launch of all layers in a step with prompt work (zero without).
-    """
-
-    linear_compute_s: float
-    linear_memory_s: float
-    experts_compute_s: float
-    experts_memory_s: float
-    lm_head_compute_s: float
-    lm_head_memory_s: float
-    prefill_attention_compute_s: float
-    prefill_attention_memory_s: float
-    decode_attention_compute_s: float
-    decode_attention_memory_s: float
-    elementwise_s: float
-    allreduce_link_s: float
-    allreduce_latency_s: float
-    send_link_s: float
-    send_latency_s: float
-    step_overhead_s: float
-    layers_overhead_s: float
-    prefill_layers_overhead_s: float
-
-
-# The formula's values travel as plain tuples, named by `BatchAggregates` and `StepTerms`:
-# building and unpacking a tuple subclass instead costs ~0.2 us each (a call is ~1.5 us).
-Terms = tuple[float, ...]
-NUM_ROOFLINE_TERMS = 2 * len(ROOFLINE_PARTS)
-_NO_STEP: Terms = (0.0,) * len(StepTerms._fields)
-_ELEMENTWISE = StepTerms._fields.index("elementwise_s")
-
-
-def step_terms(c: StepConstants, a: Aggregates) -> Terms:
-    """The terms (`StepTerms` order) of the step whose `BatchAggregates` are `a`; all zero
-    for an empty batch (no step runs)."""
+def step_terms(c: StepConstants, a: Aggregates, graphs: CudaGraphs | None = None) -> Terms:
+    """The terms (`StepTerms` order) of the step whose `BatchAggregates` are `a`, run as
+    `graphs` says (padded, eager: module docstring); all zero for an empty batch."""
     (t, sampled, num_prefill, pairs_full, pairs_window, kv_full, kv_window,
      num_decode, keys_full, keys_window) = a  # fmt: skip
     if t == 0:
-        return _NO_STEP
+        return NO_STEP
     tokens = t  # the experts run on every attention data-parallel rank's tokens
     if c.attention_dp_size > 1:  # the rest is the busiest rank's
         (t, sampled, num_prefill, pairs_full, pairs_window, kv_full, kv_window,
          num_decode, keys_full, keys_window) = busiest_rank(a, c.attention_dp_size)  # fmt: skip
+    eager = num_prefill > 0
+    run_tokens = tokens  # the experts' tokens, padding included
+    if graphs is not None:
+        padded, eager = graphs.run(t, not num_prefill)
+        if padded != t:  # every rank runs the busiest rank's graph
+            run_tokens, t = padded * c.attention_dp_size, padded
     full, windowed = c.full_layers, c.window_layers
     experts_compute_s = experts_memory_s = 0.0
     if c.num_moe_layers:
@@ -137,13 +101,14 @@ def step_terms(c: StepConstants, a: Aggregates) -> Terms:
             n, hit = c.experts_per_rank, touched / c.num_experts
             touched = min(n, n * hit + c.expert_max_z * math.sqrt(n * hit * (1.0 - hit)))
         experts_compute_s = c.num_moe_layers * (
-            tokens * c.expert_flops_per_token / c.experts_flops_per_s
+            run_tokens * c.expert_flops_per_token / c.experts_flops_per_s
         )
         experts_memory_s = c.num_moe_layers * (
-            (touched * c.expert_weight_bytes + tokens * c.expert_act_bytes_per_token)
+            (touched * c.expert_weight_bytes + run_tokens * c.expert_act_bytes_per_token)
             / c.experts_bytes_per_s
         )
-    prefill_compute_s = prefill_memory_s = prefill_overhead_s = 0.0
+    prefill_compute_s = prefill_memory_s = 0.0
+    prefill_overhead_s = c.prefill_layers_overhead_s if eager else 0.0
     if num_prefill:
         pairs = full * pairs_full + windowed * pairs_window
         kv_read = full * kv_full + windowed * kv_window
@@ -151,7 +116,6 @@ def step_terms(c: StepConstants, a: Aggregates) -> Terms:
         prefill_memory_s = (
             kv_read * c.kv_bytes_per_token_per_layer + num_prefill * c.attention_act_bytes_per_token
         ) / c.attention_bytes_per_s
-        prefill_overhead_s = c.prefill_layers_overhead_s
     decode_compute_s = decode_memory_s = 0.0
     if num_decode:
         keys = full * keys_full + windowed * keys_window
@@ -203,30 +167,15 @@ def step_time_s(c: StepConstants, terms: Terms) -> float:
     return layer_work + lm_head_s + communication + (step_s + layers_s)
 
 
-def stage_interval_s(c: StepConstants, t: StepTerms) -> float:
-    """The slowest pipeline stage's time: its share (`stage_fraction`) of the per-layer
-    work, plus the output projection, one activation send and the host's step overhead."""
-    layers_s = (
-        max(t.linear_compute_s, t.linear_memory_s)
-        + max(t.experts_compute_s, t.experts_memory_s)
-        + max(t.prefill_attention_compute_s, t.prefill_attention_memory_s)
-        + max(t.decode_attention_compute_s, t.decode_attention_memory_s)
-        + t.elementwise_s
-        + c.num_allreduces * (t.allreduce_latency_s + t.allreduce_link_s)
-        + t.layers_overhead_s
-        + t.prefill_layers_overhead_s
-    )
-    one_send_s = t.send_latency_s + t.send_link_s if c.num_pipeline_sends else 0.0
-    lm_head_s = max(t.lm_head_compute_s, t.lm_head_memory_s)
-    return layers_s * c.stage_fraction + lm_head_s + one_send_s + t.step_overhead_s
-
-
 @dataclass(frozen=True, slots=True)
 class StepModel:
-    """A `StepCost`: `StepModel(deployment)(batch)` is the step's time in seconds."""
+    """A `StepCost`: `StepModel(deployment)(batch)` is the step's time in seconds; with
+    `cuda_graphs`, steps padded to captured sizes or launched eagerly (module docstring).
+    FLOPs and bytes (`measure`, `breakdown`) count the real tokens, not the padding."""
 
     deployment: Deployment
     efficiency: EfficiencyFactors = field(default_factory=default_efficiency)
+    cuda_graphs: CudaGraphs | None = None
     constants: StepConstants = field(init=False, repr=False, compare=False)
     part_rates: tuple[tuple[float, float], ...] = field(init=False, repr=False, compare=False)
     # decode-only steps by number of sequences: everything but their attention (a cache)
@@ -243,10 +192,12 @@ class StepModel:
         object.__setattr__(self, "_decode", {})
         object.__setattr__(self, "_attention", DecodeAttention(c))
 
-    def __reduce__(self) -> tuple[type[StepModel], tuple[Deployment, EfficiencyFactors]]:
+    def __reduce__(
+        self,
+    ) -> tuple[type[StepModel], tuple[Deployment, EfficiencyFactors, CudaGraphs | None]]:
         """Pickled by its fields, the rest rebuilt: a compiled build's frozen dataclass
         cannot be unpickled attribute by attribute (`setup.py`)."""
-        return (StepModel, (self.deployment, self.efficiency))
+        return (StepModel, (self.deployment, self.efficiency, self.cuda_graphs))
 
     def __call__(self, batch: BatchLike) -> float:
         """Seconds for one step over `batch` (latency through all pipeline stages)."""
@@ -254,7 +205,7 @@ class StepModel:
         if n and not batch.prefill_chunks:  # decode only: most steps
             return self.decode_step_s(n, batch.num_decode_context_tokens)
         c = self.constants
-        return step_time_s(c, step_terms(c, aggregate(batch, c.window)))
+        return step_time_s(c, step_terms(c, aggregate(batch, c.window), self.cuda_graphs))
 
     def decode_step_s(self, num_decode_seqs: int, num_decode_context_tokens: int) -> float:
         """`self(batch)` for a batch of `num_decode_seqs` > 0 decoding sequences reading
@@ -273,14 +224,15 @@ class StepModel:
         decode-only step costs the same to the bit (tested) in a third of the time."""
         c = self.constants
         no_context = aggregate(decode_batch(n, 0), c.window)
+        graphs = self.cuda_graphs
         (lin_c, lin_m, exp_c, exp_m, head_c, head_m, pre_c, pre_m, _, _,
          elementwise_s, ar_link_s, ar_latency_s, send_link_s, send_latency_s,
-         step_s, layers_s, prefill_layers_s) = step_terms(c, no_context)  # fmt: skip
-        terms = (lin_c, lin_m, exp_c, exp_m, head_c, head_m, pre_c, pre_m)
+         step_s, layers_s, prefill_layers_s) = step_terms(c, no_context, graphs)  # fmt: skip
+        work = step_terms(c, no_context)  # the real tokens' work, for MFU and MBU
         flops = memory = 0.0
         for i, (flops_per_s, bytes_per_s) in enumerate(self.part_rates[:4]):
-            flops += terms[2 * i] * flops_per_s
-            memory += terms[2 * i + 1] * bytes_per_s
+            flops += work[2 * i] * flops_per_s
+            memory += work[2 * i + 1] * bytes_per_s
         d = DecodeStep(
             layers_before_s=(lin_c if lin_c >= lin_m else lin_m)
             + (exp_c if exp_c >= exp_m else exp_m)
@@ -293,7 +245,7 @@ class StepModel:
             overhead_s=step_s + layers_s,
             flops_before=flops,
             bytes_before=memory,
-            elementwise_bytes=elementwise_s * c.gemm_bytes_per_s,
+            elementwise_bytes=work[ELEMENTWISE] * c.gemm_bytes_per_s,
         )
         self._decode[n] = d
         return d
@@ -314,12 +266,15 @@ class StepModel:
         n = batch.num_decode_seqs
         if n and not batch.prefill_chunks:  # decode only, as in `__call__`
             return self.measure_decode(n, batch.num_decode_context_tokens)
-        terms = step_terms(c, aggregate(batch, c.window))
+        a = aggregate(batch, c.window)
+        terms = work = step_terms(c, a)  # the real tokens' work, for MFU and MBU
+        if self.cuda_graphs is not None:
+            terms = step_terms(c, a, self.cuda_graphs)
         flops = memory = 0.0
         for i, (flops_per_s, bytes_per_s) in enumerate(self.part_rates):
-            flops += terms[2 * i] * flops_per_s
-            memory += terms[2 * i + 1] * bytes_per_s
-        memory += terms[_ELEMENTWISE] * c.gemm_bytes_per_s
+            flops += work[2 * i] * flops_per_s
+            memory += work[2 * i + 1] * bytes_per_s
+        memory += work[ELEMENTWISE] * c.gemm_bytes_per_s
         return step_time_s(c, terms), flops, memory
 
     def measure_decode(
@@ -358,43 +313,7 @@ class StepModel:
         a = BatchAggregates._make(aggregate(batch, c.window))
         if a.num_tokens == 0:
             return StepBreakdown(0.0, 0.0, (), 0)
-        terms = StepTerms._make(step_terms(c, a))
-        return StepBreakdown(
-            step_time_s(c, terms), stage_interval_s(c, terms), _parts(c, a, terms), a.num_tokens
-        )
-
-
-def _parts(c: StepConstants, a: BatchAggregates, t: StepTerms) -> tuple[PartCost, ...]:
-    """The step's parts in the order they run; parts a step cannot have are left out
-    (experts without MoE layers, prefill attention without prompt work, decode attention
-    without decoding sequences)."""
-    layer_parts = [_roofline_part(c, t, "linear")]
-    if c.num_moe_layers:
-        layer_parts.append(_roofline_part(c, t, "experts"))
-    if a.num_prefill_tokens:
-        layer_parts.append(_roofline_part(c, t, "prefill_attention"))
-    if a.num_decode_seqs:
-        layer_parts.append(_roofline_part(c, t, "decode_attention"))
-    elementwise_bytes = t.elementwise_s * c.gemm_bytes_per_s
-    allreduce_s = c.num_allreduces * (t.allreduce_latency_s + t.allreduce_link_s)
-    send_s = c.num_pipeline_sends * (t.send_latency_s + t.send_link_s)
-    overhead_s = (t.step_overhead_s + t.layers_overhead_s) + t.prefill_layers_overhead_s
-    return (
-        *layer_parts,
-        PartCost("elementwise", t.elementwise_s, 0.0, elementwise_bytes, Bound.MEMORY),
-        PartCost("allreduce", allreduce_s, 0.0, 0.0, Bound.COMMUNICATION),
-        _roofline_part(c, t, "lm_head"),
-        PartCost("pipeline_send", send_s, 0.0, 0.0, Bound.COMMUNICATION),
-        PartCost("overhead", overhead_s, 0.0, 0.0, Bound.OVERHEAD),
-    )
-
-
-def _roofline_part(c: StepConstants, t: StepTerms, name: str) -> PartCost:
-    """A roofline part from its two terms: its work is each time at its rate."""
-    i = 2 * ROOFLINE_PARTS.index(name)
-    compute_s, memory_s = t[i], t[i + 1]
-    flops_rate, bytes_rate = PART_RATES[name]
-    flops = compute_s * getattr(c, flops_rate)
-    bytes_ = memory_s * getattr(c, bytes_rate)
-    bound = Bound.COMPUTE if compute_s >= memory_s else Bound.MEMORY
-    return PartCost(name, max(compute_s, memory_s), flops, bytes_, bound)
+        terms = StepTerms._make(step_terms(c, a, self.cuda_graphs))
+        work = StepTerms._make(step_terms(c, a))
+        parts = step_parts(c, a, terms, work)
+        return StepBreakdown(step_time_s(c, terms), stage_interval_s(c, terms), parts, a.num_tokens)

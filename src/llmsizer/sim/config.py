@@ -21,15 +21,22 @@ Presets (`engine:`) fill the fields a user did not set:
   retraction (preemption) when KV runs out, page size 1 (`block_size` 1 here is exact but
   slower; 16 is used as an accounting granularity), `max_running_requests` left to memory
   (1024 here).
+
+CUDA graphs (`cudagraph_*` fields, resolved per engine by `llmsizer.perf.cuda_graphs`, which
+cites each engine's code): vLLM `FULL_AND_PIECEWISE` over its default sizes (up to
+min(2 x max_num_seqs, 512)); SGLang and TensorRT-LLM graph decode-only batches, SGLang padded
+up to `--cuda-graph-max-bs` (by GPU memory and TP), TensorRT-LLM unpadded up to 128
+(`cuda_graph_config` defaults).
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 EngineName = Literal["vllm", "trtllm", "sglang"]
+CudaGraphMode = Literal["NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE"]
 
 PRESETS: dict[str, dict[str, Any]] = {
     "vllm": {
@@ -158,6 +165,31 @@ class EngineConfig(BaseModel):
         "run, a new request joins the second step after the one it arrived in (the third when "
         "it arrives as a step ends), and a finished request holds its slot one step more.",
     )
+    cudagraph_mode: CudaGraphMode | None = Field(
+        None,
+        description="Which steps replay CUDA graphs (vLLM CompilationConfig.cudagraph_mode): "
+        "FULL_AND_PIECEWISE (vLLM's default), FULL_DECODE_ONLY (SGLang's and TensorRT-LLM's: "
+        "decode-only batches), FULL, PIECEWISE, or NONE (eager); unset: the engine's.",
+    )
+    cudagraph_capture_sizes: tuple[int, ...] | None = Field(
+        None,
+        description="Batch sizes (tokens) captured as CUDA graphs (vLLM "
+        "cudagraph_capture_sizes, SGLang --cuda-graph-bs, TensorRT-LLM "
+        "cuda_graph_config.batch_sizes); unset: the engine's default list.",
+    )
+    max_cudagraph_capture_size: int | None = Field(
+        None,
+        ge=1,
+        description="Largest captured size (vLLM max_cudagraph_capture_size, SGLang "
+        "--cuda-graph-max-bs, TensorRT-LLM cuda_graph_config.max_batch_size); larger steps "
+        "run eagerly; unset: the engine's default.",
+    )
+    cudagraph_padding: bool | None = Field(
+        None,
+        description="Pad a batch up to the next captured size (TensorRT-LLM "
+        "cuda_graph_config.enable_padding; SGLang unless --disable-cuda-graph-padding; vLLM "
+        "always); false: a size not captured runs eagerly; unset: the engine's.",
+    )
     batch_timeout_ms: float = Field(
         50.0, gt=0, description="Dynamic batching: longest wait before a partial batch launches."
     )
@@ -170,11 +202,24 @@ class EngineConfig(BaseModel):
             return {**PRESETS[data["engine"]], **{k: v for k, v in data.items() if v is not None}}
         return data
 
+    @field_validator("cudagraph_capture_sizes")
+    @classmethod
+    def _positive_sizes(cls, sizes: tuple[int, ...] | None) -> tuple[int, ...] | None:
+        if sizes is not None and (not sizes or min(sizes) < 1):
+            raise ValueError(f"cudagraph_capture_sizes {list(sizes)} must be positive sizes")
+        return None if sizes is None else tuple(sorted(set(sizes)))
+
     @model_validator(mode="after")
     def _check_budget(self) -> EngineConfig:
         if self.batching == "continuous" and self.max_num_batched_tokens < self.max_num_seqs:
             raise ValueError(
                 f"max_num_batched_tokens ({self.max_num_batched_tokens}) must be >= "
                 f"max_num_seqs ({self.max_num_seqs}) so every running request can decode"
+            )
+        sizes, top = self.cudagraph_capture_sizes, self.max_cudagraph_capture_size
+        if sizes and top is not None and max(sizes) != top:
+            raise ValueError(
+                f"max_cudagraph_capture_size ({top}) must equal the largest of "
+                f"cudagraph_capture_sizes ({max(sizes)}) when both are set"
             )
         return self

@@ -1,0 +1,50 @@
+"""`bench/regraph_cache.py`: a schedule recorded before CUDA graphs were priced, converted,
+has the features a fresh recording has (a closed loop's schedule does not change)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+
+from llmsizer.calibrate import record
+from llmsizer.calibrate.features import StepFeaturizer
+from llmsizer.instance import PredictSpec, make_instance
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+
+def _regraph_module(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    monkeypatch.syspath_prepend(str(BENCH))  # it imports its neighbour validate_aic
+    spec = importlib.util.spec_from_file_location("regraph_cache", BENCH / "regraph_cache.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "regraph_cache", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize(("engine", "concurrency"), [("vllm", 21), ("trtllm", 45)])
+def test_a_converted_trace_equals_a_fresh_recording(
+    engine: str, concurrency: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    regraph = _regraph_module(monkeypatch).regraph
+    spec = PredictSpec.model_validate(
+        {
+            "model": "llama-3.1-8b", "gpu": "h100-sxm", "engine": engine, "isl": 300,
+            "osl": 40, "concurrency": concurrency, "num_requests": 3 * concurrency,
+            "length_ratio": 0.8, "cudagraph_padding": True,
+        }
+    )  # fmt: skip
+    fresh = record.record_trace(spec)
+    with monkeypatch.context() as m:  # recorded as before: features without the graphs
+        m.setattr(record, "StepFeaturizer", lambda d, graphs=None: StepFeaturizer(d))
+        old = record.record_trace(spec)
+    inst = make_instance(spec, max_model_len=spec.isl + spec.osl)
+    converted = regraph(old, StepFeaturizer(inst.deployment, inst.step.cuda_graphs))
+    assert not np.allclose(old.features, fresh.features)  # the graphs changed something
+    np.testing.assert_allclose(converted.features, fresh.features, rtol=1e-9, atol=1e-15)
