@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -87,8 +88,13 @@ def plan(
         ),
     ] = None,
     workers: Annotated[
-        int, Opt(min=1, help="Local processes for the searches (one per GPU at most).")
-    ] = 1,
+        int | None,
+        Opt(
+            min=1,
+            help="Local processes for the searches (per GPU, per lever group) and the "
+            "uncertainty band; default: the CPUs this process may use; 1: in this process.",
+        ),
+    ] = None,
     ray: RayFlag = False,
     ray_address: RayAddress = None,
     disaggregated: Annotated[str | None, Opt(help=field_help(DisaggregatedSpec, "mode"))] = None,
@@ -122,6 +128,7 @@ def plan(
         ratio=pd_ratio,
     )
     efficiency = load_efficiency(calibration)
+    workers = usable_cpus() if workers is None else workers
     with progress_bar("sizing") as progress, sweep_for(workers, ray, ray_address) as sweep:
         result = run_plan(usecase, efficiency=efficiency, progress=progress, sweep=sweep)
     data = plan_data(result)
@@ -137,6 +144,16 @@ def plan(
         report = import_extra("llmsizer.report.plan_html", "plots", "plan --html")  # plotly
         write_atomic(html, report.plan_html(data))
         err.print(f"wrote {html}", highlight=False)
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask: a container's or `taskset`'s
+    share, not the machine's count), at least 1: `plan`'s default workers. Forked workers
+    start with the catalogs loaded, and the plan is the same on any number (issue 13)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
 
 
 def _fleet_check(result: PlanResult, router: str, calibration: Path | None) -> dict[str, Any]:

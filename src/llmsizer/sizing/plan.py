@@ -105,7 +105,7 @@ def plan(
     notes = tuple(usecase.candidates.fallback_notes(usecase.model))
     result = dataclasses.replace(result, notes=notes)
     if not quick:
-        result = _with_band_and_timeline(result, space, priced, probes)
+        result = _with_band_and_timeline(result, space, priced, probes, sweep)
         if progress is not None:  # a checkpoint: a caller may stop here (the studio's cancel)
             progress(len(space.configs), len(space.configs))
         levers = _levers(usecase, space, results, candidates, priced, progress, probes, sweep)
@@ -132,7 +132,11 @@ def _levers(
 
 
 def _with_band_and_timeline(
-    result: PlanResult, space: SearchSpace, efficiency: SpecEfficiency, probes: MakeProbe
+    result: PlanResult,
+    space: SearchSpace,
+    efficiency: SpecEfficiency,
+    probes: MakeProbe,
+    sweep: Sweep | None = None,
 ) -> PlanResult:
     """The winner re-searched under other assumptions, and its engine at the planned load."""
     winner = result.winner
@@ -144,7 +148,7 @@ def _with_band_and_timeline(
     if uncertainty is None:
         uncertainty, source = measured_uncertainty(best.config)
     base = (best.rate, best.capacity)
-    b = band(space, best.config, base, efficiency, uncertainty, variants, probes)
+    b = band(space, best.config, base, efficiency, uncertainty, variants, probes, sweep)
     why = f"efficiency varied by +-{uncertainty:.0%}: {source}"
     b = dataclasses.replace(b, notes=(why, *b.notes))
     return dataclasses.replace(

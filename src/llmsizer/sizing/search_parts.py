@@ -16,16 +16,20 @@ configuration already holds.
 
 The jobs carry the efficiency function and the probe maker: a process pool pickles them, so
 they must be module-level functions or picklable objects (`plan` builds them so); Ray's
-pickler takes closures too. A `ProbeCache` holds a lock and lives in one process: the
-studio, which keeps one, searches in process.
+pickler takes closures too. A `ProbeCache` travels as what its probes simulated
+(`probe_cache`): each part starts with the plan's simulations and sends its own back,
+which the plan's cache absorbs, so what runs after the search (timeline, band, lever
+table) re-simulates nothing a part simulated, as in process.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import replace
 
 from llmsizer.instance import DeploymentSpec
+from llmsizer.sizing.probe import ProbeState
+from llmsizer.sizing.probe_cache import ProbeCache
 from llmsizer.sizing.search import (
     ConfigResult,
     Group,
@@ -39,6 +43,7 @@ from llmsizer.sizing.search import (
 from llmsizer.sweep import Sweep
 
 _Job = tuple[SearchSpace, SpecEfficiency, dict[DeploymentSpec, float], MakeProbe | None]
+_Found = tuple[tuple[ConfigResult, ...], dict[Hashable, ProbeState]]
 
 
 def part_of(space: SearchSpace, config: DeploymentSpec) -> Group | str:
@@ -81,10 +86,15 @@ def on_sweep(
             progress(round(total * done / num_parts), total)
 
     found = sweep.map(_search_part, jobs, progress=parts_done)
-    by_config = {r.config: r for results in found for r in results}
+    by_config = {r.config: r for results, _ in found for r in results}
+    if isinstance(probes, ProbeCache):
+        for _, simulated in found:
+            probes.absorb(simulated)
     return tuple(by_config[c] for c in space.configs)
 
 
-def _search_part(job: _Job) -> tuple[ConfigResult, ...]:
+def _search_part(job: _Job) -> _Found:
+    """One part's results, and what its probes simulated when they came from a cache."""
     space, efficiency, starts, probes = job
-    return search(space, efficiency, starts=starts, probes=probes)
+    results = search(space, efficiency, starts=starts, probes=probes)
+    return results, probes.states() if isinstance(probes, ProbeCache) else {}
