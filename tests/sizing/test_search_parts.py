@@ -71,11 +71,13 @@ def test_a_plan_with_levers_on_a_pool_equals_the_serial_plan(pool: Sweep) -> Non
         {
             **FAST,
             "candidates": {"gpus": ["h100-sxm", "l40s"], "tensor_parallel_sizes": [1, 2]},
-            "search": {"num_requests": 300, "uncertainty": 0.0, "curves": False},
+            "search": {"num_requests": 300, "uncertainty": 0.0, "curves": True},
         }
     )
     serial = plan(usecase, efficiency=default_efficiency)
     assert len(serial.levers) >= 4  # the lever table ran its own per-group search
+    # a row read from the main search holds its curve, drawn on the pool after the table
+    assert any(row.best is not None and row.best.curve for row in serial.levers)
     assert plan(usecase, efficiency=default_efficiency, sweep=pool) == serial
 
 

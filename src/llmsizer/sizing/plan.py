@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -52,6 +53,7 @@ from llmsizer.sizing.search import (
     objective,
     search,
 )
+from llmsizer.sizing.search_parts import with_curves
 from llmsizer.sizing.servers import Server, server_for
 from llmsizer.sizing.uncertainty import band
 from llmsizer.sizing.usecase import UseCase
@@ -82,13 +84,44 @@ def plan(
     and the lever table reuse the search's probes; a cache passed in keeps them across plans).
     `quick`: the answer only, without the uncertainty band and the timeline (both simulate
     the winner again): what the studio shows first.
-    `sweep` runs the searches' independent parts (per GPU, `search_parts`) on a process
-    pool or Ray (`llmsizer.sweep`), with the same result.
+    `sweep` runs the searches' independent parts (per GPU, `search_parts`), the band's
+    variants and the curves on a process pool or Ray (`llmsizer.sweep`), with the same
+    result.
     """
     priced = _efficiency_function(efficiency)
     space = search_space(usecase)
     probes = ProbeCache() if probes is None else probes
-    results = search(space, priced, progress, probes=probes, sweep=sweep)
+    on_pool = sweep is not None and sweep.workers > 1
+    later = on_pool and not quick and space.online and space.curves
+    searched = dataclasses.replace(space, curves=False) if later else space
+    results = search(searched, priced, progress, probes=probes, sweep=sweep)
+    if not later:
+        return _finished(usecase, space, results, priced, progress, probes, quick, sweep)
+    # on a process pool: the curves (display only) are drawn while the band, the timeline
+    # and the lever table run, one thread waiting on each, so the workers stay busy
+    with ThreadPoolExecutor(1) as side:
+        curving = side.submit(with_curves, space, results, priced, probes, sweep)
+        result = _finished(usecase, space, results, priced, progress, probes, quick, sweep)
+        curved = curving.result()
+    swap = {id(a): b for a, b in zip(results, curved, strict=True)}
+    levers = tuple(dataclasses.replace(r, best=swap.get(id(r.best), r.best)) for r in result.levers)
+    candidates = _rank(usecase, space, curved)
+    result = dataclasses.replace(result, results=curved, candidates=candidates, levers=levers)
+    return dataclasses.replace(result, explanation=explain(result))
+
+
+def _finished(
+    usecase: UseCase,
+    space: SearchSpace,
+    results: tuple[ConfigResult, ...],
+    priced: SpecEfficiency,
+    progress: Progress | None,
+    probes: MakeProbe,
+    quick: bool,
+    sweep: Sweep | None,
+) -> PlanResult:
+    """The plan from the main search's results: ranked, then (unless `quick`) the band,
+    the timeline and the lever table, and the explanation."""
     candidates = _rank(usecase, space, results)
     result = PlanResult(
         usecase=usecase,

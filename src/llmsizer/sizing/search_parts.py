@@ -8,7 +8,8 @@ configurations on its own, anywhere, in any order, and putting the verdicts back
 `space.configs` order gives the serial search's results exactly
 (`tests/sizing/test_search_parts.py`). Within a part the heap pops in the same order: it
 compares (bound, tie-break, position), and positions keep their order. Each part's best
-gets its curve in the part, as the whole search gives it per GPU.
+gets its curve in the part, as the whole search gives it per GPU, or, for a plan on a
+process pool, later (`with_curves`), each curve a job beside the lever table's.
 
 With `per_group` and no curves (the lever table's searches, one GPU and many groups) the
 parts are the groups: the best per GPU is then only chosen to copy its points, which every
@@ -37,6 +38,8 @@ from llmsizer.sizing.search import (
     Progress,
     SearchSpace,
     SpecEfficiency,
+    best_by_gpu,
+    draw_curve,
     group,
     search,
 )
@@ -98,3 +101,32 @@ def _search_part(job: _Job) -> _Found:
     space, efficiency, starts, probes = job
     results = search(space, efficiency, starts=starts, probes=probes)
     return results, probes.states() if isinstance(probes, ProbeCache) else {}
+
+
+def with_curves(
+    space: SearchSpace,
+    results: tuple[ConfigResult, ...],
+    efficiency: SpecEfficiency,
+    probes: MakeProbe,
+    sweep: Sweep | None = None,
+) -> tuple[ConfigResult, ...]:
+    """`results` of a search without curves (`space.curves` off) with the curves `search`
+    would have drawn (the best per GPU), each on `sweep` when given: what a plan on a
+    process pool draws while the lever table searches. `probes` must be the search's
+    `ProbeCache` (or another that kept its points): each curve re-asks its configuration's
+    points, then adds the curve's, as the search's own probe would."""
+    jobs = [(space, r, efficiency, probes) for r in best_by_gpu(space, results).values()]
+    if sweep is not None and sweep.workers > 1:
+        curved = sweep.map(_curve_job, jobs)
+    else:
+        curved = [_curve_job(job) for job in jobs]
+    by_config = {r.config: r for r in curved}
+    return tuple(by_config.get(r.config, r) for r in results)
+
+
+def _curve_job(job: tuple[SearchSpace, ConfigResult, SpecEfficiency, MakeProbe]) -> ConfigResult:
+    space, result, efficiency, probes = job
+    probe = probes(space, result.config, efficiency)
+    for point in result.points:  # the search's points, from the cache: no simulation
+        probe.at_rate(point.offered_rate)
+    return draw_curve(space, result, probe)
