@@ -32,6 +32,7 @@ import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable
+from typing import Any
 
 from llmsizer.instance import DeploymentSpec
 from llmsizer.sizing.probe import Probe, ProbeState
@@ -54,18 +55,14 @@ class ProbeCache:
         self.hits = 0
         self.misses = 0
 
-    def __getstate__(self) -> dict[str, object]:
+    def __getstate__(self) -> dict[str, Any]:
         # a copy in another process (a sweep's worker) takes what was simulated, as plain
         # data: the lock cannot travel, and engines are cheaper to rebuild than to send
         return {"max_probes": self.max_probes, "states": self.states()}
 
-    def __setstate__(self, state: dict[str, object]) -> None:
-        max_probes = state["max_probes"]
-        assert isinstance(max_probes, int)
-        self.__init__(max_probes)  # type: ignore[misc]
-        states = state.get("states", {})
-        assert isinstance(states, dict)
-        self.absorb(states)
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["max_probes"])  # type: ignore[misc]
+        self.absorb(state["states"])
 
     def states(self) -> dict[Hashable, ProbeState]:
         """What every probe kept here has simulated, by key (module docstring)."""

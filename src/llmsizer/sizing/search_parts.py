@@ -116,10 +116,7 @@ def with_curves(
     `ProbeCache` (or another that kept its points): each curve re-asks its configuration's
     points, then adds the curve's, as the search's own probe would."""
     jobs = [(space, r, efficiency, probes) for r in best_by_gpu(space, results).values()]
-    if sweep is not None and sweep.workers > 1:
-        curved = sweep.map(_curve_job, jobs)
-    else:
-        curved = [_curve_job(job) for job in jobs]
+    curved = sweep.map(_curve_job, jobs) if sweep else map(_curve_job, jobs)
     by_config = {r.config: r for r in curved}
     return tuple(by_config.get(r.config, r) for r in results)
 

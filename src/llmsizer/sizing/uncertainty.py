@@ -109,15 +109,12 @@ def band(
         for sign, word in ((-1, "slower"), (1, "faster")):
             scaled = _Scaled(efficiency, 1 + sign * uncertainty)
             label = f"efficiency {sign * uncertainty:+.0%} (engine {word})"
-            runs.append(_Run(label, space, config, scaled, start, probes))
+            runs.append((label, space, config, scaled, start, probes))
     fitting, notes = _within_budget(length_variants, config)
     for label, lengths in fitting:
         lengths_space = dataclasses.replace(space, lengths=lengths)
-        runs.append(_Run(label, lengths_space, config, efficiency, start, probes))
-    if sweep is not None and sweep.workers > 1 and len(runs) > 1:
-        variants = tuple(sweep.map(_variant, runs))
-    else:
-        variants = tuple(_variant(run) for run in runs)
+        runs.append((label, lengths_space, config, efficiency, start, probes))
+    variants = tuple(sweep.map(_variant, runs) if sweep else map(_variant, runs))
     return Band(_as_variant("as planned", space, config, base_rate), variants, notes)
 
 
@@ -133,16 +130,8 @@ class _Scaled:
         return scaled_efficiency(self.efficiency(spec), self.scale)
 
 
-@dataclass(frozen=True, slots=True)
-class _Run:
-    """One variant's search: its label and what `evaluate` takes."""
-
-    label: str
-    space: SearchSpace
-    config: DeploymentSpec
-    efficiency: SpecEfficiency
-    start: float
-    probes: MakeProbe | None
+# one variant's search: its label and what `evaluate` takes
+_Run = tuple[str, SearchSpace, DeploymentSpec, SpecEfficiency, float, MakeProbe | None]
 
 
 def _within_budget(
@@ -171,8 +160,9 @@ def _within_budget(
 
 
 def _variant(run: _Run) -> Variant:
-    result = evaluate(run.space, run.config, run.efficiency, run.start, run.probes)
-    return _as_variant(run.label, run.space, run.config, result.rate)
+    label, space, config, efficiency, start, probes = run
+    result = evaluate(space, config, efficiency, start, probes)
+    return _as_variant(label, space, config, result.rate)
 
 
 def _as_variant(
