@@ -10,7 +10,7 @@ import yaml
 from typer.testing import CliRunner
 
 from llmsizer.cli import app
-from llmsizer.cli.plan import usable_cpus
+from llmsizer.sweep import open_sweep, usable_cpus
 
 USECASE = {
     "model": "llama-3-8b",
@@ -25,6 +25,8 @@ USECASE = {
 
 def test_the_default_workers_are_the_cpus_this_process_may_use() -> None:
     assert usable_cpus() == len(os.sched_getaffinity(0)) >= 1
+    with open_sweep() as sweep:
+        assert sweep.workers == usable_cpus()
 
 
 def test_a_plan_on_the_default_workers_writes_what_one_process_writes(tmp_path: Path) -> None:

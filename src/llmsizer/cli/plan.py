@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -88,12 +87,7 @@ def plan(
         ),
     ] = None,
     workers: Annotated[
-        int | None,
-        Opt(
-            min=1,
-            help="Local processes for the searches (per GPU, per lever group) and the "
-            "uncertainty band; default: the CPUs this process may use; 1: in this process.",
-        ),
+        int | None, Opt(min=1, help="Local processes for the plan's parts (default: all CPUs).")
     ] = None,
     ray: RayFlag = False,
     ray_address: RayAddress = None,
@@ -128,7 +122,6 @@ def plan(
         ratio=pd_ratio,
     )
     efficiency = load_efficiency(calibration)
-    workers = usable_cpus() if workers is None else workers
     with progress_bar("sizing") as progress, sweep_for(workers, ray, ray_address) as sweep:
         result = run_plan(usecase, efficiency=efficiency, progress=progress, sweep=sweep)
     data = plan_data(result)
@@ -144,16 +137,6 @@ def plan(
         report = import_extra("llmsizer.report.plan_html", "plots", "plan --html")  # plotly
         write_atomic(html, report.plan_html(data))
         err.print(f"wrote {html}", highlight=False)
-
-
-def usable_cpus() -> int:
-    """The CPUs this process may run on (its affinity mask: a container's or `taskset`'s
-    share, not the machine's count), at least 1: `plan`'s default workers. Forked workers
-    start with the catalogs loaded, and the plan is the same on any number (issue 13)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
 
 
 def _fleet_check(result: PlanResult, router: str, calibration: Path | None) -> dict[str, Any]:
