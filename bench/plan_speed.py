@@ -5,7 +5,7 @@ stay within 2x of the plan before it) and on `llama3_8b_3gpus` (issue 13: `plan`
 (`lossless`: bf16, and fp8 on H100 and L40S; the example itself pins bf16).
 
     .venv/bin/python bench/plan_speed.py [--no-levers | --levers-cost] [--workers N] [NAME ...]
-    .venv/bin/python bench/plan_speed.py --cli [--repeat K]
+    .venv/bin/python bench/plan_speed.py --cli [--repeat K] [PYTHONPATH ...]
 
 `--no-levers` leaves out the "what each lever buys" search (`search.levers: false`), to
 separate its cost from the rest of the plan's. `--levers-cost` runs each example both ways
@@ -22,9 +22,10 @@ shared. `--workers N` runs the plan's parts on N forked processes (`llmsizer.swe
 workers', and steps count this process's simulations only.
 
 `--cli` times `llmsizer plan` on the 3-GPU case as a user runs it (a fresh process: startup,
-the plan, the report printed), with its default workers and with `--workers 1`, K times
-each (default 5), interleaved: each run's wall and CPU seconds (the process and its
-workers), the fastest of each, and the load average before and after.
+the plan, the report printed), with its default workers, with `--workers 1`, and with
+each `PYTHONPATH` given (another build: an earlier commit's `src`, a compiled wheel
+unpacked), K times each (default 5), interleaved: each run's wall and CPU seconds (the
+process and its workers), the fastest of each, and the load average before and after.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from llmsizer.sizing import probe
 from llmsizer.sizing.inputs import usecase_from_mapping
 from llmsizer.sizing.plan import plan
 from llmsizer.specs import get_gpu, get_model
-from llmsizer.sweep import open_sweep
+from llmsizer.sweep import open_sweep, usable_cpus
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "sizing"
 NAMES = ("llama3_8b_3gpus", "llama3_8b_h100", "nemo43b_dgx_h100", "azure_chat_llama31_70b")
@@ -106,27 +107,31 @@ def _cpu_s() -> float:
     return time.process_time() + children.ru_utime + children.ru_stime
 
 
-def cli(repeat: int) -> None:
-    """`llmsizer plan` on the 3-GPU case, default workers and one, interleaved (docstring)."""
+def cli(repeat: int, others: list[str]) -> None:
+    """`llmsizer plan` on the 3-GPU case, default workers and one, and each of `others`
+    (`PYTHONPATH`s of other builds, such as an earlier commit's `src`), interleaved."""
     usecase = Path(tempfile.mkdtemp()) / "llama3_8b_3gpus.yaml"
     usecase.write_text(yaml.safe_dump(usecase_data("llama3_8b_3gpus")))
     command = [sys.executable, "-c", "from llmsizer.cli import main; main()", "plan", str(usecase)]
+    here = os.environ.get("PYTHONPATH", "")
     modes = {
-        f"default ({len(os.sched_getaffinity(0))} CPUs)": [],
-        "--workers 1": ["--workers", "1"],
+        f"default ({usable_cpus()} CPUs)": ([], here),
+        "--workers 1": (["--workers", "1"], here),
     }
+    modes |= {f"PYTHONPATH={path}": ([], path) for path in others}
     runs: dict[str, list[tuple[float, float]]] = {mode: [] for mode in modes}
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    print(f"{'llmsizer plan, 3 GPUs':<24} {'run':>4} {'wall s':>7} {'CPU s':>7}")
+    print(f"{'llmsizer plan, 3 GPUs':<34} {'run':>4} {'wall s':>7} {'CPU s':>7}")
     for i in range(repeat):
-        for mode, flags in modes.items():
+        for mode, (flags, path) in modes.items():
+            env = {**os.environ, "PYTHONPATH": path}
             start, cpu = time.perf_counter(), _cpu_s()
-            subprocess.run([*command, *flags], check=True, stdout=subprocess.DEVNULL)
+            subprocess.run([*command, *flags], check=True, stdout=subprocess.DEVNULL, env=env)
             runs[mode].append((time.perf_counter() - start, _cpu_s() - cpu))
-            print(f"{mode:<24} {i + 1:>4} {runs[mode][-1][0]:>7.2f} {runs[mode][-1][1]:>7.2f}")
+            print(f"{mode:<34} {i + 1:>4} {runs[mode][-1][0]:>7.2f} {runs[mode][-1][1]:>7.2f}")
     for mode, timings in runs.items():
         wall, cpu = min(w for w, _ in timings), min(c for _, c in timings)
-        print(f"{mode:<24} {'best':>4} {wall:>7.2f} {cpu:>7.2f}")
+        print(f"{mode:<34} {'best':>4} {wall:>7.2f} {cpu:>7.2f}")
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
@@ -158,7 +163,7 @@ def main(args: list[str]) -> None:
     names = [a for a in args if not a.startswith("--")]
     os.chdir(EXAMPLES)
     if "--cli" in args:
-        cli(repeat)
+        cli(repeat, names)
         return
     get_gpu("h100-sxm"), get_model("llama-3-8b")  # catalogs loaded before timing
     steps = count_steps()
