@@ -21,7 +21,6 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -53,7 +52,7 @@ from llmsizer.sizing.search import (
     objective,
     search,
 )
-from llmsizer.sizing.search_parts import with_curves
+from llmsizer.sizing.search_parts import CurvesAlong
 from llmsizer.sizing.servers import Server, server_for
 from llmsizer.sizing.uncertainty import band
 from llmsizer.sizing.usecase import UseCase
@@ -95,14 +94,12 @@ def plan(
     later = on_pool and not quick and space.online and space.curves
     searched = dataclasses.replace(space, curves=False) if later else space
     results = search(searched, priced, progress, probes=probes, sweep=sweep)
-    if not later:
+    if not later or sweep is None:
         return _finished(usecase, space, results, priced, progress, probes, quick, sweep)
-    # on a process pool: the curves (display only) are drawn while the band, the timeline
-    # and the lever table run, one thread waiting on each, so the workers stay busy
-    with ThreadPoolExecutor(1) as side:
-        curving = side.submit(with_curves, space, results, priced, probes, sweep)
-        result = _finished(usecase, space, results, priced, progress, probes, quick, sweep)
-        curved = curving.result()
+    # on a process pool the curves (display only) are drawn beside the lever table's parts
+    along = CurvesAlong(sweep, space, results, priced, probes)
+    result = _finished(usecase, space, results, priced, progress, probes, quick, sweep, along)
+    curved = along.results()
     swap = {id(a): b for a, b in zip(results, curved, strict=True)}
     levers = tuple(dataclasses.replace(r, best=swap.get(id(r.best), r.best)) for r in result.levers)
     candidates = _rank(usecase, space, curved)
@@ -119,9 +116,11 @@ def _finished(
     probes: MakeProbe,
     quick: bool,
     sweep: Sweep | None,
+    levers_sweep: Sweep | None = None,
 ) -> PlanResult:
     """The plan from the main search's results: ranked, then (unless `quick`) the band,
-    the timeline and the lever table, and the explanation."""
+    the timeline and the lever table (on `levers_sweep`, default `sweep`), and the
+    explanation."""
     candidates = _rank(usecase, space, results)
     result = PlanResult(
         usecase=usecase,
@@ -141,7 +140,10 @@ def _finished(
         result = _with_band_and_timeline(result, space, priced, probes, sweep)
         if progress is not None:  # a checkpoint: a caller may stop here (the studio's cancel)
             progress(len(space.configs), len(space.configs))
-        levers = _levers(usecase, space, results, candidates, priced, progress, probes, sweep)
+        levers_sweep = sweep if levers_sweep is None else levers_sweep
+        levers = _levers(
+            usecase, space, results, candidates, priced, progress, probes, levers_sweep
+        )
         result = dataclasses.replace(result, levers=levers)
     return dataclasses.replace(result, explanation=explain(result))
 

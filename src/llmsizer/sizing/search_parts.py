@@ -9,7 +9,7 @@ configurations on its own, anywhere, in any order, and putting the verdicts back
 (`tests/sizing/test_search_parts.py`). Within a part the heap pops in the same order: it
 compares (bound, tie-break, position), and positions keep their order. Each part's best
 gets its curve in the part, as the whole search gives it per GPU, or, for a plan on a
-process pool, later (`with_curves`), each curve a job beside the lever table's.
+process pool, later (`CurvesAlong`), each curve a job beside the lever table's.
 
 With `per_group` and no curves (the lever table's searches, one GPU and many groups) the
 parts are the groups: the best per GPU is then only chosen to copy its points, which every
@@ -25,8 +25,9 @@ table) re-simulates nothing a part simulated, as in process.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import replace
+from typing import Any, TypeVar
 
 from llmsizer.instance import DeploymentSpec
 from llmsizer.sizing.probe import ProbeState
@@ -45,6 +46,8 @@ from llmsizer.sizing.search import (
 )
 from llmsizer.sweep import Sweep
 
+T = TypeVar("T")
+R = TypeVar("R")
 _Job = tuple[SearchSpace, SpecEfficiency, dict[DeploymentSpec, float], MakeProbe | None]
 _Found = tuple[tuple[ConfigResult, ...], dict[Hashable, ProbeState]]
 
@@ -103,22 +106,58 @@ def _search_part(job: _Job) -> _Found:
     return results, probes.states() if isinstance(probes, ProbeCache) else {}
 
 
-def with_curves(
-    space: SearchSpace,
-    results: tuple[ConfigResult, ...],
-    efficiency: SpecEfficiency,
-    probes: MakeProbe,
-    sweep: Sweep | None = None,
-) -> tuple[ConfigResult, ...]:
-    """`results` of a search without curves (`space.curves` off) with the curves `search`
-    would have drawn (the best per GPU), each on `sweep` when given: what a plan on a
-    process pool draws while the lever table searches. `probes` must be the search's
-    `ProbeCache` (or another that kept its points): each curve re-asks its configuration's
-    points, then adds the curve's, as the search's own probe would."""
-    jobs = [(space, r, efficiency, probes) for r in best_by_gpu(space, results).values()]
-    curved = sweep.map(_curve_job, jobs) if sweep else map(_curve_job, jobs)
-    by_config = {r.config: r for r in curved}
-    return tuple(by_config.get(r.config, r) for r in results)
+class CurvesAlong:
+    """The winners' curves for `results` of a search without curves (`space.curves` off):
+    the best per GPU gets the curve `search` would have drawn. Their jobs ride along with
+    the first map made through this sweep (after that map's own jobs: they fill the
+    workers its long parts leave idle, such as the lever table's speculating group), or
+    run on `sweep` when `results()` is asked first. `probes` must be the search's
+    `ProbeCache`, sent with each job: a curve re-asks its configuration's points (cached),
+    then adds its own, as the search's own probe would."""
+
+    def __init__(
+        self,
+        sweep: Sweep,
+        space: SearchSpace,
+        results: tuple[ConfigResult, ...],
+        efficiency: SpecEfficiency,
+        probes: MakeProbe,
+    ) -> None:
+        self.sweep, self._results = sweep, results
+        self._jobs = [(space, r, efficiency, probes) for r in best_by_gpu(space, results).values()]
+        self._curved: list[ConfigResult] | None = None
+
+    @property
+    def workers(self) -> int:
+        return self.sweep.workers
+
+    def map(
+        self, fn: Callable[[T], R], items: Sequence[T], progress: Progress | None = None
+    ) -> list[R]:
+        if self._curved is not None:
+            return self.sweep.map(fn, items, progress)
+        n = len(items)
+        told = None if progress is None else lambda done, _: progress(min(done, n), n)
+        jobs: list[_Either] = [(fn, item) for item in items]
+        jobs += [(_curve_job, job) for job in self._jobs]
+        both = self.sweep.map(_either, jobs, progress=told)
+        self._curved = both[n:]
+        return both[:n]
+
+    def results(self) -> tuple[ConfigResult, ...]:
+        """The results with their curves."""
+        if self._curved is None:
+            self._curved = self.sweep.map(_curve_job, self._jobs)
+        by_config = {r.config: r for r in self._curved}
+        return tuple(by_config.get(r.config, r) for r in self._results)
+
+
+_Either = tuple[Callable[[Any], Any], Any]
+
+
+def _either(job: _Either) -> Any:
+    fn, item = job
+    return fn(item)
 
 
 def _curve_job(job: tuple[SearchSpace, ConfigResult, SpecEfficiency, MakeProbe]) -> ConfigResult:
