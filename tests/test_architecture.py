@@ -102,13 +102,13 @@ BUDGET = {
     # + 135: the lever table within 2x of the plan (issue 11): rate searches in instance
     # counts (`rate_search.Counts`) and a step-model bound before capacity runs
     # (`capacity_bound`)
-    # + 170: plan on the CPUs it may use (issue 13): probe states sent between processes
+    # + 205: plan on the CPUs it may use (issue 13): probe states sent between processes
     # and absorbed, the band's variants and the curves on the sweep beside the lever table
     + 120
     + 895
     + 145
     + 135
-    + 170,
+    + 205,
     "calibrate": 3350  # + AIC launch settings, per-architecture fit, layouts read as launched
     # + disaggregated AIC rows (issue 12)
     # + 20: a sweep (local processes or Ray) records the schedules; fits name the fit extra
