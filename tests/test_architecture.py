@@ -109,10 +109,13 @@ BUDGET = {
     # + 135: the lever table within 2x of the plan (issue 11): rate searches in instance
     # counts (`rate_search.Counts`) and a step-model bound before capacity runs
     # (`capacity_bound`)
+    # + 205: plan on the CPUs it may use (issue 13): probe states sent between processes
+    # and absorbed, the band's variants and the curves on the sweep beside the lever table
     + 120
     + 895
     + 145
-    + 135,
+    + 135
+    + 205,
     "calibrate": 3350  # + AIC launch settings, per-architecture fit, layouts read as launched
     # + disaggregated AIC rows (issue 12)
     # + 20: a sweep (local processes or Ray) records the schedules; fits name the fit extra
@@ -141,8 +144,9 @@ BUDGET = {
     # + 70: the CUDA-graph settings each AIC row and each measurements.csv row ran with
     # (issue 10, cudagraph8)
     + 70
-    # + 5: aic_launch's settings joining the overlap scheduler and the CUDA graphs (merge)
-    + 5,
+    # + 5: aic_launch's settings joining the overlap scheduler and the CUDA graphs (merge);
+    # + 5: the C++-runtime rows of measurements.csv run without the overlap scheduler
+    + 10,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run

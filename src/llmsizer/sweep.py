@@ -144,15 +144,16 @@ def open_sweep(
 ) -> Iterator[Sweep]:
     """The sweep to run jobs on (module docstring), closed on exit.
 
-    Without Ray: `workers` local processes (default: this machine's CPUs), or in this
-    process when `workers` is 1. With `ray` or a `ray_address`: Ray (`workers` is then the
-    cluster's CPUs); a missing Ray raises `MissingExtraError` naming the extra.
+    Without Ray: `workers` local processes (default: the CPUs this process may use,
+    `usable_cpus`), or in this process when `workers` is 1. With `ray` or a `ray_address`:
+    Ray (`workers` is then the cluster's CPUs); a missing Ray raises `MissingExtraError`
+    naming the extra.
     """
     if ray or ray_address is not None:
         with _ray_session(ray_address) as cluster:
             yield cluster
         return
-    n = (os.cpu_count() or 1) if workers is None else workers
+    n = usable_cpus() if workers is None else workers
     if n < 1:
         raise ValueError(f"workers must be at least 1, got {n}")
     if n == 1:
@@ -160,6 +161,13 @@ def open_sweep(
         return
     with ProcessPoolExecutor(n) as pool:
         yield ProcessPool(pool, n)
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on: its affinity mask where there is one (a container's
+    or `taskset`'s share, not the machine's count), at least 1."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return max(1, len(affinity(0)) if affinity is not None else os.cpu_count() or 1)
 
 
 @contextmanager

@@ -87,8 +87,8 @@ def plan(
         ),
     ] = None,
     workers: Annotated[
-        int, Opt(min=1, help="Local processes for the searches (one per GPU at most).")
-    ] = 1,
+        int | None, Opt(min=1, help="Local processes for the plan's parts (default: all CPUs).")
+    ] = None,
     ray: RayFlag = False,
     ray_address: RayAddress = None,
     disaggregated: Annotated[str | None, Opt(help=field_help(DisaggregatedSpec, "mode"))] = None,

@@ -52,6 +52,7 @@ from llmsizer.sizing.search import (
     objective,
     search,
 )
+from llmsizer.sizing.search_parts import CurvesAlong
 from llmsizer.sizing.servers import Server, server_for
 from llmsizer.sizing.uncertainty import band
 from llmsizer.sizing.usecase import UseCase
@@ -82,13 +83,44 @@ def plan(
     and the lever table reuse the search's probes; a cache passed in keeps them across plans).
     `quick`: the answer only, without the uncertainty band and the timeline (both simulate
     the winner again): what the studio shows first.
-    `sweep` runs the searches' independent parts (per GPU, `search_parts`) on a process
-    pool or Ray (`llmsizer.sweep`), with the same result.
+    `sweep` runs the searches' independent parts (per GPU, `search_parts`), the band's
+    variants and the curves on a process pool or Ray (`llmsizer.sweep`), with the same
+    result.
     """
     priced = _efficiency_function(efficiency)
     space = search_space(usecase)
     probes = ProbeCache() if probes is None else probes
-    results = search(space, priced, progress, probes=probes, sweep=sweep)
+    on_pool = sweep is not None and sweep.workers > 1
+    later = on_pool and not quick and space.online and space.curves
+    searched = dataclasses.replace(space, curves=False) if later else space
+    results = search(searched, priced, progress, probes=probes, sweep=sweep)
+    if not later or sweep is None:
+        return _finished(usecase, space, results, priced, progress, probes, quick, sweep)
+    # on a process pool the curves (display only) are drawn beside the lever table's parts
+    along = CurvesAlong(sweep, space, results, priced, probes)
+    result = _finished(usecase, space, results, priced, progress, probes, quick, sweep, along)
+    curved = along.results()
+    swap = {id(a): b for a, b in zip(results, curved, strict=True)}
+    levers = tuple(dataclasses.replace(r, best=swap.get(id(r.best), r.best)) for r in result.levers)
+    candidates = _rank(usecase, space, curved)
+    result = dataclasses.replace(result, results=curved, candidates=candidates, levers=levers)
+    return dataclasses.replace(result, explanation=explain(result))
+
+
+def _finished(
+    usecase: UseCase,
+    space: SearchSpace,
+    results: tuple[ConfigResult, ...],
+    priced: SpecEfficiency,
+    progress: Progress | None,
+    probes: MakeProbe,
+    quick: bool,
+    sweep: Sweep | None,
+    levers_sweep: Sweep | None = None,
+) -> PlanResult:
+    """The plan from the main search's results: ranked, then (unless `quick`) the band,
+    the timeline and the lever table (on `levers_sweep`, default `sweep`), and the
+    explanation."""
     candidates = _rank(usecase, space, results)
     result = PlanResult(
         usecase=usecase,
@@ -105,10 +137,13 @@ def plan(
     notes = tuple(usecase.candidates.fallback_notes(usecase.model))
     result = dataclasses.replace(result, notes=notes)
     if not quick:
-        result = _with_band_and_timeline(result, space, priced, probes)
+        result = _with_band_and_timeline(result, space, priced, probes, sweep)
         if progress is not None:  # a checkpoint: a caller may stop here (the studio's cancel)
             progress(len(space.configs), len(space.configs))
-        levers = _levers(usecase, space, results, candidates, priced, progress, probes, sweep)
+        levers_sweep = sweep if levers_sweep is None else levers_sweep
+        levers = _levers(
+            usecase, space, results, candidates, priced, progress, probes, levers_sweep
+        )
         result = dataclasses.replace(result, levers=levers)
     return dataclasses.replace(result, explanation=explain(result))
 
@@ -132,7 +167,11 @@ def _levers(
 
 
 def _with_band_and_timeline(
-    result: PlanResult, space: SearchSpace, efficiency: SpecEfficiency, probes: MakeProbe
+    result: PlanResult,
+    space: SearchSpace,
+    efficiency: SpecEfficiency,
+    probes: MakeProbe,
+    sweep: Sweep | None = None,
 ) -> PlanResult:
     """The winner re-searched under other assumptions, and its engine at the planned load."""
     winner = result.winner
@@ -144,7 +183,7 @@ def _with_band_and_timeline(
     if uncertainty is None:
         uncertainty, source = measured_uncertainty(best.config)
     base = (best.rate, best.capacity)
-    b = band(space, best.config, base, efficiency, uncertainty, variants, probes)
+    b = band(space, best.config, base, efficiency, uncertainty, variants, probes, sweep)
     why = f"efficiency varied by +-{uncertainty:.0%}: {source}"
     b = dataclasses.replace(b, notes=(why, *b.notes))
     return dataclasses.replace(

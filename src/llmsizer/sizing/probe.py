@@ -116,6 +116,22 @@ class Batch1:
         return value
 
 
+@dataclass(frozen=True, slots=True)
+class ProbeState:
+    """What a probe has simulated: its capacity (req/s per instance, `None` before its
+    capacity run) and its points by offered rate (`Probe.state`, `Probe.absorb`)."""
+
+    capacity: float | None
+    points: dict[float, Point]
+
+    def merged(self, other: ProbeState) -> ProbeState:
+        """Both states of one probe as one (`Probe.absorb`'s rule)."""
+        points = dict(self.points)
+        _merge_points(points, other.points)
+        capacity = self.capacity if self.capacity is not None else other.capacity
+        return ProbeState(capacity, points)
+
+
 class Probe:
     """Simulates one instance on `lengths` at any rate; caches points by rate."""
 
@@ -163,6 +179,19 @@ class Probe:
         other = copy.copy(self)
         other._asked = set()
         return other
+
+    def state(self) -> ProbeState:
+        """What this probe has simulated, as plain data (its capacity, its points by rate):
+        what a probe cache sends between processes (`ProbeCache`), without the engine."""
+        return ProbeState(self._capacity.get("capacity"), dict(self._points))
+
+    def absorb(self, state: ProbeState) -> None:
+        """Take what another copy of this probe simulated (the same configuration, lengths,
+        seed and run length: the same values): its capacity if this one has none, its
+        points where this one has none, or a whole run's in place of a stopped one."""
+        if state.capacity is not None:
+            self._capacity.setdefault("capacity", state.capacity)
+        _merge_points(self._points, state.points)
 
     def at_rate(self, rate: float, stop_for: Limits | None = None) -> Point:
         """Poisson arrivals at `rate` req/s per instance. `stop_for`: the run may stop once
@@ -264,6 +293,16 @@ class Probe:
             num_output_tokens=self.lengths.output[idx],
             arrival_s=arrival_s,
         )
+
+
+def _merge_points(into: dict[float, Point], points: dict[float, Point]) -> None:
+    """Points of another copy of a probe added where `into` has none at their rate, or a
+    whole run's in place of a stopped one (the values are the same: probes are
+    deterministic)."""
+    for rate, point in points.items():
+        kept = into.get(rate)
+        if kept is None or (point.complete and not kept.complete):
+            into[rate] = point
 
 
 def _last_finish_s(records: Sequence[RequestRecord]) -> float:

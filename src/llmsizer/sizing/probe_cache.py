@@ -17,6 +17,13 @@ included) is the same with or without the cache. Threads may share a cache: the 
 guarded by a lock, and a probe's shared points only ever gain identical entries, or a whole
 run's point in place of one stopped early (`early_stop`), which only searches watching its
 limit are handed.
+
+Across processes (a sweep's workers, `search_parts`) a cache travels as what its probes
+simulated (`ProbeState`: capacity and points, plain data; no engines, no lock): a worker
+starts with everything the plan has simulated so far, and sends back what it simulated,
+which the plan's cache `absorb`s. So the timeline, the band and the lever table reuse the
+simulations of a search run on a process pool as they do those of one run in process. A
+state waits, keyed, until its probe is first built here.
 """
 
 from __future__ import annotations
@@ -25,9 +32,10 @@ import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable
+from typing import Any
 
 from llmsizer.instance import DeploymentSpec
-from llmsizer.sizing.probe import Probe
+from llmsizer.sizing.probe import Probe, ProbeState
 from llmsizer.sizing.search import SearchSpace, SpecEfficiency, make_probe
 
 DEFAULT_MAX_PROBES = 512  # a probe holds its points' summaries: a few kB each
@@ -42,17 +50,40 @@ class ProbeCache:
             raise ValueError(f"max_probes must be >= 1, got {max_probes}")
         self.max_probes = max_probes
         self._probes: OrderedDict[Hashable, Probe] = OrderedDict()
+        self._waiting: OrderedDict[Hashable, ProbeState] = OrderedDict()  # not built here yet
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
 
-    def __getstate__(self) -> dict[str, int]:
-        # a copy in another process (a sweep's worker) starts empty: the lock cannot travel,
-        # and probes are cheaper to rebuild there than to send
-        return {"max_probes": self.max_probes}
+    def __getstate__(self) -> dict[str, Any]:
+        # a copy in another process (a sweep's worker) takes what was simulated, as plain
+        # data: the lock cannot travel, and engines are cheaper to rebuild than to send
+        return {"max_probes": self.max_probes, "states": self.states()}
 
-    def __setstate__(self, state: dict[str, int]) -> None:
+    def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state["max_probes"])  # type: ignore[misc]
+        self.absorb(state["states"])
+
+    def states(self) -> dict[Hashable, ProbeState]:
+        """What every probe kept here has simulated, by key (module docstring)."""
+        with self._lock:
+            out = dict(self._waiting)
+            out.update((key, probe.state()) for key, probe in self._probes.items())
+        return out
+
+    def absorb(self, states: dict[Hashable, ProbeState]) -> None:
+        """Take what another copy of this cache simulated (`states`): into the probe of its
+        key, or kept until that probe is built."""
+        with self._lock:
+            for key, state in states.items():
+                probe = self._probes.get(key)
+                if probe is not None:
+                    probe.absorb(state)
+                    continue
+                waiting = self._waiting.pop(key, None)
+                self._waiting[key] = state if waiting is None else waiting.merged(state)
+                while len(self._waiting) > self.max_probes:
+                    self._waiting.popitem(last=False)
 
     def __len__(self) -> int:
         return len(self._probes)
@@ -73,6 +104,9 @@ class ProbeCache:
         probe = make_probe(space, config, efficiency)  # outside the lock: it can take a while
         with self._lock:
             probe = self._probes.setdefault(key, probe)
+            waiting = self._waiting.pop(key, None)
+            if waiting is not None:
+                probe.absorb(waiting)
             while len(self._probes) > self.max_probes:
                 self._probes.popitem(last=False)
         return probe.view()

@@ -51,7 +51,7 @@ SpecEfficiency = Callable[[DeploymentSpec], EfficiencyFactors]
 the search uses it)."""
 
 CURVE = (0.95, 0.9, 0.8, 0.6, 0.4)  # fractions of capacity on the latency curve
-ADAPTIVE_POINTS = 3  # more curve points where the latency jumps most (`_with_curve`)
+ADAPTIVE_POINTS = 3  # more curve points where the latency jumps most (`draw_curve`)
 
 Progress = Callable[[int, int], None]  # (configurations done, configurations in total)
 # builds (or fetches from a cache, `ProbeCache`) the probe of a configuration: `make_probe`
@@ -181,7 +181,7 @@ def search(
     settled = [bnb.results[c] for c in space.configs]
     for best in best_by_gpu(space, settled).values():
         config = best.config
-        bnb.results[config] = _with_curve(space, bnb.results[config], bnb.probes[config])
+        bnb.results[config] = draw_curve(space, bnb.results[config], bnb.probes[config])
     return tuple(bnb.results[c] for c in space.configs)
 
 
@@ -245,7 +245,7 @@ class _BranchAndBound:
         return group(config) if self.space.per_group else config.gpu
 
 
-def _with_curve(space: SearchSpace, result: ConfigResult, probe: Probe) -> ConfigResult:
+def draw_curve(space: SearchSpace, result: ConfigResult, probe: Probe) -> ConfigResult:
     """The winner's latency-throughput curve: probes at `CURVE` fractions of capacity, the
     search's own probes (already simulated, near the limit), and `ADAPTIVE_POINTS` more,
     each halving the gap between the two neighbours whose latency jumps the most: the

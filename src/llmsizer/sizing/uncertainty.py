@@ -11,6 +11,8 @@ capacity) with:
 
 The band is the range of instances, GPUs and servers over the base answer and the variants.
 A variant under which no rate meets the limits makes the band open-ended (`None` above).
+The variants are independent searches: with a sweep (`llmsizer.sweep`) they run side by
+side, with the same results.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from llmsizer.instance import DeploymentSpec
 from llmsizer.perf import EfficiencyFactors
@@ -26,6 +29,9 @@ from llmsizer.sizing.lengths import cut_prompts
 from llmsizer.sizing.probe import Lengths
 from llmsizer.sizing.search import MakeProbe, SearchSpace, SpecEfficiency, evaluate
 from llmsizer.sizing.servers import server_for
+
+if TYPE_CHECKING:
+    from llmsizer.sweep import Sweep
 
 _FRACTIONS = (
     "gemm_compute_efficiency",
@@ -90,26 +96,42 @@ def band(
     uncertainty: float,
     length_variants: Sequence[tuple[str, Lengths]],
     probes: MakeProbe | None = None,
+    sweep: Sweep | None = None,
 ) -> Band:
     """Re-search `config` under each variant (module docstring). `base` is the planned
-    (rate, capacity) per instance; each re-search starts at the same fraction of capacity."""
+    (rate, capacity) per instance; each re-search starts at the same fraction of capacity.
+    `sweep`: the variants' searches run on it (a process pool or Ray), else here."""
     base_rate, capacity = base
     start = base_rate / capacity
     space = dataclasses.replace(space, stop_early=True)  # a variant shows its rate only
-    runs: list[tuple[str, SearchSpace, SpecEfficiency]] = []
+    runs: list[_Run] = []
     if uncertainty > 0:
         for sign, word in ((-1, "slower"), (1, "faster")):
-            scale = 1 + sign * uncertainty
-
-            def scaled(spec: DeploymentSpec, scale: float = scale) -> EfficiencyFactors:
-                return scaled_efficiency(efficiency(spec), scale)
-
-            runs.append((f"efficiency {sign * uncertainty:+.0%} (engine {word})", space, scaled))
+            scaled = _Scaled(efficiency, 1 + sign * uncertainty)
+            label = f"efficiency {sign * uncertainty:+.0%} (engine {word})"
+            runs.append((label, space, config, scaled, start, probes))
     fitting, notes = _within_budget(length_variants, config)
     for label, lengths in fitting:
-        runs.append((label, dataclasses.replace(space, lengths=lengths), efficiency))
-    variants = tuple(_variant(label, s, config, e, start, probes) for label, s, e in runs)
+        lengths_space = dataclasses.replace(space, lengths=lengths)
+        runs.append((label, lengths_space, config, efficiency, start, probes))
+    variants = tuple(sweep.map(_variant, runs) if sweep else map(_variant, runs))
     return Band(_as_variant("as planned", space, config, base_rate), variants, notes)
+
+
+@dataclass(frozen=True, slots=True)
+class _Scaled:
+    """`efficiency` with every factor scaled (`scaled_efficiency`): a class, not a closure,
+    so a process pool can send it."""
+
+    efficiency: SpecEfficiency
+    scale: float
+
+    def __call__(self, spec: DeploymentSpec) -> EfficiencyFactors:
+        return scaled_efficiency(self.efficiency(spec), self.scale)
+
+
+# one variant's search: its label and what `evaluate` takes
+_Run = tuple[str, SearchSpace, DeploymentSpec, SpecEfficiency, float, MakeProbe | None]
 
 
 def _within_budget(
@@ -137,14 +159,8 @@ def _within_budget(
     return fitting, tuple(notes)
 
 
-def _variant(
-    label: str,
-    space: SearchSpace,
-    config: DeploymentSpec,
-    efficiency: SpecEfficiency,
-    start: float,
-    probes: MakeProbe | None,
-) -> Variant:
+def _variant(run: _Run) -> Variant:
+    label, space, config, efficiency, start, probes = run
     result = evaluate(space, config, efficiency, start, probes)
     return _as_variant(label, space, config, result.rate)
 
