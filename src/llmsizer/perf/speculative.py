@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from llmsizer.perf.batch_shape import (
     Aggregates,
@@ -31,8 +33,10 @@ from llmsizer.perf.batch_shape import (
     BatchShape,
     ChunkShape,
     aggregate,
+    busiest_rank,
     decode_batch,
 )
+from llmsizer.perf.constants import StepConstants
 from llmsizer.perf.step import StepModel, StepTerms, step_terms, step_time_s
 
 _ELEMENTWISE = StepTerms._fields.index("elementwise_s")
@@ -155,15 +159,173 @@ def verify_aggregates(a: Aggregates, k: int, window: int) -> Aggregates:
 
 
 @dataclass(frozen=True, slots=True)
+class VerifyStep:
+    """The target's verification step for `num_seqs` decoding sequences of k drafted tokens
+    each (`verify_aggregates`), at any context: everything but its prompt attention depends
+    on the sequences and k alone and is kept here (`verify_step`), summed in `step_time_s`'s
+    order; the attention over the context is `step_terms`' arithmetic in its order, so a step
+    costs what the general formula says, to the bit (tests/perf/test_speculative_steps.py).
+    A decoding sequence's k + 1 positions are one prompt chunk; with attention data
+    parallelism the busiest rank holds `share` of the chunks (`batch_shape.busiest_rank`)."""
+
+    constants: StepConstants
+    num_seqs: int
+    num_new: int  # k + 1 positions verified per sequence
+    own_pairs: float  # causal pairs inside the chunks
+    share: float  # the busiest attention-DP rank's share of pairs and KV reads
+    num_prefill: int  # prompt tokens (the busiest rank's)
+    layers_before_s: float  # linear, experts, eager launches: before prompt attention
+    elementwise_s: float
+    lm_head_s: float
+    communication_s: float
+    overhead_s: float
+
+    def time_s(self, context_tokens: int) -> float:
+        """Seconds of the step when the sequences' contexts sum to `context_tokens`."""
+        c, n, seqs = self.constants, self.num_new, self.num_seqs
+        keys_full = float(context_tokens)
+        keys_window = min(keys_full, float(seqs * c.window)) if c.window else 0.0
+        # verify_aggregates' sums (each after a 0.0 that adds nothing)
+        pairs_full = n * keys_full + self.own_pairs
+        pairs_window = n * keys_window + self.own_pairs if c.window else 0.0
+        kv_full = keys_full + seqs * n
+        kv_window = keys_window + seqs * n if c.window else 0.0
+        if c.attention_dp_size > 1:
+            pairs_full, pairs_window = pairs_full * self.share, pairs_window * self.share
+            kv_full, kv_window = kv_full * self.share, kv_window * self.share
+        pairs = c.full_layers * pairs_full + c.window_layers * pairs_window
+        kv_read = c.full_layers * kv_full + c.window_layers * kv_window
+        pre_c = pairs * c.prefill_flops_per_pair / c.attention_flops_per_s
+        pre_m = (
+            kv_read * c.kv_bytes_per_token_per_layer
+            + self.num_prefill * c.attention_act_bytes_per_token
+        ) / c.attention_bytes_per_s
+        prefill_s = pre_c if pre_c >= pre_m else pre_m
+        layer_work = self.layers_before_s + prefill_s + self.elementwise_s
+        return layer_work + self.lm_head_s + self.communication_s + self.overhead_s
+
+    def times_s(self, context_tokens: np.ndarray) -> np.ndarray:
+        """`time_s` for each of several context sums (int64): the same operations in the
+        same order, elementwise, so each is `time_s`'s to the bit (tested)."""
+        c, n, seqs = self.constants, self.num_new, self.num_seqs
+        keys_full = context_tokens.astype(np.float64)
+        zero = np.zeros_like(keys_full)
+        keys_window = np.minimum(keys_full, float(seqs * c.window)) if c.window else zero
+        pairs_full = n * keys_full + self.own_pairs
+        pairs_window = n * keys_window + self.own_pairs if c.window else zero
+        kv_full = keys_full + seqs * n
+        kv_window = keys_window + seqs * n if c.window else zero
+        if c.attention_dp_size > 1:
+            pairs_full, pairs_window = pairs_full * self.share, pairs_window * self.share
+            kv_full, kv_window = kv_full * self.share, kv_window * self.share
+        pairs = c.full_layers * pairs_full + c.window_layers * pairs_window
+        kv_read = c.full_layers * kv_full + c.window_layers * kv_window
+        pre_c = pairs * c.prefill_flops_per_pair / c.attention_flops_per_s
+        pre_m = (
+            kv_read * c.kv_bytes_per_token_per_layer
+            + self.num_prefill * c.attention_act_bytes_per_token
+        ) / c.attention_bytes_per_s
+        layer_work = self.layers_before_s + np.maximum(pre_c, pre_m) + self.elementwise_s
+        out: np.ndarray = layer_work + self.lm_head_s + self.communication_s + self.overhead_s
+        return out
+
+
+def verify_step(c: StepConstants, num_seqs: int, k: int) -> VerifyStep:
+    """The `VerifyStep` of `num_seqs` > 0 sequences verifying `k` drafted tokens each: the
+    general formula's terms at context 0, of which only prompt attention changes with the
+    context."""
+    a = verify_aggregates(aggregate(decode_batch(num_seqs, 0), c.window), k, c.window)
+    (lin_c, lin_m, exp_c, exp_m, head_c, head_m, _, _, _, _,
+     elementwise_s, ar_link_s, ar_latency_s, send_link_s, send_latency_s,
+     step_s, layers_s, prefill_layers_s) = step_terms(c, a)  # fmt: skip
+    dp, num_prefill = c.attention_dp_size, a[2]
+    share = 1.0
+    if dp > 1:  # as busiest_rank counts chunks: every sampled row but the decoding ones
+        chunks = a[1] - a[7]
+        share = -(-chunks // dp) / chunks
+        num_prefill = busiest_rank(a, dp)[2]
+    n = k + 1
+    return VerifyStep(
+        constants=c,
+        num_seqs=num_seqs,
+        num_new=n,
+        own_pairs=num_seqs * 0.5 * n * (n + 1),
+        share=share,
+        num_prefill=num_prefill,
+        layers_before_s=(lin_c if lin_c >= lin_m else lin_m)
+        + (exp_c if exp_c >= exp_m else exp_m)
+        + prefill_layers_s,
+        elementwise_s=elementwise_s,
+        lm_head_s=head_c if head_c >= head_m else head_m,
+        communication_s=c.num_allreduces * (ar_latency_s + ar_link_s)
+        + c.num_pipeline_sends * (send_latency_s + send_link_s),
+        overhead_s=step_s + layers_s,
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class SpeculativeStepCost:
     """A step cost for an engine that speculates in every decode step: the drafter's k
     passes (and its pass over new prompt tokens) plus the target's verification of k + 1
     tokens per decoding sequence. `tokens_per_step` is not its business: the simulation
-    counts steps, `instance.speculation` maps them to tokens."""
+    counts steps, `instance.speculation` maps them to tokens.
+
+    Decode-only steps, the simulator's common step, are priced without a batch
+    (`decode_step_s`), and runs of them at once (`decode_run_s`, the engine's quiet runs):
+    the verification from a per-batch-size `VerifyStep`, the drafter's passes from its own
+    decode-step table; the same floats as a call, to the bit (tested)."""
 
     target: StepModel
     draft: StepModel
     spec: SpeculativeDecoding
+    # verification steps by number of sequences, but for their attention (a cache)
+    _verify: dict[int, VerifyStep] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_verify", {})
+
+    def __reduce__(
+        self,
+    ) -> tuple[type[SpeculativeStepCost], tuple[StepModel, StepModel, SpeculativeDecoding]]:
+        """Pickled by its fields, the cache rebuilt (as `StepModel`)."""
+        return (SpeculativeStepCost, (self.target, self.draft, self.spec))
+
+    @property
+    def num_draft_passes(self) -> int:
+        return self.spec.num_draft_passes or self.spec.num_speculative_tokens
+
+    def decode_step_s(self, num_decode_seqs: int, num_decode_context_tokens: int) -> float:
+        """`self(batch)` for `num_decode_seqs` > 0 decoding sequences reading
+        `num_decode_context_tokens` keys and no prompt work, to the bit, without a batch."""
+        n, context = num_decode_seqs, num_decode_context_tokens
+        verify = self._verify.get(n) or self._verify_step(n)
+        draft = self.draft.decode_step_s
+        drafting = 0.0
+        for i in range(self.num_draft_passes):  # `draft_time_s`'s sum, in its order
+            drafting += draft(n, context + i * n)
+        return verify.time_s(context) + drafting
+
+    def decode_run_s(
+        self, num_decode_seqs: int, num_decode_context_tokens: int, num_steps: int
+    ) -> np.ndarray:
+        """`decode_step_s` of `num_steps` decode-only steps in a row, the batch unchanged
+        (each reads `num_decode_seqs` more keys than the one before), as an array: step j's
+        draft pass i reads what step j + i's first pass does, so the drafter's passes of
+        the whole run are one run of its decode steps, summed in windows."""
+        n, context, passes = num_decode_seqs, num_decode_context_tokens, self.num_draft_passes
+        verify = self._verify.get(n) or self._verify_step(n)
+        drafts = self.draft.decode_run_s(n, context, num_steps + passes - 1)
+        drafting = drafts[:num_steps]
+        for i in range(1, passes):
+            drafting = drafting + drafts[i : i + num_steps]
+        contexts = context + n * np.arange(num_steps, dtype=np.int64)
+        out: np.ndarray = verify.times_s(contexts) + drafting
+        return out
+
+    def _verify_step(self, n: int) -> VerifyStep:
+        v = verify_step(self.target.constants, n, self.spec.num_speculative_tokens)
+        self._verify[n] = v
+        return v
 
     def __call__(self, batch: BatchLike) -> float:
         c = self.target.constants
@@ -195,7 +357,7 @@ class SpeculativeStepCost:
 
     def _draft_batches(self, batch: BatchLike) -> list[BatchShape]:
         b, context = batch.num_decode_seqs, batch.num_decode_context_tokens
-        passes = self.spec.num_draft_passes or self.spec.num_speculative_tokens
+        passes = self.num_draft_passes
         out = [
             BatchShape(num_decode_seqs=b, num_decode_context_tokens=context + i * b)
             for i in range(passes if b else 0)
