@@ -91,7 +91,10 @@ BUDGET = {
     # + 40: predict's meter prices decode steps without a Batch, and runs of them at once
     # (issue 13, predict --cases)
     + 40
-    + 40,
+    + 40
+    # + 30: a speculating run set up in verify steps (`InSteps`), so that a probe can watch
+    # it for an early stop (issue 11: the lever table within 2x)
+    + 30,
     "sizing": 3650  # the plan pipeline only; + levers, arrivals, price models (issue 11), ETA
     # + the probe cache and quick plans the studio needs (issue 15); fleet check (issue 12)
     # + 120: the search's parts on a sweep (`search_parts`, issue 13)

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal, Self
 
@@ -155,16 +156,30 @@ def _kv_bytes_per_token(d: Deployment) -> float:
     return d.kv_bytes_per_token_per_layer_per_gpu * layers
 
 
-def run_speculative(
+@dataclass(frozen=True, slots=True)
+class InSteps:
+    """A speculating run set up in steps (`in_steps`): the engine, its KV blocks scaled, and
+    the workload of verify steps; `in_tokens` maps its records back. A request's first and
+    last token times are its first and last step's, so its TTFT and E2E are known in steps
+    (what an early stop reads: `sizing.early_stop`)."""
+
+    engine: Engine
+    workload: Workload
+    num_output: np.ndarray  # each request's real output tokens
+
+    def in_tokens(self, records: Iterable[RequestRecord]) -> list[RequestRecord]:
+        return [_in_tokens(r, int(self.num_output[r.request_id])) for r in records]
+
+
+def in_steps(
     engine: Engine,
     workload: Workload,
     spec: SpeculativeSpec,
     kv_fraction: float,
     rng: np.random.Generator,
-    progress: Progress | None = None,
-) -> SimResult:
-    """Run `workload` on a speculating `engine` (its step cost a `SpeculativeStepCost`),
-    `kv_fraction` of its blocks left to the target; records in tokens (module docstring)."""
+) -> InSteps:
+    """`workload` on a speculating `engine` (its step cost a `SpeculativeStepCost`) as a run
+    of verify steps, `kv_fraction` of its blocks left to the target (module docstring)."""
     k = spec.num_speculative_tokens
     prompt, output = workload.num_prompt_tokens, workload.num_output_tokens
     steps = decode_steps(output, acceptance_rates(spec, workload.num_requests, rng), k)
@@ -175,9 +190,22 @@ def run_speculative(
         blocks = max(1, math.floor(cfg.num_gpu_blocks * kv_fraction * ratio))
         cfg = cfg.model_copy(update={"num_gpu_blocks": blocks})
     in_steps = dataclasses.replace(workload, num_output_tokens=simulated)
-    result = dataclasses.replace(engine, config=cfg).run(in_steps, progress)
-    records = [_in_tokens(r, int(output[r.request_id])) for r in result.records]
-    return dataclasses.replace(result, records=records)
+    return InSteps(dataclasses.replace(engine, config=cfg), in_steps, output)
+
+
+def run_speculative(
+    engine: Engine,
+    workload: Workload,
+    spec: SpeculativeSpec,
+    kv_fraction: float,
+    rng: np.random.Generator,
+    progress: Progress | None = None,
+) -> SimResult:
+    """Run `workload` on a speculating `engine` (its step cost a `SpeculativeStepCost`),
+    `kv_fraction` of its blocks left to the target; records in tokens (module docstring)."""
+    run = in_steps(engine, workload, spec, kv_fraction, rng)
+    result = run.engine.run(run.workload, progress)
+    return dataclasses.replace(result, records=run.in_tokens(result.records))
 
 
 def _in_tokens(record: RequestRecord, num_output: int) -> RequestRecord:

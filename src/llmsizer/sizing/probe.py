@@ -36,6 +36,7 @@ import numpy as np
 
 from llmsizer.instance import Instance
 from llmsizer.instance.speculation import (
+    in_steps,
     kv_fraction_of,
     run_instance,
     step_cost_of,
@@ -179,8 +180,8 @@ class Probe:
         return self._points[rate]
 
     def _watch(self, rate: float, stop_for: Limits | None) -> MissWatch | None:
-        if stop_for is None or self.speculative is not None:
-            return None  # a speculative run's records are rebuilt after it: not watched
+        if stop_for is None:
+            return None
         n = self._num_at(rate / self.capacity())
         return MissWatch.of(stop_for, n, int(WARMUP_FRACTION * n))
 
@@ -193,9 +194,16 @@ class Probe:
         else:
             n = self._num_at(rate / self.capacity())
             workload = self._workload(self._unit_arrivals[:n] * (self.pp / rate))
-            result, stopped = run_watched(self.engine, workload, watch)
+            engine, steps = self.engine, None
+            if self.speculative is not None:  # watched in steps: TTFT and E2E are the same
+                rng = np.random.default_rng(self.seed)  # as `_simulate`'s run
+                steps = in_steps(engine, workload, self.speculative, self._kv_fraction, rng)
+                engine, workload = steps.engine, steps.workload
+            result, stopped = run_watched(engine, workload, watch)
             assert isinstance(result.records, RecordTable)
             judged = judged_rows(result.records, watch.warm)  # records[warm:] when whole
+            if steps is not None:
+                judged = steps.in_tokens(judged)
         summary = summarize(judged, percentiles=self.limits.percentiles)
         for key in ("request_throughput", "output_throughput", "total_token_throughput"):
             summary[key] *= self.pp
