@@ -17,8 +17,13 @@ a step of d sequences delivers d decode tokens, so every decode token costs at l
 
 and the run lasts at least m x sum_i (osl_i - 1): capacity <= n / (m x sum_i (osl_i - 1)),
 the same for any n, the run's included (times the pipeline's depth, as `Probe.capacity`).
-Preemption and prefill only add time. A speculating probe has none: its steps are not
-tokens (`instance.speculation`).
+Preemption and prefill only add time.
+
+A speculating probe simulates verify steps, not tokens (`instance.speculation`): its
+capacity run is the same argument over that run's own requests in steps (`Probe.in_steps`:
+the acceptance draws it simulates, a request of `osl` tokens decoding in
+ceil((osl - 1) / E(a)) steps, E(a) <= k + 1), with its KV blocks (scaled for the drafter)
+and its step cost (the drafter's passes and the verification of k + 1 tokens a sequence).
 """
 
 from __future__ import annotations
@@ -39,14 +44,16 @@ def highest_rate(probe: Probe) -> float:
 
 def capacity_bound(probe: Probe) -> float | None:
     """Req/s per instance that `probe.capacity()` cannot exceed (module docstring), or
-    `None` when there is no bound (speculation, or outputs of one token)."""
-    if probe.speculative is not None:
-        return None
-    lengths, cfg = probe.lengths, probe.engine.config
-    decode_tokens = float((lengths.output - 1).sum())
+    `None` when there is no bound (outputs of one token)."""
+    prompt, output, cfg = probe.lengths.prompt, probe.lengths.output, probe.engine.config
+    if probe.speculative is not None:  # the capacity run's own requests, in verify steps
+        run = probe.in_steps(probe.capacity_workload())
+        prompt, output = run.workload.num_prompt_tokens, run.workload.num_output_tokens
+        cfg = run.engine.config
+    decode_tokens = float((output - 1).sum())
     if decode_tokens <= 0:
         return None
-    shortest = int(lengths.prompt.min()) + 1
+    shortest = int(prompt.min()) + 1
     most = cfg.max_num_seqs
     if cfg.num_gpu_blocks is not None:
         most = min(most, cfg.num_gpu_blocks // math.ceil(shortest / cfg.block_size))
@@ -57,4 +64,4 @@ def capacity_bound(probe: Probe) -> float | None:
         cost(Batch(num_decode_seqs=d, num_decode_context_tokens=d * shortest)) / d
         for d in range(1, most + 1)
     )
-    return lengths.num_requests / (per_token * decode_tokens) * probe.pp
+    return len(prompt) / (per_token * decode_tokens) * probe.pp

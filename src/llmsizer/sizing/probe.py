@@ -36,6 +36,7 @@ import numpy as np
 
 from llmsizer.instance import Instance
 from llmsizer.instance.speculation import (
+    InSteps,
     in_steps,
     kv_fraction_of,
     run_instance,
@@ -196,8 +197,7 @@ class Probe:
             workload = self._workload(self._unit_arrivals[:n] * (self.pp / rate))
             engine, steps = self.engine, None
             if self.speculative is not None:  # watched in steps: TTFT and E2E are the same
-                rng = np.random.default_rng(self.seed)  # as `_simulate`'s run
-                steps = in_steps(engine, workload, self.speculative, self._kv_fraction, rng)
+                steps = self.in_steps(workload)
                 engine, workload = steps.engine, steps.workload
             result, stopped = run_watched(engine, workload, watch)
             assert isinstance(result.records, RecordTable)
@@ -219,10 +219,22 @@ class Probe:
         """Saturated throughput, req/s per instance: `OFFLINE_BATCHES` full batches of
         requests all at t = 0, divided by the time the last one finishes (offline serving)."""
         if "capacity" not in self._capacity:
-            n = max(OFFLINE_MIN_REQUESTS, OFFLINE_BATCHES * self.kv_batch())
-            last = _last_finish_s(self._simulate(np.zeros(n)).records)
-            self._capacity["capacity"] = n / last * self.pp
+            workload = self.capacity_workload()
+            last = _last_finish_s(self._simulate(workload.arrival_s).records)
+            self._capacity["capacity"] = workload.num_requests / last * self.pp
         return self._capacity["capacity"]
+
+    def capacity_workload(self) -> Workload:
+        """The capacity run's requests, all at t = 0."""
+        n = max(OFFLINE_MIN_REQUESTS, OFFLINE_BATCHES * self.kv_batch())
+        return self._workload(np.zeros(n))
+
+    def in_steps(self, workload: Workload) -> InSteps:
+        """A speculating probe's run of `workload` in verify steps, as it simulates it (the
+        same acceptance draws: `instance.speculation.in_steps`)."""
+        assert self.speculative is not None
+        rng = np.random.default_rng(self.seed)
+        return in_steps(self.engine, workload, self.speculative, self._kv_fraction, rng)
 
     def kv_batch(self) -> int:
         """Sequences of the mean request the engine holds at once: what its KV blocks hold,
