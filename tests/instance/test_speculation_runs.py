@@ -17,6 +17,7 @@ from llmsizer.perf.batch_shape import BatchLike
 from llmsizer.perf.speculative import SpeculativeStepCost
 from llmsizer.sim import SimResult
 from llmsizer.workload import WorkloadSpec, make_workload
+from tests.perf.test_speculative_steps import pass_by_pass
 
 
 @dataclass(frozen=True)
@@ -27,7 +28,7 @@ class OneByOne:
     cost: SpeculativeStepCost
 
     def __call__(self, batch: BatchLike) -> float:
-        return self.cost(batch)
+        return pass_by_pass(self.cost, batch)
 
 
 @dataclass

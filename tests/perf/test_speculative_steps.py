@@ -11,16 +11,17 @@ import dataclasses
 import numpy as np
 import pytest
 
-from llmsizer.perf.batch_shape import BatchShape, ChunkShape, decode_batch
+from llmsizer.perf.batch_shape import BatchLike, BatchShape, ChunkShape, aggregate, decode_batch
 from llmsizer.perf.deployment import Deployment
 from llmsizer.perf.speculative import (
     SpeculativeDecoding,
     SpeculativeStepCost,
     draft_head_model,
     speculative_step,
+    verify_aggregates,
 )
-from llmsizer.perf.step import StepModel
-from llmsizer.sim import Batch
+from llmsizer.perf.step import StepModel, step_terms, step_time_s
+from llmsizer.sim import Batch, PrefillChunk
 from tests.perf.test_step_golden import DEPLOYMENTS, FACTORS, step_model
 
 
@@ -65,6 +66,15 @@ COSTS = {
 }
 
 
+def pass_by_pass(cost: SpeculativeStepCost, batch: BatchLike) -> float:
+    """The general path: the verification's aggregates through `step_terms`, and the
+    drafter's batches (k decode passes, then its pass over the prompt chunks) priced one
+    by one through its call and summed in order."""
+    c = cost.target.constants
+    a = verify_aggregates(aggregate(batch, c.window), cost.spec.num_speculative_tokens, c.window)
+    return step_time_s(c, step_terms(c, a)) + sum(cost.draft(b) for b in cost._draft_batches(batch))
+
+
 @pytest.mark.parametrize("name", COSTS)
 def test_a_decode_step_costs_what_the_batch_costs_to_the_bit(name: str) -> None:
     cost = COSTS[name]()
@@ -72,10 +82,26 @@ def test_a_decode_step_costs_what_the_batch_costs_to_the_bit(name: str) -> None:
     for _ in range(100):
         n = int(rng.integers(1, 400))
         context = int(n * rng.integers(1, 30_000))
-        expected = cost(Batch(num_decode_seqs=n, num_decode_context_tokens=context))
+        batch = Batch(num_decode_seqs=n, num_decode_context_tokens=context)
+        expected = pass_by_pass(cost, batch)
+        assert cost(batch) == expected
         assert cost.decode_step_s(n, context) == expected
         assert cost.decode_step_s(n, context) == expected  # the cached verification too
         assert cost(BatchShape(num_decode_seqs=n, num_decode_context_tokens=context)) == expected
+
+
+@pytest.mark.parametrize("name", COSTS)
+def test_a_step_with_prompt_work_costs_what_pass_by_pass_says(name: str) -> None:
+    cost = COSTS[name]()
+    rng = np.random.default_rng(9)
+    for _ in range(30):
+        n = int(rng.integers(0, 200))
+        chunks = tuple(
+            PrefillChunk(int(rng.integers(1, 2048)), int(rng.integers(0, 4096)))
+            for _ in range(int(rng.integers(1, 4)))
+        )
+        batch = Batch(chunks, n, int(n * rng.integers(1, 20_000)))
+        assert cost(batch) == pass_by_pass(cost, batch)
 
 
 @pytest.mark.parametrize("name", COSTS)
@@ -105,7 +131,7 @@ def test_the_step_is_speculative_steps_drafting_plus_verification() -> None:
         assert cost.decode_step_s(n, n * per_seq) == pytest.approx(ref.step_time_s, rel=1e-12)
 
 
-def test_steps_with_prompt_work_still_take_the_general_path() -> None:
+def test_prompt_work_costs_more() -> None:
     cost = head_cost(step_model("window"), 3)
     mixed = BatchShape((ChunkShape(512, 100),), 31, 31 * 900)
     decode_only = decode_batch(31, 900)

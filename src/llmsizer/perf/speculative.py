@@ -22,7 +22,7 @@ priced by `draft_head_model`, a one-layer copy of the target.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -32,6 +32,7 @@ from llmsizer.perf.batch_shape import (
     BatchLike,
     BatchShape,
     ChunkShape,
+    PrefillChunkLike,
     aggregate,
     busiest_rank,
     decode_batch,
@@ -264,6 +265,15 @@ def verify_step(c: StepConstants, num_seqs: int, k: int) -> VerifyStep:
 
 
 @dataclass(frozen=True, slots=True)
+class _Prompts:
+    """A batch's prompt chunks alone: the drafter's pass over new prompt tokens."""
+
+    prefill_chunks: Sequence[PrefillChunkLike]
+    num_decode_seqs: int = 0
+    num_decode_context_tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class SpeculativeStepCost:
     """A step cost for an engine that speculates in every decode step: the drafter's k
     passes (and its pass over new prompt tokens) plus the target's verification of k + 1
@@ -336,8 +346,17 @@ class SpeculativeStepCost:
 
     def draft_time_s(self, batch: BatchLike) -> float:
         """The drafter's passes over the decoding sequences, plus its pass over new prompt
-        tokens (a draft model keeps its own KV; a head reads the target's features)."""
-        return sum(self.draft(b) for b in self._draft_batches(batch))
+        tokens (a draft model keeps its own KV; a head reads the target's features): the
+        prices of `_draft_batches`, summed in their order, without building the decode ones."""
+        n, context = batch.num_decode_seqs, batch.num_decode_context_tokens
+        drafting = 0.0
+        if n:
+            draft = self.draft.decode_step_s
+            for i in range(self.num_draft_passes):
+                drafting += draft(n, context + i * n)
+        if batch.prefill_chunks:
+            drafting += self.draft(_Prompts(batch.prefill_chunks))
+        return drafting
 
     def measure(self, batch: BatchLike) -> tuple[float, float, float]:
         """(seconds, FLOPs, HBM bytes) as `StepModel.measure`, verification and drafting
