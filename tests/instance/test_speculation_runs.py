@@ -1,6 +1,7 @@
 """A speculating engine takes the simulator's shortcuts (issue 11): decode-only steps priced
 without a batch and quiet runs of them priced at once (`SpeculativeStepCost.decode_step_s`,
-`decode_run_s`), and its runs are the step-by-step runs to the bit."""
+`decode_run_s`), and its runs are the step-by-step runs to the bit; its records of steps
+map to records of tokens for a whole table at once as they did record by record."""
 
 from __future__ import annotations
 
@@ -12,9 +13,15 @@ import numpy as np
 import pytest
 
 from llmsizer.instance import DeploymentSpec, make_instance
-from llmsizer.instance.speculation import SpeculativeSpec, run_speculative, speculative_cost
+from llmsizer.instance.speculation import (
+    SpeculativeSpec,
+    in_steps,
+    run_speculative,
+    speculative_cost,
+)
 from llmsizer.perf.batch_shape import BatchLike
 from llmsizer.perf.speculative import SpeculativeStepCost
+from llmsizer.records import RecordTable, RequestRecord
 from llmsizer.sim import SimResult
 from llmsizer.workload import WorkloadSpec, make_workload
 from tests.perf.test_speculative_steps import pass_by_pass
@@ -77,3 +84,46 @@ def test_a_speculating_run_is_the_step_by_step_run_to_the_bit(rate: float, k: in
         for f in dataclasses.fields(a):
             if f.name != "token_times_s":
                 assert getattr(a, f.name) == getattr(b, f.name), f.name
+
+
+def per_record(record: RequestRecord, num_output: int) -> RequestRecord:
+    """The mapping of one record of steps to tokens as it was written first, record by
+    record: the reference for the whole-table one."""
+    times = record.token_times_s
+    num_steps = times.shape[0] - 1
+    if num_steps <= 0 or num_output <= 1:
+        return dataclasses.replace(record, num_output_tokens_requested=num_output)
+    done = np.round(np.arange(num_steps + 1) * ((num_output - 1) / num_steps)).astype(np.int64)
+    expanded = np.concatenate((times[:1], np.repeat(times[1:], np.diff(done))))
+    return dataclasses.replace(
+        record, token_times_s=expanded, num_output_tokens_requested=num_output
+    )
+
+
+@pytest.mark.parametrize(("delay_s", "k", "osl"), [(0.0, 3, 300), (0.05, 4, 300), (0.0, 2, 1)])
+def test_records_map_to_tokens_as_record_by_record(delay_s: float, k: int, osl: int) -> None:
+    """A whole table at once (`InSteps.in_tokens`), a slice of it (an early stop's judged
+    rows), and an empty one, against the per-record mapping; with a first-token hold too."""
+    instance = make_instance(DeploymentSpec(model="llama-3.1-8b", gpu="h100-sxm"))
+    spec = SpeculativeSpec(num_speculative_tokens=k, acceptance_std=0.2)
+    engine = dataclasses.replace(instance.simulator(), first_token_delay_s=delay_s)
+    engine = dataclasses.replace(engine, step_cost=speculative_cost(spec, instance.step))
+    workload = make_workload(
+        WorkloadSpec.model_validate(
+            {"request_rate": 20.0, "num_requests": 150, "isl": 300, "osl": osl, "seed": 1}
+        )
+    )
+    run = in_steps(engine, workload, spec, 0.9, np.random.default_rng(0))
+    table = run.engine.run(run.workload).records
+    assert isinstance(table, RecordTable)
+    for part in (table, table[40:], table[150:]):
+        mapped = run.in_tokens(part)
+        assert len(mapped) == len(part)
+        for got, r in zip(mapped, part, strict=True):
+            want = per_record(r, int(workload.num_output_tokens[r.request_id]))
+            np.testing.assert_array_equal(got.token_times_s, want.token_times_s)
+            assert got.num_output_tokens == osl
+            assert not got.token_times_s.flags.writeable
+            for f in dataclasses.fields(got):
+                if f.name != "token_times_s":
+                    assert getattr(got, f.name) == getattr(want, f.name), f.name
