@@ -92,9 +92,10 @@ BUDGET = {
     # (issue 13, predict --cases)
     + 40
     + 40
-    # + 30: a speculating run set up in verify steps (`InSteps`), so that a probe can watch
-    # it for an early stop (issue 11: the lever table within 2x)
-    + 30,
+    # + 60: a speculating run set up in verify steps (`InSteps`), so that a probe can watch
+    # it for an early stop, and its records mapped to tokens for a whole table at once (issue
+    # 11: the lever table within 2x)
+    + 60,
     "sizing": 3650  # the plan pipeline only; + levers, arrivals, price models (issue 11), ETA
     # + the probe cache and quick plans the studio needs (issue 15); fleet check (issue 12)
     # + 120: the search's parts on a sweep (`search_parts`, issue 13)
@@ -105,10 +106,13 @@ BUDGET = {
     # + 135: the lever table within 2x of the plan (issue 11): rate searches in instance
     # counts (`rate_search.Counts`) and a step-model bound before capacity runs
     # (`capacity_bound`)
+    # + 30: speculating probes watched for early stops and bounded before their capacity
+    # runs, as plain ones are (issue 11, the lever table within 2x in CPU)
     + 120
     + 895
     + 145
-    + 135,
+    + 135
+    + 30,
     "calibrate": 3350  # + AIC launch settings, per-architecture fit, layouts read as launched
     # + disaggregated AIC rows (issue 12)
     # + 20: a sweep (local processes or Ray) records the schedules; fits name the fit extra
