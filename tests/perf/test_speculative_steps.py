@@ -107,7 +107,8 @@ def test_a_step_with_prompt_work_costs_what_pass_by_pass_says(name: str) -> None
 @pytest.mark.parametrize("name", COSTS)
 def test_a_run_of_decode_steps_costs_each_step_to_the_bit(name: str) -> None:
     """Step j of a run reads n x j more keys; its k draft passes are the drafter's steps
-    j .. j + k - 1 of one run, summed in the order the passes are summed one by one."""
+    j .. j + k - 1 of one run, summed in the order the passes are summed one by one (by
+    `decode_run_s` at once, and by `decode_step_s` step after step)."""
     cost = COSTS[name]()
     rng = np.random.default_rng(5)
     for _ in range(10):
@@ -119,6 +120,8 @@ def test_a_run_of_decode_steps_costs_each_step_to_the_bit(name: str) -> None:
         for j in range(num):
             batch = Batch(num_decode_seqs=n, num_decode_context_tokens=context + n * j)
             assert times[j] == cost(batch), j
+            # one by one, in a row: the step before's draft passes are reused
+            assert cost.decode_step_s(n, context + n * j) == times[j], j
 
 
 def test_the_step_is_speculative_steps_drafting_plus_verification() -> None:

@@ -290,9 +290,16 @@ class SpeculativeStepCost:
     spec: SpeculativeDecoding
     # verification steps by number of sequences, but for their attention (a cache)
     _verify: dict[int, VerifyStep] = field(init=False, repr=False, compare=False)
+    # the last decode step's (sequences, context, draft pass prices): the next step of the
+    # same batch reads n more keys, so its pass i is that step's pass i + 1 (one slot,
+    # replaced whole: a thread reading it sees one step's prices or another's)
+    _last: list[tuple[int, int, tuple[float, ...]]] = field(init=False, repr=False, compare=False)
+    _passes: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_verify", {})
+        object.__setattr__(self, "_last", [(0, 0, ())])
+        object.__setattr__(self, "_passes", self.num_draft_passes)
 
     def __reduce__(
         self,
@@ -306,13 +313,20 @@ class SpeculativeStepCost:
 
     def decode_step_s(self, num_decode_seqs: int, num_decode_context_tokens: int) -> float:
         """`self(batch)` for `num_decode_seqs` > 0 decoding sequences reading
-        `num_decode_context_tokens` keys and no prompt work, to the bit, without a batch."""
-        n, context = num_decode_seqs, num_decode_context_tokens
+        `num_decode_context_tokens` keys and no prompt work, to the bit, without a batch;
+        the drafter's passes the step before priced are not priced again (`_last`)."""
+        n, context, passes = num_decode_seqs, num_decode_context_tokens, self._passes
         verify = self._verify.get(n) or self._verify_step(n)
         draft = self.draft.decode_step_s
+        last_n, last_context, last = self._last[0]
+        if last_n == n and last_context + n == context:
+            drafts = (*last[1:], draft(n, context + (passes - 1) * n))
+        else:
+            drafts = tuple([draft(n, context + i * n) for i in range(passes)])
+        self._last[0] = (n, context, drafts)
         drafting = 0.0
-        for i in range(self.num_draft_passes):  # `draft_time_s`'s sum, in its order
-            drafting += draft(n, context + i * n)
+        for d in drafts:  # `draft_time_s`'s sum, in its order
+            drafting += d
         return verify.time_s(context) + drafting
 
     def decode_run_s(
