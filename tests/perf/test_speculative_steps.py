@@ -102,6 +102,9 @@ def test_a_step_with_prompt_work_costs_what_pass_by_pass_says(name: str) -> None
         )
         batch = Batch(chunks, n, int(n * rng.integers(1, 20_000)))
         assert cost(batch) == pass_by_pass(cost, batch)
+        if n:  # after a decode step of the same sequences: its draft passes reused
+            cost.decode_step_s(n, batch.num_decode_context_tokens - n)
+            assert cost(batch) == pass_by_pass(cost, batch)
 
 
 @pytest.mark.parametrize("name", COSTS)

@@ -315,19 +315,24 @@ class SpeculativeStepCost:
         """`self(batch)` for `num_decode_seqs` > 0 decoding sequences reading
         `num_decode_context_tokens` keys and no prompt work, to the bit, without a batch;
         the drafter's passes the step before priced are not priced again (`_last`)."""
-        n, context, passes = num_decode_seqs, num_decode_context_tokens, self._passes
+        n, context = num_decode_seqs, num_decode_context_tokens
         verify = self._verify.get(n) or self._verify_step(n)
-        draft = self.draft.decode_step_s
+        drafting = 0.0
+        for d in self._draft_passes(n, context):  # `draft_time_s`'s sum, in its order
+            drafting += d
+        return verify.time_s(context) + drafting
+
+    def _draft_passes(self, n: int, context: int) -> tuple[float, ...]:
+        """The drafter's decode passes over `n` > 0 sequences reading `context` keys: pass i
+        reads i x n more; those the step before priced are not priced again (`_last`)."""
+        passes, draft = self._passes, self.draft.decode_step_s
         last_n, last_context, last = self._last[0]
         if last_n == n and last_context + n == context:
             drafts = (*last[1:], draft(n, context + (passes - 1) * n))
         else:
             drafts = tuple([draft(n, context + i * n) for i in range(passes)])
         self._last[0] = (n, context, drafts)
-        drafting = 0.0
-        for d in drafts:  # `draft_time_s`'s sum, in its order
-            drafting += d
-        return verify.time_s(context) + drafting
+        return drafts
 
     def decode_run_s(
         self, num_decode_seqs: int, num_decode_context_tokens: int, num_steps: int
@@ -362,12 +367,10 @@ class SpeculativeStepCost:
         """The drafter's passes over the decoding sequences, plus its pass over new prompt
         tokens (a draft model keeps its own KV; a head reads the target's features): the
         prices of `_draft_batches`, summed in their order, without building the decode ones."""
-        n, context = batch.num_decode_seqs, batch.num_decode_context_tokens
+        n = batch.num_decode_seqs
         drafting = 0.0
-        if n:
-            draft = self.draft.decode_step_s
-            for i in range(self.num_draft_passes):
-                drafting += draft(n, context + i * n)
+        for d in self._draft_passes(n, batch.num_decode_context_tokens) if n else ():
+            drafting += d
         if batch.prefill_chunks:
             drafting += self.draft(_Prompts(batch.prefill_chunks))
         return drafting
