@@ -48,7 +48,8 @@ from llmsizer.perf import StepModel
 from llmsizer.perf.batch_shape import Aggregates
 from llmsizer.perf.speculative import SpeculativeStepCost, verify_aggregates
 from llmsizer.perf.step import StepTerms, step_terms
-from llmsizer.sim import Batch, EngineConfig, StepCost
+from llmsizer.sim import EngineConfig, StepCost
+from llmsizer.sim.batch import decode_step_cost
 from llmsizer.sizing.probe import Probe
 from llmsizer.sizing.rate_search import GRID
 
@@ -78,10 +79,8 @@ def capacity_bound(probe: Probe) -> float | None:
     if most < 1:
         return None
     cost = probe.step_cost
-    per_token = min(
-        cost(Batch(num_decode_seqs=d, num_decode_context_tokens=d * shortest)) / d
-        for d in range(1, most + 1)
-    )
+    decode_s = decode_step_cost(cost)  # the cost of such a `Batch`, without building it
+    per_token = min(decode_s(d, d * shortest) / d for d in range(1, most + 1))
     floor_s = _work_floor_s(cost, prompt, output, cfg, most)
     return len(prompt) / max(per_token * decode_tokens, floor_s) * probe.pp
 
