@@ -106,13 +106,14 @@ BUDGET = {
     # + 135: the lever table within 2x of the plan (issue 11): rate searches in instance
     # counts (`rate_search.Counts`) and a step-model bound before capacity runs
     # (`capacity_bound`)
-    # + 30: speculating probes watched for early stops and bounded before their capacity
-    # runs, as plain ones are (issue 11, the lever table within 2x in CPU)
+    # + 95: speculating probes watched for early stops and bounded before their capacity
+    # runs, as plain ones are, and the bound's floor of all the run's work, prompts too
+    # (issue 11, the lever table within 2x in CPU)
     + 120
     + 895
     + 145
     + 135
-    + 30,
+    + 95,
     "calibrate": 3350  # + AIC launch settings, per-architecture fit, layouts read as launched
     # + disaggregated AIC rows (issue 12)
     # + 20: a sweep (local processes or Ray) records the schedules; fits name the fit extra

@@ -46,8 +46,9 @@ import numpy as np
 
 from llmsizer.perf import StepModel
 from llmsizer.perf.batch_shape import Aggregates
-from llmsizer.perf.speculative import SpeculativeStepCost, verify_aggregates
+from llmsizer.perf.speculative import SpeculativeStepCost
 from llmsizer.perf.step import StepTerms, step_terms
+from llmsizer.perf.verify_step import verify_aggregates
 from llmsizer.sim import EngineConfig, StepCost
 from llmsizer.sim.batch import decode_step_cost
 from llmsizer.sizing.probe import Probe

@@ -219,15 +219,17 @@ class Probe:
         """Saturated throughput, req/s per instance: `OFFLINE_BATCHES` full batches of
         requests all at t = 0, divided by the time the last one finishes (offline serving)."""
         if "capacity" not in self._capacity:
-            workload = self.capacity_workload()
-            last = _last_finish_s(self._simulate(workload.arrival_s).records)
-            self._capacity["capacity"] = workload.num_requests / last * self.pp
+            n = self._capacity_requests()
+            last = _last_finish_s(self._simulate(np.zeros(n)).records)
+            self._capacity["capacity"] = n / last * self.pp
         return self._capacity["capacity"]
+
+    def _capacity_requests(self) -> int:
+        return max(OFFLINE_MIN_REQUESTS, OFFLINE_BATCHES * self.kv_batch())
 
     def capacity_workload(self) -> Workload:
         """The capacity run's requests, all at t = 0."""
-        n = max(OFFLINE_MIN_REQUESTS, OFFLINE_BATCHES * self.kv_batch())
-        return self._workload(np.zeros(n))
+        return self._workload(np.zeros(self._capacity_requests()))
 
     def in_steps(self, workload: Workload) -> InSteps:
         """A speculating probe's run of `workload` in verify steps, as it simulates it (the
