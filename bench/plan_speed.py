@@ -4,13 +4,15 @@ stay within 2x of the plan before it) and on `llama3_8b_3gpus` (issue 13: `plan`
 80 GB and L40S, priced 3, 2 and 1 $/GPU-hour (illustrative), with the default precisions
 (`lossless`: bf16, and fp8 on H100 and L40S; the example itself pins bf16).
 
-    .venv/bin/python bench/plan_speed.py [--no-levers | --levers-cost] [--workers N] [NAME ...]
+    .venv/bin/python bench/plan_speed.py [--no-levers | --levers-cost [--repeat N]]
+        [--workers N] [NAME ...]
     .venv/bin/python bench/plan_speed.py --cli [--repeat K] [PYTHONPATH ...]
 
 `--no-levers` leaves out the "what each lever buys" search (`search.levers: false`), to
 separate its cost from the rest of the plan's. `--levers-cost` runs each example both ways
 and prints the lever table's cost (issue 11: at most 2x): engine steps and CPU seconds with
-the table over without it.
+the table over without it; `--repeat N` runs N pairs interleaved and gives the median CPU
+and the spread of the pairs' ratios (CPU on a shared machine moves +-20 % run to run).
 
 Each example runs in this process once, after the catalogs are loaded; prints one row per
 example: wall and CPU seconds (the machine may be shared: compare CPU seconds),
@@ -32,6 +34,7 @@ from __future__ import annotations
 
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -135,17 +138,28 @@ def cli(repeat: int, others: list[str]) -> None:
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
-def levers_cost(names: list[str], steps: list[int]) -> None:
-    """Each example without, then with the lever table: steps and CPU, and their ratios."""
-    print(
-        f"{'example':<26} {'steps without':>14} {'with':>10} {'x':>6} {'CPU s without':>14}", end=""
-    )
-    print(f" {'with':>6} {'x':>6}")
+def levers_cost(names: list[str], steps: list[int], repeats: int = 1) -> None:
+    """Each example without and with the lever table, `repeats` pairs interleaved (the
+    order alternating, so a machine's load drifting hits both alike): engine steps (exact)
+    and CPU seconds (`time.process_time`, median of the pairs), and the ratios; with
+    repeats, the spread of the pairs' CPU ratios (min-max)."""
+    head = f"{'example':<26} {'steps without':>14} {'with':>10} {'x':>6} {'CPU s without':>14}"
+    print(f"{head} {'with':>6} {'x':>6}" + (f" {'x min-max':>11}" if repeats > 1 else ""))
     for name in names:
-        _, _, cpu0, steps0 = timed(name, False, steps)
-        _, _, cpu1, steps1 = timed(name, True, steps)
-        row = f"{name:<26} {steps0:>14,} {steps1:>10,} {steps1 / steps0:>6.2f} {cpu0:>14.1f}"
-        print(f"{row} {cpu1:>6.1f} {cpu1 / cpu0:>6.2f}", flush=True)
+        cpus: dict[bool, list[float]] = {False: [], True: []}
+        counted: dict[bool, int] = {}
+        for i in range(repeats):
+            for levers in (False, True) if i % 2 == 0 else (True, False):
+                _, _, cpu, counted[levers] = timed(name, levers, steps)
+                cpus[levers].append(cpu)
+        steps0, steps1 = counted[False], counted[True]
+        cpu0, cpu1 = statistics.median(cpus[False]), statistics.median(cpus[True])
+        row = f"{name:<26} {steps0:>14,} {steps1:>10,} {steps1 / steps0:>6.2f} {cpu0:>14.2f}"
+        row += f" {cpu1:>6.2f} {cpu1 / cpu0:>6.2f}"
+        if repeats > 1:
+            ratios = [b / a for a, b in zip(cpus[False], cpus[True], strict=True)]
+            row += f" {min(ratios):>5.2f}-{max(ratios):<5.2f}"
+        print(row, flush=True)
 
 
 def _option(args: list[str], flag: str, default: int) -> tuple[int, list[str]]:
@@ -168,7 +182,9 @@ def main(args: list[str]) -> None:
     get_gpu("h100-sxm"), get_model("llama-3-8b")  # catalogs loaded before timing
     steps = count_steps()
     if "--levers-cost" in args:
-        levers_cost(names or list(NAMES), steps)
+        repeats = int(args[args.index("--repeat") + 1]) if "--repeat" in args else 1
+        names = [n for n in names if not n.isdigit()]
+        levers_cost(names or list(NAMES), steps, repeats)
         return
     head = f"{'example':<26} {'wall s':>8} {'CPU s':>8} {'configs':>8} {'points':>7}"
     print(f"{head} {'steps':>10}   (workers: {workers})")

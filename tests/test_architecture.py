@@ -72,7 +72,10 @@ BUDGET = {
     "specs": 1555,  # + linear attention, sparse attention, MTP, quant modes (h-catalog);
     # + config.json validation (issue 14)
     # + 22: a collected calibration file's device as a GPU (issue 16)
-    "perf": 2600,
+    "perf": 2600  # + 150: CUDA graphs in the step cost, per engine with sources (issue 10,
+    # cuda_graphs.py), and speculating steps priced without a batch, in quiet runs, the
+    # drafter's passes reused (issue 11, verify_step.py): about 225 lines each, in the slack
+    + 150,
     "sim": 1760  # + 110: decode-only steps in a row and their compact step log (issue 13)
     # + 50: delay batching in the continuous scheduler (merged from main, unbudgeted there)
     # + 120: quiet decode runs priced at once, a refused first waiting request kept on the
@@ -98,7 +101,11 @@ BUDGET = {
     + 40
     + 40
     # + 15: the step model priced as the engine's CUDA graphs run it (issue 10, cudagraph8)
-    + 15,
+    + 15
+    # + 60: a speculating run set up in verify steps (`InSteps`), so that a probe can watch
+    # it for an early stop, and its records mapped to tokens for a whole table at once (issue
+    # 11: the lever table within 2x)
+    + 60,
     "sizing": 3650  # the plan pipeline only; + levers, arrivals, price models (issue 11), ETA
     # + the probe cache and quick plans the studio needs (issue 15); fleet check (issue 12)
     # + 120: the search's parts on a sweep (`search_parts`, issue 13)
@@ -111,11 +118,15 @@ BUDGET = {
     # (`capacity_bound`)
     # + 205: plan on the CPUs it may use (issue 13): probe states sent between processes
     # and absorbed, the band's variants and the curves on the sweep beside the lever table
+    # + 95: speculating probes watched for early stops and bounded before their capacity
+    # runs, as plain ones are, and the bound's floor of all the run's work, prompts too
+    # (issue 11, the lever table within 2x in CPU)
     + 120
     + 895
     + 145
     + 135
-    + 205,
+    + 205
+    + 95,
     "calibrate": 3350  # + AIC launch settings, per-architecture fit, layouts read as launched
     # + disaggregated AIC rows (issue 12)
     # + 20: a sweep (local processes or Ray) records the schedules; fits name the fit extra

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from llmsizer.instance import calibrated_for
+from llmsizer.perf.speculative import SpeculativeStepCost
 from llmsizer.sizing import probe as probe_module
 from llmsizer.sizing.early_stop import MissWatch, run_watched
 from llmsizer.sizing.limits import Limits
@@ -27,6 +28,11 @@ CASE: dict[str, Any] = {
     "limits": {"ttft_ms": 300},
     "candidates": {"gpus": ["h100-sxm"], "precisions": ["bf16"], "tensor_parallel_sizes": [1, 2]},
     "search": {"num_requests": 400, "curves": False, "uncertainty": 0.0},
+}
+# The same with speculative decoding (3 draft tokens, a head): watched in verify steps
+SPECULATING: dict[str, Any] = {
+    **CASE,
+    "candidates": {**CASE["candidates"], "speculative_tokens": [3]},
 }
 
 
@@ -51,12 +57,27 @@ def test_a_run_that_is_never_certain_to_miss_is_the_whole_run() -> None:
     np.testing.assert_array_equal(watched.records.last_token_s(), whole.records.last_token_s())  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize("ttft_ms", [150, 300, 600])
-def test_a_stopped_probe_has_the_verdict_of_its_whole_run(ttft_ms: float) -> None:
+@pytest.mark.parametrize(
+    ("case", "limit"),
+    [
+        (CASE, {"ttft_s": 0.15}),
+        (CASE, {"ttft_s": 0.3}),
+        (CASE, {"ttft_s": 0.6}),
+        (SPECULATING, {"ttft_s": 0.15}),
+        (SPECULATING, {"ttft_s": 0.3}),
+        (SPECULATING, {"e2el_s": 2.0}),
+    ],
+)
+def test_a_stopped_probe_has_the_verdict_of_its_whole_run(
+    case: dict[str, Any], limit: dict[str, float]
+) -> None:
     """Rates from the middle of the grid to past capacity: each stopped probe fails, as its
-    whole run does, and a probe that was not stopped is the whole run, point for point."""
-    limits = Limits(ttft_s=ttft_ms / 1e3)
-    early, whole = _probe(), _probe()
+    whole run does, and a probe that was not stopped is the whole run, point for point
+    (speculating probes too: their runs are watched in verify steps, whose first and last
+    token times are the tokens')."""
+    limits = Limits(**limit)
+    early, whole = _probe(case), _probe(case)
+    assert (early.speculative is not None) == (case is SPECULATING)
     stops = 0
     for fraction in (0.5, 0.7, 0.8, 0.9, 0.95, 1.1, 1.5, 3.0):
         rate = fraction * early.capacity()
@@ -93,18 +114,18 @@ def test_a_run_judged_on_two_limits_or_on_tpot_is_not_watched() -> None:
 def test_the_lever_table_stops_failing_probes_and_is_unchanged(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    stops = [0]
+    stops = [0, 0]  # plain, speculating
     run = probe_module.run_watched
 
     def counted(*args: Any) -> Any:
         result, stopped = run(*args)
-        stops[0] += stopped
+        stops[isinstance(args[0].step_cost, SpeculativeStepCost)] += stopped
         return result, stopped
 
     monkeypatch.setattr(probe_module, "run_watched", counted)
     usecase = UseCase.model_validate({**CASE, "limits": {"ttft_ms": 150}})  # lever fails
     early = plan_data(plan(usecase))
-    assert stops[0] > 0  # some lever probe stopped early
+    assert stops[0] > 0 and stops[1] > 0  # some lever probes stopped early, speculating too
     whole = plan_data(plan(usecase, probes=_never_stopping))
     assert early["levers"] == whole["levers"] and early == whole
 

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Self
 
@@ -46,7 +47,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from llmsizer.perf import Deployment, StepModel
 from llmsizer.perf.memory import weight_bytes_per_gpu
 from llmsizer.perf.speculative import SpeculativeDecoding, SpeculativeStepCost, draft_head_model
-from llmsizer.records import RequestRecord
+from llmsizer.records import RecordTable, RequestRecord
 from llmsizer.sim import Engine, EngineConfig, SimResult
 from llmsizer.sim.engine import Progress
 from llmsizer.specs import get_model
@@ -155,16 +156,32 @@ def _kv_bytes_per_token(d: Deployment) -> float:
     return d.kv_bytes_per_token_per_layer_per_gpu * layers
 
 
-def run_speculative(
+@dataclass(frozen=True, slots=True)
+class InSteps:
+    """A speculating run set up in steps (`in_steps`): the engine, its KV blocks scaled, and
+    the workload of verify steps; `in_tokens` maps its records back. A request's first and
+    last token times are its first and last step's, so its TTFT and E2E are known in steps
+    (what an early stop reads: `sizing.early_stop`)."""
+
+    engine: Engine
+    workload: Workload
+    num_output: np.ndarray  # each request's real output tokens
+
+    def in_tokens(self, records: Sequence[RequestRecord]) -> list[RequestRecord]:
+        """`records` of this run's requests (a `RecordTable`, the engine's) in tokens."""
+        assert isinstance(records, RecordTable)
+        return _in_tokens(records, self.num_output[records.request_id])
+
+
+def in_steps(
     engine: Engine,
     workload: Workload,
     spec: SpeculativeSpec,
     kv_fraction: float,
     rng: np.random.Generator,
-    progress: Progress | None = None,
-) -> SimResult:
-    """Run `workload` on a speculating `engine` (its step cost a `SpeculativeStepCost`),
-    `kv_fraction` of its blocks left to the target; records in tokens (module docstring)."""
+) -> InSteps:
+    """`workload` on a speculating `engine` (its step cost a `SpeculativeStepCost`) as a run
+    of verify steps, `kv_fraction` of its blocks left to the target (module docstring)."""
     k = spec.num_speculative_tokens
     prompt, output = workload.num_prompt_tokens, workload.num_output_tokens
     steps = decode_steps(output, acceptance_rates(spec, workload.num_requests, rng), k)
@@ -175,24 +192,63 @@ def run_speculative(
         blocks = max(1, math.floor(cfg.num_gpu_blocks * kv_fraction * ratio))
         cfg = cfg.model_copy(update={"num_gpu_blocks": blocks})
     in_steps = dataclasses.replace(workload, num_output_tokens=simulated)
-    result = dataclasses.replace(engine, config=cfg).run(in_steps, progress)
-    records = [_in_tokens(r, int(output[r.request_id])) for r in result.records]
-    return dataclasses.replace(result, records=records)
+    return InSteps(dataclasses.replace(engine, config=cfg), in_steps, output)
 
 
-def _in_tokens(record: RequestRecord, num_output: int) -> RequestRecord:
-    """A record of steps as one of tokens: each step's tokens arrive at the step's end, the
-    n - 1 tokens after the first spread as evenly as they divide over the steps."""
-    times = record.token_times_s
-    num_steps = times.shape[0] - 1
-    if record.error is not None or num_steps <= 0 or num_output <= 1:
-        return dataclasses.replace(record, num_output_tokens_requested=num_output)
-    done = np.round(np.arange(num_steps + 1) * ((num_output - 1) / num_steps)).astype(np.int64)
-    expanded = np.concatenate((times[:1], np.repeat(times[1:], np.diff(done))))
+def run_speculative(
+    engine: Engine,
+    workload: Workload,
+    spec: SpeculativeSpec,
+    kv_fraction: float,
+    rng: np.random.Generator,
+    progress: Progress | None = None,
+) -> SimResult:
+    """Run `workload` on a speculating `engine` (its step cost a `SpeculativeStepCost`),
+    `kv_fraction` of its blocks left to the target; records in tokens (module docstring)."""
+    run = in_steps(engine, workload, spec, kv_fraction, rng)
+    result = run.engine.run(run.workload, progress)
+    return dataclasses.replace(result, records=run.in_tokens(result.records))
+
+
+def _in_tokens(table: RecordTable, num_output: np.ndarray) -> list[RequestRecord]:
+    """Records of steps as records of `num_output` tokens each, for a whole table at once:
+    each step's tokens arrive at the step's end, the n - 1 tokens after the first spread as
+    evenly as they divide over the s steps (step j has delivered round(j (n - 1) / s) of
+    them; records of one step or one token are left as they were)."""
+    lengths = table.num_output_tokens  # steps + 1
+    total = int(lengths.sum())
+    first = np.cumsum(lengths) - lengths  # each record's offset among all its times
+    within = np.arange(total) - np.repeat(first, lengths)  # j, a step's index in its record
+    times = table.token_buffer[np.repeat(table.token_start, lengths) + within]
+    if table.first_token_delay_s > 0:  # the client's times, as `RecordTable.token_times_s`
+        times = np.maximum(times, np.repeat(times[first] + table.first_token_delay_s, lengths))
+    steps = lengths - 1
+    spread = (steps > 0) & (num_output > 1)
+    ratio = np.where(spread, (num_output - 1) / np.where(spread, steps, 1), 1.0)
+    done = np.round(within * np.repeat(ratio, lengths)).astype(np.int64)
+    counts = np.diff(done, prepend=0)
+    counts[first] = 1  # each record's first token
+    expanded = np.repeat(times, counts)
     expanded.setflags(write=False)
-    return dataclasses.replace(
-        record, token_times_s=expanded, num_output_tokens_requested=num_output
+    ends = np.cumsum(np.add.reduceat(counts, first)).tolist() if total else []
+    starts = [0, *ends[:-1]] if ends else []
+    columns = zip(
+        table.request_id.tolist(),
+        table.arrival_s.tolist(),
+        table.num_prompt_tokens.tolist(),
+        num_output.tolist(),
+        table.scheduled_s.tolist(),
+        table.finish_s.tolist(),
+        table.num_cached_tokens.tolist(),
+        table.num_preemptions.tolist(),
+        starts,
+        ends,
+        strict=True,
     )
+    return [
+        RequestRecord(i, arrival, prompt, out, expanded[a:b], sched, finish, cached, preempt)
+        for i, arrival, prompt, out, sched, finish, cached, preempt, a, b in columns
+    ]
 
 
 def step_cost_of(spec: SpeculativeSpec | None, step: StepModel) -> StepModel | SpeculativeStepCost:

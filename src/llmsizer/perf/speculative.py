@@ -22,18 +22,31 @@ priced by `draft_head_model`, a one-layer copy of the target.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from llmsizer.perf.batch_shape import (
-    Aggregates,
     BatchLike,
     BatchShape,
     ChunkShape,
+    PrefillChunkLike,
     aggregate,
     decode_batch,
 )
 from llmsizer.perf.step import StepModel, StepTerms, step_terms, step_time_s
+from llmsizer.perf.verify_step import VerifyStep, verify_aggregates, verify_step
+
+__all__ = [
+    "SpeculativeDecoding",
+    "SpeculativeStep",
+    "SpeculativeStepCost",
+    "VerifyStep",
+    "draft_head_model",
+    "speculative_step",
+    "verify_aggregates",
+]
 
 _ELEMENTWISE = StepTerms._fields.index("elementwise_s")
 
@@ -129,29 +142,13 @@ def speculative_step(
     )
 
 
-def verify_aggregates(a: Aggregates, k: int, window: int) -> Aggregates:
-    """The aggregates of `a`'s batch when each decoding sequence verifies k drafted tokens:
-    its k + 1 positions become a prompt chunk after its context (as `speculative_step`
-    prices them), and all k + 1 rows need logits. Sliding-window pairs assume the chunk
-    stays inside the window (k is a few tokens)."""
-    (t, sampled, num_prefill, pairs_full, pairs_window, kv_full, kv_window,
-     num_decode, keys_full, keys_window) = a  # fmt: skip
-    if not num_decode:
-        return a
-    n = k + 1
-    own_pairs = num_decode * 0.5 * n * (n + 1)  # causal pairs inside each chunk
-    return (
-        t + num_decode * k,
-        sampled + num_decode * k,
-        num_prefill + num_decode * n,
-        pairs_full + n * keys_full + own_pairs,
-        pairs_window + (n * keys_window + own_pairs if window else 0.0),
-        kv_full + keys_full + num_decode * n,
-        kv_window + (keys_window + num_decode * n if window else 0.0),
-        0,
-        0.0,
-        0.0,
-    )
+@dataclass(frozen=True, slots=True)
+class _Prompts:
+    """A batch's prompt chunks alone: the drafter's pass over new prompt tokens."""
+
+    prefill_chunks: Sequence[PrefillChunkLike]
+    num_decode_seqs: int = 0
+    num_decode_context_tokens: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,11 +156,83 @@ class SpeculativeStepCost:
     """A step cost for an engine that speculates in every decode step: the drafter's k
     passes (and its pass over new prompt tokens) plus the target's verification of k + 1
     tokens per decoding sequence. `tokens_per_step` is not its business: the simulation
-    counts steps, `instance.speculation` maps them to tokens."""
+    counts steps, `instance.speculation` maps them to tokens.
+
+    Decode-only steps, the simulator's common step, are priced without a batch
+    (`decode_step_s`), and runs of them at once (`decode_run_s`, the engine's quiet runs):
+    the verification from a per-batch-size `VerifyStep`, the drafter's passes from its own
+    decode-step table; the same floats as a call, to the bit (tested)."""
 
     target: StepModel
     draft: StepModel
     spec: SpeculativeDecoding
+    # verification steps by number of sequences, but for their attention (a cache)
+    _verify: dict[int, VerifyStep] = field(init=False, repr=False, compare=False)
+    # the last decode step's (sequences, context, draft pass prices): the next step of the
+    # same batch reads n more keys, so its pass i is that step's pass i + 1 (one slot,
+    # replaced whole: a thread reading it sees one step's prices or another's)
+    _last: list[tuple[int, int, tuple[float, ...]]] = field(init=False, repr=False, compare=False)
+    _passes: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_verify", {})
+        object.__setattr__(self, "_last", [(0, 0, ())])
+        object.__setattr__(self, "_passes", self.num_draft_passes)
+
+    def __reduce__(
+        self,
+    ) -> tuple[type[SpeculativeStepCost], tuple[StepModel, StepModel, SpeculativeDecoding]]:
+        """Pickled by its fields, the cache rebuilt (as `StepModel`)."""
+        return (SpeculativeStepCost, (self.target, self.draft, self.spec))
+
+    @property
+    def num_draft_passes(self) -> int:
+        return self.spec.num_draft_passes or self.spec.num_speculative_tokens
+
+    def decode_step_s(self, num_decode_seqs: int, num_decode_context_tokens: int) -> float:
+        """`self(batch)` for `num_decode_seqs` > 0 decoding sequences reading
+        `num_decode_context_tokens` keys and no prompt work, to the bit, without a batch;
+        the drafter's passes the step before priced are not priced again (`_last`)."""
+        n, context = num_decode_seqs, num_decode_context_tokens
+        verify = self._verify.get(n) or self._verify_step(n)
+        drafting = 0.0
+        for d in self._draft_passes(n, context):  # `draft_time_s`'s sum, in its order
+            drafting += d
+        return verify.time_s(context) + drafting
+
+    def _draft_passes(self, n: int, context: int) -> tuple[float, ...]:
+        """The drafter's decode passes over `n` > 0 sequences reading `context` keys: pass i
+        reads i x n more; those the step before priced are not priced again (`_last`)."""
+        passes, draft = self._passes, self.draft.decode_step_s
+        last_n, last_context, last = self._last[0]
+        if last_n == n and last_context + n == context:
+            drafts = (*last[1:], draft(n, context + (passes - 1) * n))
+        else:
+            drafts = tuple([draft(n, context + i * n) for i in range(passes)])
+        self._last[0] = (n, context, drafts)
+        return drafts
+
+    def decode_run_s(
+        self, num_decode_seqs: int, num_decode_context_tokens: int, num_steps: int
+    ) -> np.ndarray:
+        """`decode_step_s` of `num_steps` decode-only steps in a row, the batch unchanged
+        (each reads `num_decode_seqs` more keys than the one before), as an array: step j's
+        draft pass i reads what step j + i's first pass does, so the drafter's passes of
+        the whole run are one run of its decode steps, summed in windows."""
+        n, context, passes = num_decode_seqs, num_decode_context_tokens, self.num_draft_passes
+        verify = self._verify.get(n) or self._verify_step(n)
+        drafts = self.draft.decode_run_s(n, context, num_steps + passes - 1)
+        drafting = drafts[:num_steps]
+        for i in range(1, passes):
+            drafting = drafting + drafts[i : i + num_steps]
+        contexts = context + n * np.arange(num_steps, dtype=np.int64)
+        out: np.ndarray = verify.times_s(contexts) + drafting
+        return out
+
+    def _verify_step(self, n: int) -> VerifyStep:
+        v = verify_step(self.target.constants, n, self.spec.num_speculative_tokens)
+        self._verify[n] = v
+        return v
 
     def __call__(self, batch: BatchLike) -> float:
         c = self.target.constants
@@ -174,8 +243,15 @@ class SpeculativeStepCost:
 
     def draft_time_s(self, batch: BatchLike) -> float:
         """The drafter's passes over the decoding sequences, plus its pass over new prompt
-        tokens (a draft model keeps its own KV; a head reads the target's features)."""
-        return sum(self.draft(b) for b in self._draft_batches(batch))
+        tokens (a draft model keeps its own KV; a head reads the target's features): the
+        prices of `_draft_batches`, summed in their order, without building the decode ones."""
+        n = batch.num_decode_seqs
+        drafting = 0.0
+        for d in self._draft_passes(n, batch.num_decode_context_tokens) if n else ():
+            drafting += d
+        if batch.prefill_chunks:
+            drafting += self.draft(_Prompts(batch.prefill_chunks))
+        return drafting
 
     def measure(self, batch: BatchLike) -> tuple[float, float, float]:
         """(seconds, FLOPs, HBM bytes) as `StepModel.measure`, verification and drafting
@@ -195,7 +271,7 @@ class SpeculativeStepCost:
 
     def _draft_batches(self, batch: BatchLike) -> list[BatchShape]:
         b, context = batch.num_decode_seqs, batch.num_decode_context_tokens
-        passes = self.spec.num_draft_passes or self.spec.num_speculative_tokens
+        passes = self.num_draft_passes
         out = [
             BatchShape(num_decode_seqs=b, num_decode_context_tokens=context + i * b)
             for i in range(passes if b else 0)

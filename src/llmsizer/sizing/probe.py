@@ -36,6 +36,8 @@ import numpy as np
 
 from llmsizer.instance import Instance
 from llmsizer.instance.speculation import (
+    InSteps,
+    in_steps,
     kv_fraction_of,
     run_instance,
     step_cost_of,
@@ -208,8 +210,8 @@ class Probe:
         return self._points[rate]
 
     def _watch(self, rate: float, stop_for: Limits | None) -> MissWatch | None:
-        if stop_for is None or self.speculative is not None:
-            return None  # a speculative run's records are rebuilt after it: not watched
+        if stop_for is None:
+            return None
         n = self._num_at(rate / self.capacity())
         return MissWatch.of(stop_for, n, int(WARMUP_FRACTION * n))
 
@@ -222,9 +224,15 @@ class Probe:
         else:
             n = self._num_at(rate / self.capacity())
             workload = self._workload(self._unit_arrivals[:n] * (self.pp / rate))
-            result, stopped = run_watched(self.engine, workload, watch)
+            engine, steps = self.engine, None
+            if self.speculative is not None:  # watched in steps: TTFT and E2E are the same
+                steps = self.in_steps(workload)
+                engine, workload = steps.engine, steps.workload
+            result, stopped = run_watched(engine, workload, watch)
             assert isinstance(result.records, RecordTable)
             judged = judged_rows(result.records, watch.warm)  # records[warm:] when whole
+            if steps is not None:
+                judged = steps.in_tokens(judged)
         summary = summarize(judged, percentiles=self.limits.percentiles)
         for key in ("request_throughput", "output_throughput", "total_token_throughput"):
             summary[key] *= self.pp
@@ -240,10 +248,24 @@ class Probe:
         """Saturated throughput, req/s per instance: `OFFLINE_BATCHES` full batches of
         requests all at t = 0, divided by the time the last one finishes (offline serving)."""
         if "capacity" not in self._capacity:
-            n = max(OFFLINE_MIN_REQUESTS, OFFLINE_BATCHES * self.kv_batch())
+            n = self._capacity_requests()
             last = _last_finish_s(self._simulate(np.zeros(n)).records)
             self._capacity["capacity"] = n / last * self.pp
         return self._capacity["capacity"]
+
+    def _capacity_requests(self) -> int:
+        return max(OFFLINE_MIN_REQUESTS, OFFLINE_BATCHES * self.kv_batch())
+
+    def capacity_workload(self) -> Workload:
+        """The capacity run's requests, all at t = 0."""
+        return self._workload(np.zeros(self._capacity_requests()))
+
+    def in_steps(self, workload: Workload) -> InSteps:
+        """A speculating probe's run of `workload` in verify steps, as it simulates it (the
+        same acceptance draws: `instance.speculation.in_steps`)."""
+        assert self.speculative is not None
+        rng = np.random.default_rng(self.seed)
+        return in_steps(self.engine, workload, self.speculative, self._kv_fraction, rng)
 
     def kv_batch(self) -> int:
         """Sequences of the mean request the engine holds at once: what its KV blocks hold,

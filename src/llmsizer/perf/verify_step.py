@@ -1,0 +1,146 @@
+"""The target's verification step in speculative decoding (`perf.speculative`): each
+decoding sequence's k drafted tokens and its own are scored in one pass, k + 1 positions
+after its context, as a prompt chunk is (`verify_aggregates`). `VerifyStep` prices such a
+step for a batch of decoding sequences at any context without building the batch: the
+engine's most common step when it speculates (`SpeculativeStepCost.decode_step_s`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from llmsizer.perf.batch_shape import Aggregates, aggregate, busiest_rank, decode_batch
+from llmsizer.perf.constants import StepConstants
+from llmsizer.perf.step import step_terms
+
+
+def verify_aggregates(a: Aggregates, k: int, window: int) -> Aggregates:
+    """The aggregates of `a`'s batch when each decoding sequence verifies k drafted tokens:
+    its k + 1 positions become a prompt chunk after its context (as `speculative_step`
+    prices them), and all k + 1 rows need logits. Sliding-window pairs assume the chunk
+    stays inside the window (k is a few tokens)."""
+    (t, sampled, num_prefill, pairs_full, pairs_window, kv_full, kv_window,
+     num_decode, keys_full, keys_window) = a  # fmt: skip
+    if not num_decode:
+        return a
+    n = k + 1
+    own_pairs = num_decode * 0.5 * n * (n + 1)  # causal pairs inside each chunk
+    return (
+        t + num_decode * k,
+        sampled + num_decode * k,
+        num_prefill + num_decode * n,
+        pairs_full + n * keys_full + own_pairs,
+        pairs_window + (n * keys_window + own_pairs if window else 0.0),
+        kv_full + keys_full + num_decode * n,
+        kv_window + (keys_window + num_decode * n if window else 0.0),
+        0,
+        0.0,
+        0.0,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyStep:
+    """The target's verification step for `num_seqs` decoding sequences of k drafted tokens
+    each (`verify_aggregates`), at any context: everything but its prompt attention depends
+    on the sequences and k alone and is kept here (`verify_step`), summed in `step_time_s`'s
+    order; the attention over the context is `step_terms`' arithmetic in its order, so a step
+    costs what the general formula says, to the bit (tests/perf/test_speculative_steps.py).
+    A decoding sequence's k + 1 positions are one prompt chunk; with attention data
+    parallelism the busiest rank holds `share` of the chunks (`batch_shape.busiest_rank`)."""
+
+    constants: StepConstants
+    num_seqs: int
+    num_new: int  # k + 1 positions verified per sequence
+    own_pairs: float  # causal pairs inside the chunks
+    share: float  # the busiest attention-DP rank's share of pairs and KV reads
+    num_prefill: int  # prompt tokens (the busiest rank's)
+    layers_before_s: float  # linear, experts, eager launches: before prompt attention
+    elementwise_s: float
+    lm_head_s: float
+    communication_s: float
+    overhead_s: float
+
+    def time_s(self, context_tokens: int) -> float:
+        """Seconds of the step when the sequences' contexts sum to `context_tokens`."""
+        c, n, seqs = self.constants, self.num_new, self.num_seqs
+        keys_full = float(context_tokens)
+        keys_window = min(keys_full, float(seqs * c.window)) if c.window else 0.0
+        # verify_aggregates' sums (each after a 0.0 that adds nothing)
+        pairs_full = n * keys_full + self.own_pairs
+        pairs_window = n * keys_window + self.own_pairs if c.window else 0.0
+        kv_full = keys_full + seqs * n
+        kv_window = keys_window + seqs * n if c.window else 0.0
+        if c.attention_dp_size > 1:
+            pairs_full, pairs_window = pairs_full * self.share, pairs_window * self.share
+            kv_full, kv_window = kv_full * self.share, kv_window * self.share
+        pairs = c.full_layers * pairs_full + c.window_layers * pairs_window
+        kv_read = c.full_layers * kv_full + c.window_layers * kv_window
+        pre_c = pairs * c.prefill_flops_per_pair / c.attention_flops_per_s
+        pre_m = (
+            kv_read * c.kv_bytes_per_token_per_layer
+            + self.num_prefill * c.attention_act_bytes_per_token
+        ) / c.attention_bytes_per_s
+        prefill_s = pre_c if pre_c >= pre_m else pre_m
+        layer_work = self.layers_before_s + prefill_s + self.elementwise_s
+        return layer_work + self.lm_head_s + self.communication_s + self.overhead_s
+
+    def times_s(self, context_tokens: np.ndarray) -> np.ndarray:
+        """`time_s` for each of several context sums (int64): the same operations in the
+        same order, elementwise, so each is `time_s`'s to the bit (tested)."""
+        c, n, seqs = self.constants, self.num_new, self.num_seqs
+        keys_full = context_tokens.astype(np.float64)
+        zero = np.zeros_like(keys_full)
+        keys_window = np.minimum(keys_full, float(seqs * c.window)) if c.window else zero
+        pairs_full = n * keys_full + self.own_pairs
+        pairs_window = n * keys_window + self.own_pairs if c.window else zero
+        kv_full = keys_full + seqs * n
+        kv_window = keys_window + seqs * n if c.window else zero
+        if c.attention_dp_size > 1:
+            pairs_full, pairs_window = pairs_full * self.share, pairs_window * self.share
+            kv_full, kv_window = kv_full * self.share, kv_window * self.share
+        pairs = c.full_layers * pairs_full + c.window_layers * pairs_window
+        kv_read = c.full_layers * kv_full + c.window_layers * kv_window
+        pre_c = pairs * c.prefill_flops_per_pair / c.attention_flops_per_s
+        pre_m = (
+            kv_read * c.kv_bytes_per_token_per_layer
+            + self.num_prefill * c.attention_act_bytes_per_token
+        ) / c.attention_bytes_per_s
+        layer_work = self.layers_before_s + np.maximum(pre_c, pre_m) + self.elementwise_s
+        out: np.ndarray = layer_work + self.lm_head_s + self.communication_s + self.overhead_s
+        return out
+
+
+def verify_step(c: StepConstants, num_seqs: int, k: int) -> VerifyStep:
+    """The `VerifyStep` of `num_seqs` > 0 sequences verifying `k` drafted tokens each: the
+    general formula's terms at context 0, of which only prompt attention changes with the
+    context."""
+    a = verify_aggregates(aggregate(decode_batch(num_seqs, 0), c.window), k, c.window)
+    (lin_c, lin_m, exp_c, exp_m, head_c, head_m, _, _, _, _,
+     elementwise_s, ar_link_s, ar_latency_s, send_link_s, send_latency_s,
+     step_s, layers_s, prefill_layers_s) = step_terms(c, a)  # fmt: skip
+    dp, num_prefill = c.attention_dp_size, a[2]
+    share = 1.0
+    if dp > 1:  # as busiest_rank counts chunks: every sampled row but the decoding ones
+        chunks = a[1] - a[7]
+        share = -(-chunks // dp) / chunks
+        num_prefill = busiest_rank(a, dp)[2]
+    n = k + 1
+    return VerifyStep(
+        constants=c,
+        num_seqs=num_seqs,
+        num_new=n,
+        own_pairs=num_seqs * 0.5 * n * (n + 1),
+        share=share,
+        num_prefill=num_prefill,
+        layers_before_s=(lin_c if lin_c >= lin_m else lin_m)
+        + (exp_c if exp_c >= exp_m else exp_m)
+        + prefill_layers_s,
+        elementwise_s=elementwise_s,
+        lm_head_s=head_c if head_c >= head_m else head_m,
+        communication_s=c.num_allreduces * (ar_latency_s + ar_link_s)
+        + c.num_pipeline_sends * (send_latency_s + send_link_s),
+        overhead_s=step_s + layers_s,
+    )

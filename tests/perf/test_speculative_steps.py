@@ -1,0 +1,145 @@
+"""A speculating engine's decode-only steps priced without a batch (`SpeculativeStepCost.
+decode_step_s`) and many at once (`decode_run_s`, the engine's quiet runs) cost what the
+general path says, pass by pass (the drafter's k decode passes one by one, the verification
+through `aggregate` and `step_terms`), to the bit: committed plans hold full-precision
+results."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from llmsizer.perf.batch_shape import BatchLike, BatchShape, ChunkShape, aggregate, decode_batch
+from llmsizer.perf.deployment import Deployment
+from llmsizer.perf.speculative import (
+    SpeculativeDecoding,
+    SpeculativeStepCost,
+    draft_head_model,
+    speculative_step,
+    verify_aggregates,
+)
+from llmsizer.perf.step import StepModel, step_terms, step_time_s
+from llmsizer.sim import Batch, PrefillChunk
+from tests.perf.test_step_golden import DEPLOYMENTS, FACTORS, step_model
+
+
+def head_cost(target: StepModel, k: int, passes: int | None = None) -> SpeculativeStepCost:
+    return SpeculativeStepCost(
+        target, draft_head_model(target), SpeculativeDecoding(k, 0.7, passes)
+    )
+
+
+def attention_dp_cost(k: int) -> SpeculativeStepCost:
+    """DeepSeek R1 with attention data parallelism over 8 ranks; its drafter, a dense head,
+    on the same 8 GPUs without it (`draft_head_model` keeps the target's layout, which a
+    dense model cannot have)."""
+    deployment = Deployment.from_names(
+        "deepseek-r1", "b200", "fp4", kv_cache_dtype="fp8", tensor_parallel_size=8,
+        attention_dp_size=8, expert_parallel_size=8,
+    )  # fmt: skip
+    target = StepModel(deployment, FACTORS)
+    head = dataclasses.replace(
+        deployment,
+        model=draft_head_model(step_model("dense")).deployment.model,
+        attention_dp_size=1,
+        expert_parallel_size=1,
+    )
+    return SpeculativeStepCost(target, StepModel(head, FACTORS), SpeculativeDecoding(k, 0.7))
+
+
+def draft_model_cost(k: int) -> SpeculativeStepCost:
+    """Llama 3.1 70B at TP2 drafted by Llama 3.1 8B on the same GPUs."""
+    target = step_model("tp2-pp4")
+    deployment = Deployment.from_names("llama-3.1-8b", "h100-sxm", tensor_parallel_size=2)
+    return SpeculativeStepCost(target, StepModel(deployment, FACTORS), SpeculativeDecoding(k, 0.6))
+
+
+COSTS = {
+    **{f"{name}-k3": (lambda name=name: head_cost(step_model(name), 3)) for name in DEPLOYMENTS},
+    "dense-k1": lambda: head_cost(step_model("dense"), 1),
+    "window-k8": lambda: head_cost(step_model("window"), 8),
+    "medusa-k4": lambda: head_cost(step_model("dense"), 4, passes=1),
+    "attention-dp-k2": lambda: attention_dp_cost(2),
+    "draft-model-k5": lambda: draft_model_cost(5),
+}
+
+
+def pass_by_pass(cost: SpeculativeStepCost, batch: BatchLike) -> float:
+    """The general path: the verification's aggregates through `step_terms`, and the
+    drafter's batches (k decode passes, then its pass over the prompt chunks) priced one
+    by one through its call and summed in order."""
+    c = cost.target.constants
+    a = verify_aggregates(aggregate(batch, c.window), cost.spec.num_speculative_tokens, c.window)
+    return step_time_s(c, step_terms(c, a)) + sum(cost.draft(b) for b in cost._draft_batches(batch))
+
+
+@pytest.mark.parametrize("name", COSTS)
+def test_a_decode_step_costs_what_the_batch_costs_to_the_bit(name: str) -> None:
+    cost = COSTS[name]()
+    rng = np.random.default_rng(3)
+    for _ in range(100):
+        n = int(rng.integers(1, 400))
+        context = int(n * rng.integers(1, 30_000))
+        batch = Batch(num_decode_seqs=n, num_decode_context_tokens=context)
+        expected = pass_by_pass(cost, batch)
+        assert cost(batch) == expected
+        assert cost.decode_step_s(n, context) == expected
+        assert cost.decode_step_s(n, context) == expected  # the cached verification too
+        assert cost(BatchShape(num_decode_seqs=n, num_decode_context_tokens=context)) == expected
+
+
+@pytest.mark.parametrize("name", COSTS)
+def test_a_step_with_prompt_work_costs_what_pass_by_pass_says(name: str) -> None:
+    cost = COSTS[name]()
+    rng = np.random.default_rng(9)
+    for _ in range(30):
+        n = int(rng.integers(0, 200))
+        chunks = tuple(
+            PrefillChunk(int(rng.integers(1, 2048)), int(rng.integers(0, 4096)))
+            for _ in range(int(rng.integers(1, 4)))
+        )
+        batch = Batch(chunks, n, int(n * rng.integers(1, 20_000)))
+        assert cost(batch) == pass_by_pass(cost, batch)
+        if n:  # after a decode step of the same sequences: its draft passes reused
+            cost.decode_step_s(n, batch.num_decode_context_tokens - n)
+            assert cost(batch) == pass_by_pass(cost, batch)
+
+
+@pytest.mark.parametrize("name", COSTS)
+def test_a_run_of_decode_steps_costs_each_step_to_the_bit(name: str) -> None:
+    """Step j of a run reads n x j more keys; its k draft passes are the drafter's steps
+    j .. j + k - 1 of one run, summed in the order the passes are summed one by one (by
+    `decode_run_s` at once, and by `decode_step_s` step after step)."""
+    cost = COSTS[name]()
+    rng = np.random.default_rng(5)
+    for _ in range(10):
+        n = int(rng.integers(1, 400))
+        context = int(n * rng.integers(1, 30_000))
+        num = int(rng.integers(1, 200))
+        times = cost.decode_run_s(n, context, num)
+        assert times.shape == (num,)
+        for j in range(num):
+            batch = Batch(num_decode_seqs=n, num_decode_context_tokens=context + n * j)
+            assert times[j] == cost(batch), j
+            # one by one, in a row: the step before's draft passes are reused
+            assert cost.decode_step_s(n, context + n * j) == times[j], j
+
+
+def test_the_step_is_speculative_steps_drafting_plus_verification() -> None:
+    """Against `speculative_step`, which prices the passes one by one through the drafter's
+    call and the verification as a batch of prompt chunks (its own sum order: approx)."""
+    target = step_model("dense")
+    cost = head_cost(target, 4)
+    for n, per_seq in ((1, 1000), (16, 1500), (128, 4000)):
+        ref = speculative_step(target, cost.spec, cost.draft, n, per_seq)
+        assert cost.decode_step_s(n, n * per_seq) == pytest.approx(ref.step_time_s, rel=1e-12)
+
+
+def test_prompt_work_costs_more() -> None:
+    cost = head_cost(step_model("window"), 3)
+    mixed = BatchShape((ChunkShape(512, 100),), 31, 31 * 900)
+    decode_only = decode_batch(31, 900)
+    assert cost(mixed) > cost(decode_only) == cost.decode_step_s(31, 31 * 900)
+    assert cost(BatchShape((ChunkShape(512, 100),))) > 0.0
