@@ -5,9 +5,13 @@ closed loop's next request), and a finished request holds its slot for one step 
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
 import pytest
 
 from llmsizer.sim import EngineConfig
+from llmsizer.sim.batching.overlap import OverlapAdmission
 
 from .conftest import make_engine, make_request, make_scheduler, make_workload, step
 
@@ -71,9 +75,43 @@ def test_a_closed_loop_next_request_waits_two_steps_more_on_a_busy_engine() -> N
     assert ttft[True][:2] == pytest.approx(ttft[False][:2])  # the first wave: an idle engine
 
 
-def test_off_by_default_and_for_every_preset_but_where_launched() -> None:
+def test_off_by_default_and_on_only_in_the_tensorrt_llm_preset() -> None:
     assert not EngineConfig().overlap_scheduler
     assert not EngineConfig(engine="vllm").overlap_scheduler
+    assert not EngineConfig(engine="sglang").overlap_scheduler
+    assert EngineConfig(engine="trtllm").overlap_scheduler
+
+
+@pytest.mark.parametrize("closed_loop", [False, True])
+def test_the_fetched_requests_found_by_bisection_are_those_a_walk_finds(
+    closed_loop: bool, monkeypatch: pytest.MonkeyPatch, rng: np.random.Generator
+) -> None:
+    """The fetched requests are a prefix of the queue (`OverlapAdmission.num_fetched`): on
+    runs with long queues, Poisson arrivals and a closed loop, bisection counts what walking
+    the queue to the first request not yet fetched counts."""
+    bisected = OverlapAdmission.num_fetched
+    checked = []
+
+    def both(self: OverlapAdmission, waiting: Any, num_steps: int, busy: bool) -> int:
+        walked = 0
+        for r in waiting:
+            if busy and self.fetched_after.get(r, 0) > num_steps:
+                break
+            walked += 1
+        count = bisected(self, waiting, num_steps, busy)
+        assert count == walked
+        checked.append(len(waiting))
+        return count
+
+    monkeypatch.setattr(OverlapAdmission, "num_fetched", both)
+    n = 400
+    isl, osl = rng.integers(4, 40, n), rng.integers(1, 30, n)
+    arrivals = None if closed_loop else np.cumsum(rng.exponential(0.004, n))
+    workload = make_workload(
+        isl.tolist(), osl.tolist(), arrival_s=arrivals, concurrency=64 if closed_loop else None
+    )
+    make_engine(engine="trtllm", max_num_seqs=16, max_num_batched_tokens=96).run(workload)
+    assert max(checked) > 20  # long queues were counted
 
 
 def test_an_engine_whose_only_request_retires_takes_the_next_at_once() -> None:

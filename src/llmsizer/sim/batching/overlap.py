@@ -33,7 +33,8 @@ at full batch), and its place in attention-DP admission (PR #18457).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from bisect import bisect_right
+from collections import deque
 
 from llmsizer.sim.request import SimRequest
 
@@ -54,15 +55,18 @@ class OverlapAdmission:
         at_boundary = now is not None and r.arrival_s >= now
         self.fetched_after[r] = num_steps + (2 if at_boundary else 1)
 
-    def num_fetched(self, waiting: Iterable[SimRequest], num_steps: int, busy: bool) -> int:
+    def num_fetched(self, waiting: deque[SimRequest], num_steps: int, busy: bool) -> int:
         """How many of `waiting` (from the front) the executor has fetched for the next step,
-        `num_steps` steps having started; all of them when nothing is in flight."""
-        count = 0
-        for r in waiting:
-            if busy and self.fetched_after.get(r, 0) > num_steps:
-                break
-            count += 1
-        return count
+        `num_steps` steps having started; all of them when nothing is in flight.
+
+        The queue is in arrival order, so its fetch steps never decrease along it (a request
+        arriving as a step ends, `+ 2`, comes after those that arrived during the step, `+ 1`;
+        requests put back at the front were admitted before, fetched): the fetched ones are a
+        prefix, found by bisection rather than a walk of a long queue."""
+        if not busy:
+            return len(waiting)
+        fetched = self.fetched_after
+        return bisect_right(waiting, num_steps, key=lambda r: fetched.get(r, 0))
 
     def admitted(self, r: SimRequest) -> None:
         self.fetched_after.pop(r, None)
