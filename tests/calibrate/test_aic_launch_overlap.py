@@ -35,16 +35,6 @@ def test_other_engines_do_not(engine: str) -> None:
     assert "overlap_scheduler" not in settings(engine, "deepseek-r1", True)
 
 
-def test_the_tensorrt_llm_preset_runs_it_as_the_pytorch_backend_does() -> None:
-    assert EngineConfig(engine="trtllm").overlap_scheduler
-    assert not EngineConfig(engine="trtllm", overlap_scheduler=False).overlap_scheduler
-    assert not EngineConfig(engine="vllm").overlap_scheduler
-
-
-def test_the_older_runtime_rows_of_measurements_csv_run_without_it() -> None:
-    from llmsizer.calibrate.measurements import _cuda_graphs
-
-    assert _cuda_graphs("TensorRT-LLM", 64)["overlap_scheduler"] is False
-    assert "overlap_scheduler" not in _cuda_graphs(
-        "TensorRT-LLM (PyTorch backend, trtllm-bench)", 64
-    )
+def test_the_tensorrt_llm_preset_leaves_it_off_for_the_older_runtime_tables() -> None:
+    assert not EngineConfig(engine="trtllm").overlap_scheduler
+    assert EngineConfig(engine="trtllm", overlap_scheduler=True).overlap_scheduler

@@ -258,17 +258,11 @@ def _cuda_graphs(engine: str, max_num_seqs: int) -> dict[str, Any]:
     `tensorrt_llm/bench/benchmark/utils/general.py`: `cuda_graph_padding_enabled`,
     `cuda_graph_max_batch_size = max_batch_size`); a TensorRT engine (the 0.x rows) runs every
     batch size as built, neither padded nor launched eagerly (mode FULL_DECODE_ONLY, every size
-    "captured": the step cost before CUDA graphs were modelled). The overlap scheduler likewise:
-    on in the PyTorch backend (its default, as the `trtllm` preset has it), absent from the
-    C++ runtime and the other engines of these rows."""
+    "captured": the step cost before CUDA graphs were modelled)."""
     if "PyTorch backend" in engine:
         return {"cudagraph_padding": True, "max_cudagraph_capture_size": max_num_seqs}
     every = tuple(range(1, max_num_seqs + 1))
-    return {
-        "cudagraph_mode": "FULL_DECODE_ONLY",
-        "cudagraph_capture_sizes": every,
-        "overlap_scheduler": False,
-    }
+    return {"cudagraph_mode": "FULL_DECODE_ONLY", "cudagraph_capture_sizes": every}
 
 
 def _bench_spec(base: dict[str, Any], osl: int, engine: str) -> PredictSpec:
