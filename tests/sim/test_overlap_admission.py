@@ -75,11 +75,10 @@ def test_a_closed_loop_next_request_waits_two_steps_more_on_a_busy_engine() -> N
     assert ttft[True][:2] == pytest.approx(ttft[False][:2])  # the first wave: an idle engine
 
 
-def test_off_by_default_and_on_only_in_the_tensorrt_llm_preset() -> None:
+def test_off_by_default_and_for_every_preset_but_where_launched() -> None:
     assert not EngineConfig().overlap_scheduler
     assert not EngineConfig(engine="vllm").overlap_scheduler
     assert not EngineConfig(engine="sglang").overlap_scheduler
-    assert EngineConfig(engine="trtllm").overlap_scheduler
 
 
 @pytest.mark.parametrize("closed_loop", [False, True])
