@@ -87,8 +87,9 @@ BUDGET = {
     + 120
     + 195
     + 110
-    # + 45: the engine's CUDA-graph fields, vLLM's names (issue 10, cudagraph8)
-    + 45,
+    # + 45: the engine's CUDA-graph fields, vLLM's names (issue 10, cudagraph8); + 5: the
+    # overlap scheduler's fetched requests found by bisection
+    + 50,
     "workload": 1300,
     "bench": 2700,
     "report": 2100,
@@ -155,9 +156,8 @@ BUDGET = {
     # + 70: the CUDA-graph settings each AIC row and each measurements.csv row ran with
     # (issue 10, cudagraph8)
     + 70
-    # + 5: aic_launch's settings joining the overlap scheduler and the CUDA graphs (merge);
-    # + 5: the C++-runtime rows of measurements.csv run without the overlap scheduler
-    + 10,
+    # + 5: aic_launch's settings joining the overlap scheduler and the CUDA graphs (merge)
+    + 5,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run
