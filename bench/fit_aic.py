@@ -38,6 +38,7 @@ from validate_aic import CSV, METRICS, Result, concurrency_band, say, summary_li
 from llmsizer.calibrate.aic import AicCase, AicSkipped, load_aic
 from llmsizer.calibrate.aic_fit import (
     MIN_FIT_ROWS,
+    Group,
     Predicted,
     Recorded,
     group_of,
@@ -45,6 +46,7 @@ from llmsizer.calibrate.aic_fit import (
     measurement_cases,
     ships,
 )
+from llmsizer.calibrate.aic_prior import FitPrior
 from llmsizer.calibrate.gpu_fit import calibration_file
 from llmsizer.calibrate.measurements import load_measurements
 from llmsizer.calibrate.replay import ScheduleTrace
@@ -230,21 +232,23 @@ def main() -> None:
         recorded = _recorded(cases, sweep, args.cache) + Recorded.record(tables, sweep)
     say(f"recorded in {time.perf_counter() - t0:.0f} s; fitting")
     sizes = {g: sum(is_aic(recorded.cases[i]) for i in idx) for g, idx in recorded.groups().items()}
-    fits = {
-        g: f
-        for g, f in recorded.fit_groups().items()
-        if ships(g, shipping) and sizes[g] >= MIN_FIT_ROWS
-    }
+    priors: dict[tuple[str, ...], FitPrior] = {}  # the prior each fit and fold chose
+    fitted = recorded.fit_groups(chosen=priors)
+    fits = {g: f for g, f in fitted.items() if ships(g, shipping) and sizes[g] >= MIN_FIT_ROWS}
     by_gpu: dict[tuple[str, str, str], EfficiencyFactors] = {}  # each fold's factors
     by_model: dict[tuple[str, str, str], EfficiencyFactors] = {}
     runs = {
         "shipped": recorded.shipped(fits),
-        "leave one GPU out": recorded.leave_one_out(lambda c: c.system, shipping, folds=by_gpu),
-        "leave one model out": recorded.leave_one_out(lambda c: c.model, shipping, folds=by_model),
+        "leave one GPU out": recorded.leave_one_out(
+            lambda c: c.system, shipping, folds=by_gpu, chosen=priors
+        ),
+        "leave one model out": recorded.leave_one_out(
+            lambda c: c.model, shipping, folds=by_model, chosen=priors
+        ),
     }
     say(f"fitted and cross-validated in {time.perf_counter() - t0:.0f} s")
     shown = {g: _factors_text(f.factors.as_dict()) for g, f in fits.items()}
-    text = report(recorded, runs, skipped, len(mapped), shown)
+    text = report(recorded, runs, skipped, len(mapped), shown) + _priors_text(priors, fits)
     if args.write:
         digest = hashlib.sha256(args.csv.read_bytes()).hexdigest()
         for (engine, arch), fit in fits.items():
@@ -264,6 +268,7 @@ def main() -> None:
                 "by": "bench/fit_aic.py --write",
                 "leave_one_gpu_out": cross_validated(held("leave one GPU out")),
                 "leave_one_model_out": cross_validated(held("leave one model out")),
+                "prior": priors[(engine, arch)].describe(),
             }
             path = DATA / f"calibrated_{engine}_{arch}.yaml"
             save_calibration(path, calibration_file(fit, engine, fitted_on))
@@ -332,6 +337,18 @@ def _traces(
     cases: Sequence[AicCase], held: dict[str, tuple[PredictSpec, ScheduleTrace]]
 ) -> tuple[ScheduleTrace, ...]:
     return tuple(held[c.row_id][1] for c in cases)
+
+
+def _priors_text(priors: dict[tuple[str, ...], FitPrior], fits: dict[Group, object]) -> str:
+    """The report's section on the prior each shipped fit and each fold chose."""
+    lines = ["", "## The priors chosen", "",
+             "Among `aic_prior.CANDIDATES`, by leave one model out on each fit's own training "
+             "rows (`Recorded.choose`: nested, the held-out rows never seen).", ""]  # fmt: skip
+    for key, prior in sorted(priors.items()):
+        if key[:2] in fits:
+            what = "shipped" if len(key) == 2 else f"without {key[2]}"
+            lines.append(f"- `{key[0]}` on {key[1]}, {what}: {prior.describe()}")
+    return "\n".join(lines) + "\n"
 
 
 def _factors_text(factors: dict[str, float]) -> str:
