@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 import pytest
+import yaml
 
 from llmsizer.calibrate.aic import AicCase
 from llmsizer.calibrate.aic_fit import Recorded
@@ -116,10 +117,11 @@ class _Scripted(Recorded):
 
 def test_the_prior_is_chosen_on_the_training_rows_alone() -> None:
     spec = PredictSpec(model="llama-3.1-8b", gpu="b200", isl=1024, osl=1024, concurrency=4)
+    measured = {"mean_ttft_ms": 100.0, "mean_tpot_ms": 10.0}
     cases = tuple(
-        AicCase(f"r{i}", "vllm", "b200_sxm", model, spec, {"mean_ttft_ms": 100.0, "mean_tpot_ms": 10.0})
+        AicCase(f"r{i}", "vllm", "b200_sxm", model, spec, measured)
         for i, model in enumerate(["a"] * 40 + ["b"] * 40 + ["c"] * 40)
-    )  # fmt: skip
+    )
     recorded = _Scripted(cases, ())
     object.__setattr__(recorded, "priced", [])
     candidates = (FitPrior(sigma=0.5), FitPrior(sigma=0.1), FitPrior(sigma=0.3))
@@ -129,3 +131,25 @@ def test_the_prior_is_chosen_on_the_training_rows_alone() -> None:
     one_model = list(range(40))
     assert recorded.choose(one_model, "vllm", candidates) == candidates[0]
     assert CANDIDATES[0] in CANDIDATES
+
+
+def test_gpus_factors_says_the_prior_a_file_was_fitted_under(tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from llmsizer.cli import app
+
+    prior = FitPrior(sigma=0.25)
+    path = tmp_path / "fit.yaml"
+    data = {
+        "kind": "efficiency_factors",
+        "engine": "vllm",
+        "factors": {"gemm_compute_efficiency": 0.5},
+        "fitted_on": {"prior": prior.describe()},
+    }
+    path.write_text(yaml.safe_dump(data))
+    r = CliRunner().invoke(
+        app, ["gpus", "--factors", "--calibration", str(path)], terminal_width=400
+    )
+    assert r.exit_code == 0, r.output
+    said = " ".join(r.output.split())  # the console wraps long lines
+    assert f"fitted under a {prior.describe()}" in said

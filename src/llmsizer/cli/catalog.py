@@ -131,6 +131,9 @@ def _factors(calibration: Path | None) -> None:
         note = cal.fitted_on.get("carried_over")
         if note:
             out.print(f"{label}: {note}", highlight=False)
+        prior = cal.fitted_on.get("prior")  # the AIC fits' (llmsizer.calibrate.aic_prior)
+        if prior:
+            out.print(f"{label}: fitted under a {prior}", highlight=False)
 
 
 def systems(sources: Verbose = False) -> None:
