@@ -7,6 +7,7 @@ import pytest
 
 from llmsizer.calibrate.aic import AicCase, load_aic
 from llmsizer.calibrate.aic_fit import METRICS, SPLIT, Recorded, group_of, ships
+from llmsizer.calibrate.aic_prior import FitPrior
 from llmsizer.instance import DeploymentSpec, make_instance, measured_uncertainty
 from llmsizer.perf.calibrated import (
     calibrated_efficiency,
@@ -110,10 +111,18 @@ def test_the_band_uses_the_cross_validated_error_where_there_is_one() -> None:
 
 
 @pytest.mark.shared
-def test_rows_of_moe_models_alone_fit_no_split_factor(recorded: Recorded) -> None:
-    """MiniMax only: the rows cannot tell the experts' GEMMs from the dense ones, so the
-    split factors stay unset (their parents' values) instead of drifting apart."""
-    fit = recorded.fit(list(range(len(recorded.cases))), "vllm")
+def test_split_factors_are_fitted_only_under_a_prior_that_holds_them(recorded: Recorded) -> None:
+    """MiniMax only: the rows cannot tell the experts' GEMMs from the dense ones. The
+    shipped prior leaves the split factors unset (their parents' values); one with a
+    split sigma fits them, held near their parents' values in the engine's general fit
+    (not tied to the group's parents, which the MoE rows move)."""
+    everything = list(range(len(recorded.cases)))
+    fit = recorded.fit(everything, "vllm")
     assert not set(SPLIT) & set(fit.fitted)
     for name in SPLIT:
         assert fit.factors.value(name) == fit.factors.value(SPLIT_FROM[name])
+    held = recorded.fit(everything, "vllm", FitPrior(split_sigma=0.01))
+    general = calibrated_efficiency("vllm")
+    assert set(SPLIT) <= set(held.fitted)
+    for name in SPLIT:
+        assert held.factors.value(name) == pytest.approx(general.value(name), rel=0.05)
