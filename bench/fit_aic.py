@@ -39,6 +39,7 @@ from llmsizer.calibrate.aic import AicCase, AicSkipped, load_aic
 from llmsizer.calibrate.aic_fit import (
     MIN_FIT_ROWS,
     Group,
+    Memo,
     Predicted,
     Recorded,
     group_of,
@@ -233,17 +234,18 @@ def main() -> None:
     say(f"recorded in {time.perf_counter() - t0:.0f} s; fitting")
     sizes = {g: sum(is_aic(recorded.cases[i]) for i in idx) for g, idx in recorded.groups().items()}
     priors: dict[tuple[str, ...], FitPrior] = {}  # the prior each fit and fold chose
-    fitted = recorded.fit_groups(chosen=priors)
+    memo: Memo = {}  # the folds' fits, shared (Recorded.fitted)
+    fitted = recorded.fit_groups(chosen=priors, memo=memo)
     fits = {g: f for g, f in fitted.items() if ships(g, shipping) and sizes[g] >= MIN_FIT_ROWS}
     by_gpu: dict[tuple[str, str, str], EfficiencyFactors] = {}  # each fold's factors
     by_model: dict[tuple[str, str, str], EfficiencyFactors] = {}
     runs = {
         "shipped": recorded.shipped(fits),
         "leave one GPU out": recorded.leave_one_out(
-            lambda c: c.system, shipping, folds=by_gpu, chosen=priors
+            lambda c: c.system, shipping, folds=by_gpu, chosen=priors, memo=memo
         ),
         "leave one model out": recorded.leave_one_out(
-            lambda c: c.model, shipping, folds=by_model, chosen=priors
+            lambda c: c.model, shipping, folds=by_model, chosen=priors, memo=memo
         ),
     }
     say(f"fitted and cross-validated in {time.perf_counter() - t0:.0f} s")

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from llmsizer.calibrate.aic import AicCase, load_aic
-from llmsizer.calibrate.aic_fit import METRICS, SPLIT, Recorded, group_of, ships
-from llmsizer.calibrate.aic_prior import FitPrior
+from llmsizer.calibrate.aic_fit import METRICS, SPLIT, Memo, Recorded, group_of, ships
+from llmsizer.calibrate.aic_prior import CANDIDATES, FitPrior
 from llmsizer.instance import DeploymentSpec, make_instance, measured_uncertainty
 from llmsizer.perf.calibrated import (
     calibrated_efficiency,
@@ -54,14 +54,20 @@ def test_the_group_fit_beats_the_engine_wide_fit_on_its_own_rows(recorded: Recor
 
 @pytest.mark.shared
 def test_leave_one_gpu_out_predicts_each_gpu_without_its_own_rows(recorded: Recorded) -> None:
-    held = recorded.leave_one_out(lambda c: c.system, {"blackwell"}, min_rows=1)
+    memo: Memo = {}
+    held = recorded.leave_one_out(lambda c: c.system, {"blackwell"}, min_rows=1, memo=memo)
     assert sorted(held) == list(range(len(recorded.cases)))
     b300 = [i for i, c in enumerate(recorded.cases) if c.system == "b300_sxm"]
     b200 = [i for i, c in enumerate(recorded.cases) if c.system == "b200_sxm"]
-    # the B300 rows are priced by factors fitted on the B200 rows alone
-    expected = recorded.predict(b300, recorded.fit(b200, "vllm").factors)
+    # the B300 rows are priced by factors fitted on the B200 rows alone, under the first
+    # candidate prior (one model: nothing to choose on)
+    expected = recorded.predict(b300, recorded.fit(b200, "vllm", CANDIDATES[0]).factors)
     for i in b300:
         assert held[i] == pytest.approx(expected[i], rel=1e-12)
+    assert (
+        memo[("vllm", tuple(b200), CANDIDATES[0])].factors
+        == recorded.fit(b200, "vllm", CANDIDATES[0]).factors
+    )
 
 
 @pytest.mark.shared

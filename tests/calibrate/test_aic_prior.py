@@ -12,7 +12,7 @@ import yaml
 
 from llmsizer.calibrate.aic import AicCase
 from llmsizer.calibrate.aic_fit import Recorded
-from llmsizer.calibrate.aic_prior import CANDIDATES, SHIPPED, FitPrior
+from llmsizer.calibrate.aic_prior import CANDIDATES, DEFAULT, FitPrior
 from llmsizer.calibrate.fit import FitResult, _soft_l1, fit_factors
 from llmsizer.calibrate.record import record_trace
 from llmsizer.instance import PredictSpec, predict
@@ -39,7 +39,7 @@ def test_split_factors_get_their_own_sigma() -> None:
         ["gemm_compute_efficiency", "experts_compute_efficiency"]
     )
     assert sigmas == {"gemm_compute_efficiency": 0.2, "experts_compute_efficiency": 0.6}
-    assert not SHIPPED.fits_split and "not fitted" in SHIPPED.describe()
+    assert not DEFAULT.fits_split and "not fitted" in DEFAULT.describe()
     assert "sigma 0.2" in FitPrior(sigma=0.2).describe()
 
 
@@ -105,7 +105,7 @@ class _Scripted(Recorded):
 
     priced: list[int]
 
-    def fit(self, indices, engine, prior=SHIPPED) -> FitResult:  # type: ignore[override]
+    def fit(self, indices, engine, prior=DEFAULT) -> FitResult:  # type: ignore[override]
         eff = EfficiencyFactors(step_overhead_s=prior.sigma * 1e-3)
         return FitResult(eff, eff, (), (), 1, 1)
 

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from llmsizer.calibrate.aic import AIC_GPUS, AicCase
-from llmsizer.calibrate.aic_prior import CANDIDATES, SHIPPED, FitPrior
+from llmsizer.calibrate.aic_prior import CANDIDATES, DEFAULT, FitPrior
 from llmsizer.calibrate.fit import FitResult, Target, fit_factors, predictions
 from llmsizer.calibrate.gpu_fit import DEFAULT_FIT_FACTORS, LATENCY_METRICS
 from llmsizer.calibrate.measurements import Measurement
@@ -58,6 +58,7 @@ SPLIT = ("experts_compute_efficiency", "experts_bandwidth_efficiency",
          "decode_attention_compute_efficiency")  # fmt: skip
 FIT = (*DEFAULT_FIT_FACTORS, "interconnect_efficiency", "first_token_delay_s", *SPLIT)
 Group = tuple[str, str]  # (engine, GPU architecture)
+Memo = dict[tuple[str, tuple[int, ...], FitPrior], FitResult]  # (engine, rows, prior) -> fit
 MIN_FIT_ROWS = 30  # fewer AIC rows: the engine's general fit (module docstring)
 
 
@@ -129,7 +130,7 @@ class Recorded:
             out.setdefault(group_of(case), []).append(i)
         return out
 
-    def fit(self, indices: Sequence[int], engine: str, prior: FitPrior = SHIPPED) -> FitResult:
+    def fit(self, indices: Sequence[int], engine: str, prior: FitPrior = DEFAULT) -> FitResult:
         """Factors for `engine` fitted on the cases at `indices` under `prior` (module
         docstring, `llmsizer.calibrate.aic_prior`)."""
         traces = [self.traces[i] for i in indices]
@@ -160,7 +161,26 @@ class Recorded:
             out[i] = dict(zip(measured, values, strict=True))
         return out
 
-    def choose(self, train: Sequence[int], engine: str, candidates: Sequence[FitPrior]) -> FitPrior:
+    def fitted(
+        self, indices: Sequence[int], engine: str, prior: FitPrior, memo: Memo | None
+    ) -> FitResult:
+        """`fit`, kept in `memo` (when given) by rows and prior: the folds of one group
+        share most of their inner fits (leave one model out of A, B, C inside the fold
+        without D is the fold without D and C, ... )."""
+        key = (engine, tuple(indices), prior)
+        if memo is None:
+            return self.fit(indices, engine, prior)
+        if key not in memo:
+            memo[key] = self.fit(indices, engine, prior)
+        return memo[key]
+
+    def choose(
+        self,
+        train: Sequence[int],
+        engine: str,
+        candidates: Sequence[FitPrior],
+        memo: Memo | None = None,
+    ) -> FitPrior:
         """The candidate prior whose fits on `train` best predict each model of `train` left
         out in turn (inner leave one model out: the mean over models of each model's mean
         |log error| of TTFT and TPOT), so a fold's prior is chosen on its training rows
@@ -176,7 +196,7 @@ class Recorded:
                 if sum(is_aic(self.cases[i]) for i in inner) < MIN_FIT_ROWS:
                     continue  # priced by the general fit whatever the prior
                 test = [i for i in train if self.cases[i].model == model and is_aic(self.cases[i])]
-                predicted = self.predict(test, self.fit(inner, engine, prior).factors)
+                predicted = self.predict(test, self.fitted(inner, engine, prior, memo).factors)
                 per_model.append(np.mean([_abs_log_errors(self.cases[i], predicted[i])
                                           for i in test]))  # fmt: skip
             scores.append(np.mean(per_model) if per_model else 0.0)
@@ -186,15 +206,16 @@ class Recorded:
         self,
         candidates: Sequence[FitPrior] = CANDIDATES,
         chosen: dict[tuple[str, ...], FitPrior] | None = None,
+        memo: Memo | None = None,
     ) -> dict[Group, FitResult]:
         """One fit per (engine, architecture) on all its rows, under the prior `choose`
         picks among `candidates` on them (into `chosen`, when given): what ships."""
         out = {}
         for group, idx in self.groups().items():
-            prior = self.choose(idx, group[0], candidates)
+            prior = self.choose(idx, group[0], candidates, memo)
             if chosen is not None:
                 chosen[group] = prior
-            out[group] = self.fit(idx, group[0], prior)
+            out[group] = self.fitted(idx, group[0], prior, memo)
         return out
 
     def shipped(self, fits: dict[Group, FitResult]) -> Predicted:
@@ -214,6 +235,7 @@ class Recorded:
         folds: dict[tuple[str, str, str], EfficiencyFactors] | None = None,
         candidates: Sequence[FitPrior] = CANDIDATES,
         chosen: dict[tuple[str, ...], FitPrior] | None = None,
+        memo: Memo | None = None,
     ) -> Predicted:
         """Every case predicted by factors fitted without any case sharing its `held` value
         (its GPU, its model) in its group (module docstring); groups of other architectures
@@ -221,7 +243,8 @@ class Recorded:
         none of these rows. Each fold's prior is chosen among `candidates` on the fold's
         training rows (`choose`: nested, never on the held-out rows). `folds` and `chosen`,
         when given, receive each fold's factors and prior by (engine, architecture,
-        held-out value), for rows priced outside this recording and for the report."""
+        held-out value), for rows priced outside this recording and for the report; `memo`
+        keeps the fits for the next call (`fitted`)."""
         out: Predicted = {}
         for (engine, architecture), idx in self.groups().items():
             if not ships((engine, architecture), architectures):
@@ -231,9 +254,9 @@ class Recorded:
                 test = [i for i in idx if held(self.cases[i]) == value]
                 train = [i for i in idx if held(self.cases[i]) != value]
                 enough = sum(is_aic(self.cases[i]) for i in train) >= max(min_rows, 1)
-                prior = self.choose(train, engine, candidates) if enough else candidates[0]
+                prior = self.choose(train, engine, candidates, memo) if enough else candidates[0]
                 factors = (
-                    self.fit(train, engine, prior).factors
+                    self.fitted(train, engine, prior, memo).factors
                     if enough
                     else calibrated_efficiency(engine)
                 )
