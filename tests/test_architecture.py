@@ -126,7 +126,11 @@ BUDGET = {
     # + 25: split factors tied to their parents in the fit, off by default (issue 10, TPOT)
     + 25
     # + 5: TensorRT-LLM DeepSeek max_num_tokens and SGLang recv intervals by date (issue 10)
-    + 5,
+    + 5
+    # + 205: the AIC fit's prior as data (aic_prior: sigmas around the general fit, weights),
+    # chosen per fold by a nested leave one model out, fits shared between folds; the fit's
+    # per-factor sigmas, target weights and data-only robust loss (issue 10, fitprior8)
+    + 205,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run
