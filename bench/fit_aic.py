@@ -9,8 +9,9 @@ report their cross-validated accuracy (leave one GPU out, leave one model out).
              --plot PATH (default examples/validation/aic_accuracy.png),
              --rows PATH (per-row CSV, default examples/validation/aic_accuracy_rows.csv),
              --cache PATH (the recorded schedules: rows held with the same spec are read,
-             the others recorded and added; recording is most of the time, the fits and
-             folds take a few minutes),
+             the others recorded and added; with every row cached the fits and folds
+             are the run: each fit's prior is chosen by a nested leave one model out,
+             `aic_fit.Recorded.choose`, about 5x the fits of a plain cross-validation),
              --disagg-cache PATH, --disagg-sample K, --no-disagg (the disaggregated rows:
              `bench/fit_aic_disagg.py`, each simulated per run; PATH keeps them, default
              the --cache path with `.disagg` added; they are most of the run time)
