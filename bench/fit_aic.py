@@ -11,7 +11,7 @@ report their cross-validated accuracy (leave one GPU out, leave one model out).
              --cache PATH (the recorded schedules: rows held with the same spec are read,
              the others recorded and added; with every row cached the fits and folds
              are the run: each fit's prior is chosen by a nested leave one model out,
-             `aic_fit.Recorded.choose`, about 5x the fits of a plain cross-validation),
+             `aic_fit.Recorded.choose`, 3-5x the fits of a plain cross-validation),
              --disagg-cache PATH, --disagg-sample K, --no-disagg (the disaggregated rows:
              `bench/fit_aic_disagg.py`, each simulated per run; PATH keeps them, default
              the --cache path with `.disagg` added; they are most of the run time)
