@@ -9,8 +9,10 @@ report their cross-validated accuracy (leave one GPU out, leave one model out).
              --plot PATH (default examples/validation/aic_accuracy.png),
              --rows PATH (per-row CSV, default examples/validation/aic_accuracy_rows.csv),
              --cache PATH (the recorded schedules: rows held with the same spec are read,
-             the others recorded and added; recording is most of the time, the fits and
-             folds take a few minutes),
+             the others recorded and added; with every row cached the fits and folds
+             are the run: with more than one candidate prior, `aic_prior.CANDIDATES`,
+             each fit's prior is chosen by a nested leave one model out,
+             `aic_fit.Recorded.choose`, 3-5x the fits of a plain cross-validation),
              --disagg-cache PATH, --disagg-sample K, --disagg-ids ROWS, --no-disagg (the
              disaggregated rows: `bench/fit_aic_disagg.py`, each simulated per run; PATH
              keeps them, default
@@ -40,6 +42,8 @@ from validate_aic import CSV, METRICS, Result, concurrency_band, say, summary_li
 from llmsizer.calibrate.aic import AicCase, AicSkipped, load_aic
 from llmsizer.calibrate.aic_fit import (
     MIN_FIT_ROWS,
+    Group,
+    Memo,
     Predicted,
     Recorded,
     group_of,
@@ -47,6 +51,7 @@ from llmsizer.calibrate.aic_fit import (
     measurement_cases,
     ships,
 )
+from llmsizer.calibrate.aic_prior import FitPrior
 from llmsizer.calibrate.gpu_fit import calibration_file
 from llmsizer.calibrate.measurements import load_measurements
 from llmsizer.calibrate.replay import ScheduleTrace
@@ -235,21 +240,24 @@ def main() -> None:
         recorded = _recorded(cases, sweep, args.cache) + Recorded.record(tables, sweep)
     say(f"recorded in {time.perf_counter() - t0:.0f} s; fitting")
     sizes = {g: sum(is_aic(recorded.cases[i]) for i in idx) for g, idx in recorded.groups().items()}
-    fits = {
-        g: f
-        for g, f in recorded.fit_groups().items()
-        if ships(g, shipping) and sizes[g] >= MIN_FIT_ROWS
-    }
+    priors: dict[tuple[str, ...], FitPrior] = {}  # the prior each fit and fold chose
+    memo: Memo = {}  # the folds' fits, shared (Recorded.fitted)
+    fitted = recorded.fit_groups(chosen=priors, memo=memo)
+    fits = {g: f for g, f in fitted.items() if ships(g, shipping) and sizes[g] >= MIN_FIT_ROWS}
     by_gpu: dict[tuple[str, str, str], EfficiencyFactors] = {}  # each fold's factors
     by_model: dict[tuple[str, str, str], EfficiencyFactors] = {}
     runs = {
         "shipped": recorded.shipped(fits),
-        "leave one GPU out": recorded.leave_one_out(lambda c: c.system, shipping, folds=by_gpu),
-        "leave one model out": recorded.leave_one_out(lambda c: c.model, shipping, folds=by_model),
+        "leave one GPU out": recorded.leave_one_out(
+            lambda c: c.system, shipping, folds=by_gpu, chosen=priors, memo=memo
+        ),
+        "leave one model out": recorded.leave_one_out(
+            lambda c: c.model, shipping, folds=by_model, chosen=priors, memo=memo
+        ),
     }
     say(f"fitted and cross-validated in {time.perf_counter() - t0:.0f} s")
     shown = {g: _factors_text(f.factors.as_dict()) for g, f in fits.items()}
-    text = report(recorded, runs, skipped, len(mapped), shown)
+    text = report(recorded, runs, skipped, len(mapped), shown) + _priors_text(priors, fits)
     if args.write:
         digest = hashlib.sha256(args.csv.read_bytes()).hexdigest()
         for (engine, arch), fit in fits.items():
@@ -269,6 +277,7 @@ def main() -> None:
                 "by": "bench/fit_aic.py --write",
                 "leave_one_gpu_out": cross_validated(held("leave one GPU out")),
                 "leave_one_model_out": cross_validated(held("leave one model out")),
+                "prior": priors[(engine, arch)].describe(),
             }
             path = DATA / f"calibrated_{engine}_{arch}.yaml"
             save_calibration(path, calibration_file(fit, engine, fitted_on))
@@ -346,6 +355,18 @@ def _traces(
     cases: Sequence[AicCase], held: dict[str, tuple[PredictSpec, ScheduleTrace]]
 ) -> tuple[ScheduleTrace, ...]:
     return tuple(held[c.row_id][1] for c in cases)
+
+
+def _priors_text(priors: dict[tuple[str, ...], FitPrior], fits: dict[Group, object]) -> str:
+    """The report's section on the prior each shipped fit and each fold chose."""
+    lines = ["", "## The priors chosen", "",
+             "Among `aic_prior.CANDIDATES`, by leave one model out on each fit's own training "
+             "rows (`Recorded.choose`: nested, the held-out rows never seen).", ""]  # fmt: skip
+    for key, prior in sorted(priors.items()):
+        if key[:2] in fits:
+            what = "shipped" if len(key) == 2 else f"without {key[2]}"
+            lines.append(f"- `{key[0]}` on {key[1]}, {what}: {prior.describe()}")
+    return "\n".join(lines) + "\n"
 
 
 def _factors_text(factors: dict[str, float]) -> str:

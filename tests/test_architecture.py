@@ -157,7 +157,11 @@ BUDGET = {
     # (issue 10, cudagraph8)
     + 70
     # + 5: aic_launch's settings joining the overlap scheduler and the CUDA graphs (merge)
-    + 5,
+    + 5
+    # + 205: the AIC fit's prior as data (aic_prior: sigmas around the general fit, weights),
+    # chosen per fold by a nested leave one model out, fits shared between folds; the fit's
+    # per-factor sigmas, target weights and data-only robust loss (issue 10, fitprior8)
+    + 205,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run

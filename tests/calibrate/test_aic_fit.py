@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from llmsizer.calibrate.aic import AicCase, load_aic
-from llmsizer.calibrate.aic_fit import METRICS, SPLIT, Recorded, group_of, ships
+from llmsizer.calibrate.aic_fit import METRICS, SPLIT, Memo, Recorded, group_of, ships
+from llmsizer.calibrate.aic_prior import CANDIDATES, FitPrior
 from llmsizer.instance import DeploymentSpec, make_instance, measured_uncertainty
 from llmsizer.perf.calibrated import (
     calibrated_efficiency,
@@ -53,14 +54,20 @@ def test_the_group_fit_beats_the_engine_wide_fit_on_its_own_rows(recorded: Recor
 
 @pytest.mark.shared
 def test_leave_one_gpu_out_predicts_each_gpu_without_its_own_rows(recorded: Recorded) -> None:
-    held = recorded.leave_one_out(lambda c: c.system, {"blackwell"}, min_rows=1)
+    memo: Memo = {}
+    held = recorded.leave_one_out(lambda c: c.system, {"blackwell"}, min_rows=1, memo=memo)
     assert sorted(held) == list(range(len(recorded.cases)))
     b300 = [i for i, c in enumerate(recorded.cases) if c.system == "b300_sxm"]
     b200 = [i for i, c in enumerate(recorded.cases) if c.system == "b200_sxm"]
-    # the B300 rows are priced by factors fitted on the B200 rows alone
-    expected = recorded.predict(b300, recorded.fit(b200, "vllm").factors)
+    # the B300 rows are priced by factors fitted on the B200 rows alone, under the first
+    # candidate prior (one model: nothing to choose on)
+    expected = recorded.predict(b300, recorded.fit(b200, "vllm", CANDIDATES[0]).factors)
     for i in b300:
         assert held[i] == pytest.approx(expected[i], rel=1e-12)
+    assert (
+        memo[("vllm", tuple(b200), CANDIDATES[0])].factors
+        == recorded.fit(b200, "vllm", CANDIDATES[0]).factors
+    )
 
 
 @pytest.mark.shared
@@ -110,10 +117,18 @@ def test_the_band_uses_the_cross_validated_error_where_there_is_one() -> None:
 
 
 @pytest.mark.shared
-def test_rows_of_moe_models_alone_fit_no_split_factor(recorded: Recorded) -> None:
-    """MiniMax only: the rows cannot tell the experts' GEMMs from the dense ones, so the
-    split factors stay unset (their parents' values) instead of drifting apart."""
-    fit = recorded.fit(list(range(len(recorded.cases))), "vllm")
+def test_split_factors_are_fitted_only_under_a_prior_that_holds_them(recorded: Recorded) -> None:
+    """MiniMax only: the rows cannot tell the experts' GEMMs from the dense ones. The
+    shipped prior leaves the split factors unset (their parents' values); one with a
+    split sigma fits them, held near their parents' values in the engine's general fit
+    (not tied to the group's parents, which the MoE rows move)."""
+    everything = list(range(len(recorded.cases)))
+    fit = recorded.fit(everything, "vllm")
     assert not set(SPLIT) & set(fit.fitted)
     for name in SPLIT:
         assert fit.factors.value(name) == fit.factors.value(SPLIT_FROM[name])
+    held = recorded.fit(everything, "vllm", FitPrior(split_sigma=0.01))
+    general = calibrated_efficiency("vllm")
+    assert set(SPLIT) <= set(held.fitted)
+    for name in SPLIT:
+        assert held.factors.value(name) == pytest.approx(general.value(name), rel=0.05)

@@ -8,9 +8,12 @@ every fold then re-prices the recorded steps (`llmsizer.calibrate.replay`), whic
 - **Groups.** Rows are fitted per (engine, GPU architecture): one set of physically
   meaningful factors (achieved fractions of peak FLOPS and bandwidth by kind of work, fixed
   overheads in seconds) per group, never per row. The fit starts from, and is held near
-  (a log-normal prior, `PRIOR_SIGMA`), the engine's general fit (`calibrated_efficiency`),
-  with a robust loss (`ROBUST_SCALE`) so that rows an unmodelled effect puts far off do not
-  drag the rest.
+  (a log-normal prior, `llmsizer.calibrate.aic_prior`), the engine's general fit
+  (`calibrated_efficiency`), with a robust loss on the rows (`ROBUST_SCALE`) so that rows
+  an unmodelled effect puts far off do not drag the rest. The prior's sigmas (and whether
+  the split factors are fitted) are chosen among `aic_prior.CANDIDATES` by a leave one
+  model out inside each fit's training rows (`Recorded.choose`), so a cross-validation
+  fold never tunes on the rows it holds out.
 - **The throughput tables of the same GPUs join the fit.** `measurements.csv` rows on GPUs
   of a fitted architecture (`measurement_cases`: offline and online TensorRT-LLM tables on
   B200, GB200, RTX PRO 6000) are fitted with the AIC rows of their engine, so the factors
@@ -28,10 +31,14 @@ every fold then re-prices the recorded steps (`llmsizer.calibrate.replay`), whic
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from llmsizer.calibrate.aic import AIC_GPUS, AicCase
+from llmsizer.calibrate.aic_prior import CANDIDATES, DEFAULT, FitPrior
 from llmsizer.calibrate.fit import FitResult, Target, fit_factors, predictions
 from llmsizer.calibrate.gpu_fit import DEFAULT_FIT_FACTORS, LATENCY_METRICS
 from llmsizer.calibrate.measurements import Measurement
@@ -39,26 +46,19 @@ from llmsizer.calibrate.record import record_traces
 from llmsizer.calibrate.replay import ScheduleTrace
 from llmsizer.perf import EfficiencyFactors
 from llmsizer.perf.calibrated import calibrated_efficiency
-from llmsizer.perf.efficiency import SPLIT_FROM
 from llmsizer.specs import get_gpu, get_model
 from llmsizer.sweep import Sweep
 
 METRICS = ("mean_ttft_ms", "mean_tpot_ms")
-PRIOR_SIGMA = 0.5  # a factor 1.65 from the engine's general fit is one sigma
 ROBUST_SCALE = 0.3  # log errors beyond ~35 % cost linearly (soft L1)
 # the general factors, and the kinds of work whose kernels reach their own fraction of peak
-# (`EfficiencyFactors`: the MoE grouped GEMM, decode attention), which start at and are held
-# near their parents' values in the engine's general fit
+# (`EfficiencyFactors`: the MoE grouped GEMM, decode attention), fitted where the prior
+# says so (`FitPrior.split_sigma`), held near their parents' values in the general fit
 SPLIT = ("experts_compute_efficiency", "experts_bandwidth_efficiency",
          "decode_attention_compute_efficiency")  # fmt: skip
 FIT = (*DEFAULT_FIT_FACTORS, "interconnect_efficiency", "first_token_delay_s", *SPLIT)
-
-TIE_SIGMA = 0.2  # a split factor 1.22 x its parent is one sigma (`fit_factors` ties)
-# Off: fitted (tied, on folds with dense and MoE rows) they moved vLLM LOMO TPOT 13 -> 12 %
-# but TensorRT-LLM's 19 / 50 -> 21 / 65 % (DeepSeek-R1 held out, fitted on V3 and Llama):
-# docs/tpot_residuals.md
-FIT_SPLIT_FACTORS = False
 Group = tuple[str, str]  # (engine, GPU architecture)
+Memo = dict[tuple[str, tuple[int, ...], FitPrior], FitResult]  # (engine, rows, prior) -> fit
 MIN_FIT_ROWS = 30  # fewer AIC rows: the engine's general fit (module docstring)
 
 
@@ -130,27 +130,25 @@ class Recorded:
             out.setdefault(group_of(case), []).append(i)
         return out
 
-    def fit(self, indices: Sequence[int], engine: str) -> FitResult:
-        """Factors for `engine` fitted on the cases at `indices` (module docstring)."""
+    def fit(self, indices: Sequence[int], engine: str, prior: FitPrior = DEFAULT) -> FitResult:
+        """Factors for `engine` fitted on the cases at `indices` under `prior` (module
+        docstring, `llmsizer.calibrate.aic_prior`)."""
         traces = [self.traces[i] for i in indices]
         targets: list[Target] = [
             (k, metric, value)
             for k, i in enumerate(indices)
             for metric, value in self.cases[i].measured.items()
         ]
-        # the split factors only where dense and MoE models are both in the AIC rows (the
-        # rows cannot tell a split factor from its parent otherwise; DESIGN.md, Calibration)
-        aic = [self.cases[i] for i in indices if is_aic(self.cases[i])]
-        moe = {get_model(c.spec.model).moe is not None for c in aic}
+        fit = FIT if prior.fits_split else FIT[: -len(SPLIT)]
+        models = [self.cases[indices[k]].model for k, _, _ in targets]
         return fit_factors(
             traces,
             targets,
             calibrated_efficiency(engine),
-            FIT if FIT_SPLIT_FACTORS and len(moe) == 2 else FIT[: -len(SPLIT)],
-            prior_sigma=PRIOR_SIGMA,
+            fit,
+            prior_sigma=prior.sigmas(fit),
             robust_scale=ROBUST_SCALE,
-            ties=SPLIT_FROM,
-            tie_sigma=TIE_SIGMA,
+            weights=prior.weights(models, [m for _, m, _ in targets]),
         )
 
     def predict(self, indices: Sequence[int], factors: EfficiencyFactors) -> Predicted:
@@ -163,9 +161,62 @@ class Recorded:
             out[i] = dict(zip(measured, values, strict=True))
         return out
 
-    def fit_groups(self) -> dict[Group, FitResult]:
-        """One fit per (engine, architecture) on all its rows: what ships."""
-        return {group: self.fit(idx, group[0]) for group, idx in self.groups().items()}
+    def fitted(
+        self, indices: Sequence[int], engine: str, prior: FitPrior, memo: Memo | None
+    ) -> FitResult:
+        """`fit`, kept in `memo` (when given) by rows and prior: the folds of one group
+        share most of their inner fits (leave one model out of A, B, C inside the fold
+        without D is the fold without D and C, ... )."""
+        key = (engine, tuple(indices), prior)
+        if memo is None:
+            return self.fit(indices, engine, prior)
+        if key not in memo:
+            memo[key] = self.fit(indices, engine, prior)
+        return memo[key]
+
+    def choose(
+        self,
+        train: Sequence[int],
+        engine: str,
+        candidates: Sequence[FitPrior],
+        memo: Memo | None = None,
+    ) -> FitPrior:
+        """The candidate prior whose fits on `train` best predict each model of `train` left
+        out in turn (inner leave one model out: the mean over models of each model's mean
+        |log error| of TTFT and TPOT), so a fold's prior is chosen on its training rows
+        alone; the first candidate when `train` holds fewer than two models."""
+        models = sorted({self.cases[i].model for i in train if is_aic(self.cases[i])})
+        if len(candidates) < 2 or len(models) < 2:
+            return candidates[0]
+        scores = []
+        for prior in candidates:
+            per_model = []
+            for model in models:
+                inner = [i for i in train if self.cases[i].model != model]
+                if sum(is_aic(self.cases[i]) for i in inner) < MIN_FIT_ROWS:
+                    continue  # priced by the general fit whatever the prior
+                test = [i for i in train if self.cases[i].model == model and is_aic(self.cases[i])]
+                predicted = self.predict(test, self.fitted(inner, engine, prior, memo).factors)
+                per_model.append(np.mean([_abs_log_errors(self.cases[i], predicted[i])
+                                          for i in test]))  # fmt: skip
+            scores.append(np.mean(per_model) if per_model else 0.0)
+        return candidates[int(np.argmin(scores))]
+
+    def fit_groups(
+        self,
+        candidates: Sequence[FitPrior] = CANDIDATES,
+        chosen: dict[tuple[str, ...], FitPrior] | None = None,
+        memo: Memo | None = None,
+    ) -> dict[Group, FitResult]:
+        """One fit per (engine, architecture) on all its rows, under the prior `choose`
+        picks among `candidates` on them (into `chosen`, when given): what ships."""
+        out = {}
+        for group, idx in self.groups().items():
+            prior = self.choose(idx, group[0], candidates, memo)
+            if chosen is not None:
+                chosen[group] = prior
+            out[group] = self.fitted(idx, group[0], prior, memo)
+        return out
 
     def shipped(self, fits: dict[Group, FitResult]) -> Predicted:
         """Every case priced with its group's fit in `fits`, else its engine's general fit."""
@@ -182,12 +233,18 @@ class Recorded:
         architectures: Collection[str],
         min_rows: int = MIN_FIT_ROWS,
         folds: dict[tuple[str, str, str], EfficiencyFactors] | None = None,
+        candidates: Sequence[FitPrior] = CANDIDATES,
+        chosen: dict[tuple[str, ...], FitPrior] | None = None,
+        memo: Memo | None = None,
     ) -> Predicted:
         """Every case predicted by factors fitted without any case sharing its `held` value
         (its GPU, its model) in its group (module docstring); groups of other architectures
         than `architectures` (whose fits do not ship) by the engine's general fit, which saw
-        none of these rows. `folds`, when given, receives each fold's factors by (engine,
-        architecture, held-out value), for rows priced outside this recording."""
+        none of these rows. Each fold's prior is chosen among `candidates` on the fold's
+        training rows (`choose`: nested, never on the held-out rows). `folds` and `chosen`,
+        when given, receive each fold's factors and prior by (engine, architecture,
+        held-out value), for rows priced outside this recording and for the report; `memo`
+        keeps the fits for the next call (`fitted`)."""
         out: Predicted = {}
         for (engine, architecture), idx in self.groups().items():
             if not ships((engine, architecture), architectures):
@@ -197,10 +254,20 @@ class Recorded:
                 test = [i for i in idx if held(self.cases[i]) == value]
                 train = [i for i in idx if held(self.cases[i]) != value]
                 enough = sum(is_aic(self.cases[i]) for i in train) >= max(min_rows, 1)
+                prior = self.choose(train, engine, candidates, memo) if enough else candidates[0]
                 factors = (
-                    self.fit(train, engine).factors if enough else calibrated_efficiency(engine)
+                    self.fitted(train, engine, prior, memo).factors
+                    if enough
+                    else calibrated_efficiency(engine)
                 )
                 if folds is not None:
                     folds[(engine, architecture, value)] = factors
+                if chosen is not None and enough:
+                    chosen[(engine, architecture, value)] = prior
                 out |= self.predict(test, factors)
         return out
+
+
+def _abs_log_errors(case: AicCase, predicted: dict[str, float]) -> float:
+    """The mean over `METRICS` of |log(predicted / measured)|."""
+    return float(np.mean([abs(math.log(predicted[m] / case.measured[m])) for m in METRICS]))

@@ -16,6 +16,9 @@ another (`EfficiencyFactors.SPLIT_FROM`: the MoE grouped GEMM from the dense GEM
 pays (log(child / parent) / tie_sigma)^2: it follows its parent unless the rows tell them
 apart, so a fold without, say, a dense model keeps its dense GEMMs near its experts' (and
 instead of the prior around its start, which would pull it from a parent the rows move).
+`prior_sigma` may also name a sigma per factor (a factor it leaves out has no prior), and
+`weights` scale each target's squared log error (a model with many rows then need not set
+every factor: `llmsizer.calibrate.aic_prior`).
 
 Schedules that depend on the clock (open-loop arrivals) are frozen in their traces, which
 are then exact only near the factors they were recorded at. The caller names them
@@ -117,8 +120,9 @@ def fit_factors(
     clock_dependent: Collection[int] = (),
     refresh: Refresh | None = None,
     max_rounds: int = 3,
-    prior_sigma: float | None = None,
+    prior_sigma: float | Mapping[str, float] | None = None,
     robust_scale: float | None = None,
+    weights: Sequence[float] | None = None,
     ties: Mapping[str, str] | None = None,
     tie_sigma: float = 0.2,
     progress: Callable[[str], None] | None = None,
@@ -128,6 +132,13 @@ def fit_factors(
     `robust_scale` (a log error, e.g. 0.3): residuals beyond it cost linearly instead of
     quadratically (scipy's `soft_l1` loss), so a few rows an unmodelled effect puts far off
     (a cold first wave, a scheduler cliff) do not drag the factors every other row needs.
+    It softens the data's residuals only: the prior and the ties stay Gaussian, with the
+    sigmas they state (scipy's `loss=` would soften them too, weakening a prior that a
+    factor has left by more than `robust_scale` several times over).
+
+    `weights` (one per target, > 0; None: all 1) multiply each target's squared log error
+    (its residual by the square root): relative weights between targets, e.g. so that each
+    model's rows weigh alike whatever their number.
 
     Residuals are computed on the traces as they stand after the last refresh, i.e. at the
     fitted factors when `refresh` re-records the `clock_dependent` traces.
@@ -146,8 +157,16 @@ def fit_factors(
     floor = np.array([max(bounds[n][0], _MIN_FRACTION * bounds[n][1]) for n in fit])
     low, high = np.log(floor), np.log([bounds[n][1] for n in fit])
     prior = np.array([start.value(n) for n in fit])
-    has_prior = prior > 0
-    weight = 0.0 if prior_sigma is None else 1.0 / prior_sigma
+    sigmas = _sigmas(prior_sigma, fit)
+    has_prior = (prior > 0) & np.isfinite(sigmas)
+    weight = np.where(has_prior, 1.0 / sigmas, 0.0)
+    if weights is not None and len(weights) != len(targets):
+        raise ValueError(f"{len(weights)} weights for {len(targets)} targets")
+    root_w: dict[tuple[int, str], float] = {}
+    for (i, metric, _), w in zip(targets, weights or (), strict=False):
+        if not w > 0:
+            raise ValueError(f"case {i}: the weight of {metric} must be > 0, got {w!r}")
+        root_w[(i, metric)] = math.sqrt(w)
     tied = [(fit.index(c), fit.index(p)) for c, p in (ties or {}).items() if {c, p} <= set(fit)]
     child = np.array([c for c, _ in tied], dtype=np.int64)
     parent = np.array([p for _, p in tied], dtype=np.int64)
@@ -161,11 +180,16 @@ def fit_factors(
     def residuals(x: np.ndarray, using: Sequence[Target]) -> np.ndarray:
         measured = np.array([v for _, _, v in using])
         data = np.log(np.array(predictions(traces, using, at(x))) / measured)
+        if robust_scale is not None:
+            data = _soft_l1(data, robust_scale)
+        if root_w:
+            data = data * np.array([root_w[(i, m)] for i, m, _ in using])
         if tied:
             data = np.concatenate([data, (x[child] - x[parent]) / tie_sigma])
-        if not weight:
+        if not has_prior.any():
             return data
-        return np.concatenate([data, weight * (x - np.log(prior, where=has_prior, out=x.copy()))])
+        pulled = weight * (x - np.log(prior, where=has_prior, out=x.copy()))
+        return np.concatenate([data, pulled[has_prior]])
 
     evaluations = rounds = 0
     for rounds in range(1, max_rounds + 1):
@@ -179,8 +203,6 @@ def fit_factors(
             bounds=(low, high),
             xtol=1e-6,
             args=(using,),
-            loss="linear" if robust_scale is None else "soft_l1",
-            f_scale=robust_scale or 1.0,
         )
         evaluations += int(solution.nfev)
         moved = float(np.max(np.abs(solution.x - x0)))
@@ -201,3 +223,22 @@ def fit_factors(
         num_rounds=rounds,
         num_evaluations=evaluations,
     )
+
+
+def _sigmas(prior_sigma: float | Mapping[str, float] | None, fit: Sequence[str]) -> np.ndarray:
+    """The prior's sigma per fitted factor (log units); inf where it has none."""
+    if prior_sigma is None:
+        return np.full(len(fit), np.inf)
+    if not isinstance(prior_sigma, Mapping):
+        prior_sigma = dict.fromkeys(fit, prior_sigma)
+    values = np.array([prior_sigma.get(n, np.inf) for n in fit], dtype=np.float64)
+    if np.any(values <= 0):
+        raise ValueError(f"prior sigmas must be > 0, got {dict(zip(fit, values, strict=True))}")
+    return values
+
+
+def _soft_l1(r: np.ndarray, scale: float) -> np.ndarray:
+    """Residuals whose squares are scipy's `soft_l1` cost of `r` at `f_scale` = `scale`:
+    r^2 near 0, 2 scale |r| far out, with r's sign (the optimiser sees a smooth function)."""
+    cost = 2.0 * scale**2 * (np.sqrt(1.0 + (r / scale) ** 2) - 1.0)
+    return np.sign(r) * np.sqrt(cost)

@@ -128,8 +128,8 @@ def _factors(calibration: Path | None) -> None:
         t.add_row(name, *cells)
     out.print(t)
     for label, cal in files.items():
-        note = cal.fitted_on.get("carried_over")
-        if note:
+        carried, prior = cal.fitted_on.get("carried_over"), cal.fitted_on.get("prior")
+        for note in filter(None, (carried, prior and f"fitted under a {prior}")):  # aic_prior
             out.print(f"{label}: {note}", highlight=False)
 
 
