@@ -2,10 +2,10 @@
 
     .venv/bin/python examples/fleet/nemo43b_routers.py
 
-`plan` answers 10 DGX H100, one TP8 TensorRT-LLM instance each, for 31 req/s of
-3500-in / 500-out requests with p95 TTFT <= 3 s, judging one instance at 31/10 req/s: a
+`plan` answers 11 DGX H100, one TP8 TensorRT-LLM instance each, for 31 req/s of
+3500-in / 500-out requests with p95 TTFT <= 3 s, judging one instance at 31/11 req/s: a
 perfectly balanced fleet. Here the whole fleet is simulated at 31 req/s (Poisson, seed 0,
-the same 9,300 requests for every fleet) behind each router, with 10 to 13 instances; the
+the same 9,300 requests for every fleet) behind each router, with 11 to 14 instances; the
 table gives p95 / p99 TTFT and whether the limit holds, and the smallest fleet that meets it
 per router. Writes `nemo43b_routers.md` and `nemo43b_routers.png` beside this file.
 """
@@ -24,7 +24,8 @@ HERE = Path(__file__).resolve().parent
 RATE, ISL, OSL, NUM_REQUESTS = 31.0, 3500, 500, 9300
 LIMIT_MS = 3000.0
 ROUTERS = ["round_robin", "random", "power_of_two", "least_outstanding", "least_kv"]
-FLEETS = [10, 11, 12, 13]
+PLANNED = 11  # `examples/sizing/nemo43b_dgx_h100.txt`
+FLEETS = [PLANNED, PLANNED + 1, PLANNED + 2, PLANNED + 3]
 
 
 def engine() -> Engine:
@@ -69,8 +70,9 @@ def table(rows: dict[str, dict[int, tuple[float, float, float]]]) -> str:
     lines = [
         "# NeMo 43B on DGX H100 (TP8, TensorRT-LLM), 31 req/s: the fleet behind its router",
         "",
-        "Produced by `examples/fleet/nemo43b_routers.py`. `plan` sizes 10 instances from one",
-        "instance at 31/10 req/s (perfect balance). Whole fleet simulated at 31 req/s, Poisson,",
+        f"Produced by `examples/fleet/nemo43b_routers.py`. `plan` sizes {PLANNED} instances from",
+        f"one instance at 31/{PLANNED} req/s (perfect balance). Whole fleet simulated at 31 req/s,",
+        "Poisson,",
         f"{NUM_REQUESTS} requests of {ISL} in / {OSL} out tokens; limit p95 TTFT <= 3000 ms.",
         "",
         "| router | instances | p95 TTFT ms | p99 TTFT ms | busiest / mean requests | meets |",
