@@ -109,7 +109,9 @@ def test_the_fetched_requests_found_by_bisection_are_those_a_walk_finds(
     workload = make_workload(
         isl.tolist(), osl.tolist(), arrival_s=arrivals, concurrency=64 if closed_loop else None
     )
-    make_engine(engine="trtllm", max_num_seqs=16, max_num_batched_tokens=96).run(workload)
+    make_engine(
+        engine="trtllm", max_num_seqs=16, max_num_batched_tokens=96, overlap_scheduler=True
+    ).run(workload)
     assert max(checked) > 20  # long queues were counted
 
 
