@@ -11,16 +11,9 @@ from typer.testing import CliRunner
 
 from llmsizer.cli import app
 from llmsizer.sweep import open_sweep, usable_cpus
+from tests.sizing.cases import two_gpus
 
-USECASE = {
-    "model": "llama-3-8b",
-    "input": {"user": 2000},
-    "output": 200,
-    "load": {"peak_rps": 50},
-    "limits": {"ttft_ms": 300},
-    "candidates": {"gpus": ["h100-sxm", "l40s"], "tensor_parallel_sizes": [1, 2]},
-    "search": {"num_requests": 300, "uncertainty": 0.1, "curves": True},
-}
+USECASE = two_gpus(uncertainty=0.1, curves=True)
 
 
 def test_the_default_workers_are_the_cpus_this_process_may_use() -> None:

@@ -39,6 +39,7 @@ from llmsizer.sweep import (
     chunk_size,
     open_sweep,
 )
+from tests.sizing.cases import two_gpus
 
 CASES = Path(__file__).parents[1] / "examples" / "predict" / "cases.csv"
 
@@ -189,17 +190,7 @@ def test_recorded_schedules_on_ray_equal_the_process_pool(on_ray: Sweep, pool: S
 
 
 def test_a_plan_search_on_ray_equals_the_serial_search(on_ray: Sweep) -> None:
-    usecase = UseCase.model_validate(
-        {
-            "model": "llama-3-8b",
-            "input": {"user": 2000},
-            "output": 200,
-            "load": {"peak_rps": 50},
-            "limits": {"ttft_ms": 300},
-            "candidates": {"gpus": ["h100-sxm", "l40s"], "tensor_parallel_sizes": [1, 2]},
-            "search": {"num_requests": 300, "uncertainty": 0.0, "levers": False},
-        }
-    )
+    usecase = UseCase.model_validate(two_gpus(uncertainty=0.0, levers=False))
     space = search_space(usecase)
     serial = search(space, lambda spec: default_efficiency(spec.preset))
     assert search(space, lambda spec: default_efficiency(spec.preset), sweep=on_ray) == serial

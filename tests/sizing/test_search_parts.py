@@ -22,6 +22,7 @@ from llmsizer.sizing.search import Status, group, search
 from llmsizer.sizing.search_parts import part_of
 from llmsizer.sizing.usecase import UseCase
 from llmsizer.sweep import InProcess, Sweep, open_sweep
+from tests.sizing.cases import two_gpus
 
 FAST: dict[str, Any] = {
     "model": "llama-3-8b",
@@ -67,13 +68,7 @@ def test_the_main_search_on_a_pool_equals_the_serial_search(pool: Sweep) -> None
 
 
 def test_a_plan_with_levers_on_a_pool_equals_the_serial_plan(pool: Sweep) -> None:
-    usecase = UseCase.model_validate(
-        {
-            **FAST,
-            "candidates": {"gpus": ["h100-sxm", "l40s"], "tensor_parallel_sizes": [1, 2]},
-            "search": {"num_requests": 300, "uncertainty": 0.0, "curves": True},
-        }
-    )
+    usecase = UseCase.model_validate(two_gpus(uncertainty=0.0, curves=True))
     serial = plan(usecase, efficiency=default_efficiency)
     assert len(serial.levers) >= 4  # the lever table ran its own per-group search
     # a row read from the main search holds its curve, drawn on the pool after the table

@@ -152,13 +152,7 @@ class ContinuousScheduler(Scheduler):
             self.overlap.arrived(r, self.num_steps, now)
 
     def update(self, out: SchedulerOutput, step_index: int) -> list[SimRequest]:
-        done = super().update(out, step_index)
-        if self.balance is not None:
-            for r in done:
-                self.balance.left(r)
-        if self.overlap is not None:
-            self.overlap.finished(len(done))
-        return done
+        return self._left(super().update(out, step_index))
 
     def book_decode_step(self) -> bool:
         return self.reserve_full or super().book_decode_step()
@@ -167,7 +161,11 @@ class ContinuousScheduler(Scheduler):
         self.num_steps += 1  # counted by `schedule` too
         if self.recv_interval > 1:
             self._count_decode_step()
-        done = super().end_decode_step()
+        return self._left(super().end_decode_step())
+
+    def _left(self, done: list[SimRequest]) -> list[SimRequest]:
+        """`done`, the requests a step finished, told to the attention-DP balance and the
+        overlap scheduler (a step's end, whichever path ran it)."""
         if self.balance is not None:
             for r in done:
                 self.balance.left(r)
