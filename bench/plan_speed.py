@@ -104,14 +104,17 @@ def count_steps() -> StepCount:
     """Make every probe's simulation add its engine steps to the count returned: whole
     runs, and runs watched for an early stop as far as they ran (`StepCount`)."""
     count = StepCount()
-    simulate, point, watched = probe.Probe._simulate, probe.Probe._point, probe.run_watched
+    point, watched = probe.Probe._point, probe.run_watched
     table = plan_module.lever_table
 
-    def counted_simulate(self: probe.Probe, arrival_s: Any) -> Any:
-        result = simulate(self, arrival_s)
-        kind = "capacity" if not arrival_s.any() else "plain"
-        count.add(self, kind, result.steps.num_steps)
-        return result
+    def counted(run: Any) -> Any:
+        def counted_run(self: probe.Probe, arrival_s: Any) -> Any:
+            result = run(self, arrival_s)
+            kind = "capacity" if not arrival_s.any() else "plain"
+            count.add(self, kind, result.steps.num_steps)
+            return result
+
+        return counted_run
 
     def counted_point(self: probe.Probe, *args: Any, **kwargs: Any) -> Any:
         count.probe = self
@@ -132,7 +135,9 @@ def count_steps() -> StepCount:
         finally:
             count.part = "plan"
 
-    probe.Probe._simulate = counted_simulate  # type: ignore[method-assign]
+    probe.Probe._simulate = counted(probe.Probe._simulate)  # type: ignore[method-assign]
+    if hasattr(probe.Probe, "_run_in_steps"):  # a speculating capacity run (an earlier `src`: none)
+        probe.Probe._run_in_steps = counted(probe.Probe._run_in_steps)  # type: ignore[method-assign]
     probe.Probe._point = counted_point  # type: ignore[method-assign]
     probe.run_watched = counted_watched  # type: ignore[assignment]
     plan_module.lever_table = counted_table  # type: ignore[assignment]
