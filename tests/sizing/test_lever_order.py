@@ -2,7 +2,9 @@
 (`search._BranchAndBound`, `RateSearch.next_rate`): `next_rate` is the rate `step` then
 probes, in every phase of a search in instance counts, and the order changes only the work:
 NeMo 43B's INT4 group, searched as the lever table searches it, finds the same best
-configuration, count and rate as the search in bound order, in fewer probes."""
+configuration, count and rate as the search in bound order, in fewer probes. And a
+speculating probe's capacity run, read in verify steps, is the capacity its records in
+tokens give."""
 
 from __future__ import annotations
 
@@ -11,15 +13,20 @@ import math
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import yaml
 
 from llmsizer.instance import calibrated_for
+from llmsizer.records import RecordTable
+from llmsizer.sizing import probe as probe_module
 from llmsizer.sizing.inputs import usecase_from_mapping
 from llmsizer.sizing.limits import Limits
 from llmsizer.sizing.plan import search_space
 from llmsizer.sizing.rate_search import Counts, RateSearch
-from llmsizer.sizing.search import Status, objective, search
+from llmsizer.sizing.search import Status, make_probe, objective, search
+from llmsizer.sizing.usecase import UseCase
+from tests.sizing.test_early_stop import SPECULATING
 from tests.sizing.test_rate_search import FakeProbe, queue
 
 NEMO = Path(__file__).resolve().parents[2] / "examples" / "sizing" / "nemo43b_dgx_h100.yaml"
@@ -87,3 +94,15 @@ def test_waiting_for_better_objectives_finds_the_same_best_in_fewer_probes(
     tp2 = {r.config.tensor_parallel_size: r for r in ordered}[2]
     assert tp2.status is Status.BOUNDED and tp2.rate is None  # no pass was needed to drop it
     assert len(configs) == len(ordered)
+
+
+def test_a_speculating_capacity_run_in_steps_is_the_capacity_in_tokens() -> None:
+    space = search_space(UseCase.model_validate(SPECULATING))
+    probe = make_probe(space, space.configs[0], calibrated_for)
+    assert probe.speculative is not None
+    n = probe._capacity_requests()
+    in_tokens = probe._simulate(np.zeros(n)).records  # as the capacity run read it before
+    assert not isinstance(in_tokens, RecordTable)  # a list of records in tokens
+    last = max(r.finish_s or 0.0 for r in in_tokens)
+    assert probe.capacity() == n / last * probe.pp
+    assert probe_module._last_finish_s(probe._run_in_steps(np.zeros(n)).records) == last
