@@ -122,12 +122,15 @@ BUDGET = {
     # + 95: speculating probes watched for early stops and bounded before their capacity
     # runs, as plain ones are, and the bound's floor of all the run's work, prompts too
     # (issue 11, the lever table within 2x in CPU)
+    # + 25: the lever table's branch and bound ordered by what each next probe tests
+    # (`RateSearch.next_rate`), speculating capacity runs read in verify steps (issue 11)
     + 120
     + 895
     + 145
     + 135
     + 205
-    + 95,
+    + 95
+    + 25,
     "calibrate": 3350  # + AIC launch settings, per-architecture fit, layouts read as launched
     # + disaggregated AIC rows (issue 12)
     # + 20: a sweep (local processes or Ray) records the schedules; fits name the fit extra
