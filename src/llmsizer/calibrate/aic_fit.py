@@ -56,10 +56,7 @@ ROBUST_SCALE = 0.3  # log errors beyond ~35 % cost linearly (soft L1)
 # says so (`FitPrior.split_sigma`), held near their parents' values in the general fit
 SPLIT = ("experts_compute_efficiency", "experts_bandwidth_efficiency",
          "decode_attention_compute_efficiency")  # fmt: skip
-# kinds of work only some models have, each its own factor (`EfficiencyFactors`): the
-# sparse-attention indexer's fixed time (GLM-5) and the weight-only experts'
-# dequantisation (Kimi-K2.5 INT4); their columns are zero for every other row, so a fold
-# without such rows keeps the prior
+# kinds of work only some models have (GLM-5's indexer, W4A16 experts): zero elsewhere
 KINDS = ("indexer_overhead_s", "experts_dequant_efficiency")
 FIT = (*DEFAULT_FIT_FACTORS, "interconnect_efficiency", "first_token_delay_s", *KINDS, *SPLIT)
 Group = tuple[str, str]  # (engine, GPU architecture)

@@ -14,8 +14,7 @@ column (`column_scale`, `price`):
           + n_steps * step_overhead_s
           + n_layers * layer_overhead_s
           + n_prefill_layers * prefill_layer_overhead_s      (steps with prompt work)
-          + n_indexer_layers * indexer_overhead_s            (sparse-attention layers)
-          + D_experts / experts_dequant_efficiency           (weight-only experts)
+          + n_indexer_layers * indexer_overhead_s + D_w4a16 / experts_dequant_efficiency
 
 The columns are the `StepTerms` in order: C_p and M_p are part p's compute and memory times
 at 100 % of peak, L the bandwidth time of all the step's all-reduces or sends at full link
