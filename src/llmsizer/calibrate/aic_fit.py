@@ -56,7 +56,9 @@ ROBUST_SCALE = 0.3  # log errors beyond ~35 % cost linearly (soft L1)
 # says so (`FitPrior.split_sigma`), held near their parents' values in the general fit
 SPLIT = ("experts_compute_efficiency", "experts_bandwidth_efficiency",
          "decode_attention_compute_efficiency")  # fmt: skip
-FIT = (*DEFAULT_FIT_FACTORS, "interconnect_efficiency", "first_token_delay_s", *SPLIT)
+# kinds of work only some models have (GLM-5's indexer, W4A16 experts): zero elsewhere
+KINDS = ("indexer_overhead_s", "experts_dequant_efficiency")
+FIT = (*DEFAULT_FIT_FACTORS, "interconnect_efficiency", "first_token_delay_s", *KINDS, *SPLIT)
 Group = tuple[str, str]  # (engine, GPU architecture)
 Memo = dict[tuple[str, tuple[int, ...], FitPrior], FitResult]  # (engine, rows, prior) -> fit
 MIN_FIT_ROWS = 30  # fewer AIC rows: the engine's general fit (module docstring)
