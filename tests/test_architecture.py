@@ -161,7 +161,10 @@ BUDGET = {
     # + 205: the AIC fit's prior as data (aic_prior: sigmas around the general fit, weights),
     # chosen per fold by a nested leave one model out, fits shared between folds; the fit's
     # per-factor sigmas, target weights and data-only robust loss (issue 10, fitprior8)
-    + 205,
+    + 205
+    # + 30: a thin cross-validation fold fits on the engine's rows of its other
+    # architectures (aic_fit.fold_rows, issue 10, trt9)
+    + 30,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run

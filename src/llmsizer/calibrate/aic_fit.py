@@ -22,21 +22,16 @@ every fold then re-prices the recorded steps (`llmsizer.calibrate.replay`), whic
   its measurement rows out too.
 - **Cross-validation.** For each group and each GPU (model) in it, the factors are fitted on
   the group's other GPUs (models) and the held-out rows predicted with them. A fold left
-  with fewer than `MIN_FIT_ROWS` AIC rows of its architecture (ten factors on two rows
-  fit the rows, not the engine) but some fits on the engine's rows of every architecture,
-  those of the held-out value left out (`fold_rows`), as the group's fit would be were
-  its architecture that thin: the factors are fractions of each GPU's datasheet peaks,
-  and the same engine's rows on another generation were measured the same way (closed
-  loops under load, with the engine's own overheads and first-token hold). TensorRT-LLM's
-  B200 rows held out leave 2 GB200 rows: its 304 H100 rows and those 2 price them, not
-  the general fit (`measurements.csv`: Ampere and Hopper throughput tables, no hold). A
-  fold left with no row of its architecture (vLLM's H100, its only Hopper GPU) is a GPU
-  generation the group has never seen, and gets what a user of one gets: the engine's
-  general fit (`docs/aic_measurement.md`, trt9: pooling there moved vLLM's H100 rows from
-  16 to 62 % TTFT, the Blackwell rows' hold landing on dense Llama). Groups whose fits do
-  not ship are scored with that general fit throughout. What ships is named by
-  architecture or by group (`ships`): `blackwell` ships every engine's Blackwell fit,
-  `vllm:hopper` one group.
+  with fewer than `MIN_FIT_ROWS` AIC rows (ten factors on two rows fit the rows, not the
+  engine) but some fits on the engine's rows of every architecture without the held-out
+  value (`fold_rows`; TensorRT-LLM's B200 held out leaves 2 GB200 rows: its H100 rows
+  join them): the factors are fractions of each GPU's peaks and those rows were measured
+  the same way. A fold left with none (vLLM's H100, its only Hopper GPU) is a generation
+  never seen and gets what a user of one gets, the engine's general fit
+  (`docs/aic_measurement.md` section 13: pooling there took vLLM's H100 from 16 to 62 %
+  TTFT). Groups whose fits do not ship are scored with that general fit throughout. What
+  ships is named by architecture or by group (`ships`): `blackwell` ships every engine's
+  Blackwell fit, `vllm:hopper` one group.
 """
 
 from __future__ import annotations
@@ -244,10 +239,9 @@ class Recorded:
         value: str,
         min_rows: int = MIN_FIT_ROWS,
     ) -> list[int]:
-        """The rows a fold of `group` holding out `value` fits on: the group's others; with
-        fewer than `min_rows` AIC rows among them but some, the engine's rows of every
-        architecture without `value` (module docstring); none (the general fit) when the
-        group has no other AIC row or those are too few."""
+        """The rows a fold of `group` holding out `value` fits on (module docstring): the
+        group's others; fewer than `min_rows` AIC rows but some: the engine's rows of every
+        architecture without `value`; none (the general fit) if those are too few."""
         train = [i for i in group if held(self.cases[i]) != value]
         left = sum(is_aic(self.cases[i]) for i in train)
         if left >= max(min_rows, 1):
