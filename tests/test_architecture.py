@@ -171,7 +171,10 @@ BUDGET = {
     + 205
     # + 10: the step features' columns for the sparse-attention indexer and the W4A16
     # experts' dequantisation, fitted as kinds of work (issue 10, kernels9)
-    + 10,
+    + 10
+    # + 30: a thin cross-validation fold fits on the engine's rows of its other
+    # architectures (aic_fit.fold_rows, issue 10, trt9)
+    + 30,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run
