@@ -36,7 +36,14 @@ from llmsizer.perf.batch_shape import (
     decode_batch,
 )
 from llmsizer.perf.step import StepModel, StepTerms, step_terms, step_time_s
-from llmsizer.perf.verify_step import VerifyStep, verify_aggregates, verify_step
+from llmsizer.perf.terms import Terms
+from llmsizer.perf.verify_step import (
+    VerifyStep,
+    graphed_verify_terms,
+    verify_aggregates,
+    verify_step,
+)
+from llmsizer.specs import ModelSpec
 
 __all__ = [
     "SpeculativeDecoding",
@@ -44,6 +51,7 @@ __all__ = [
     "SpeculativeStepCost",
     "VerifyStep",
     "draft_head_model",
+    "mtp_head_model",
     "speculative_step",
     "verify_aggregates",
 ]
@@ -112,8 +120,36 @@ def draft_head_model(target: StepModel) -> StepModel:
         num_sliding_window_layers=0,
         sliding_window=None,
     )
+    return _head(target, model)
+
+
+def _head(target: StepModel, model: ModelSpec) -> StepModel:
+    """`model`, a head of the target, on the target's GPUs. A head's passes run inside the
+    target's engine step, so the step's scheduling and input preparation
+    (`step_overhead_s`) are paid once, by the target (vLLM `EagleProposer.propose`, SGLang
+    `EAGLEWorker.forward_batch_speculative_generation`, TensorRT-LLM `MTPWorker`: one
+    scheduler iteration each)."""
     deployment = dataclasses.replace(target.deployment, model=model, pipeline_parallel_size=1)
-    return StepModel(deployment, target.efficiency)
+    return StepModel(deployment, dataclasses.replace(target.efficiency, step_overhead_s=0.0))
+
+
+def mtp_head_model(target: StepModel) -> StepModel:
+    """A one-layer copy of the target on the same GPUs, its experts kept: a model's own MTP
+    module, one full decoder block of the target (DeepSeek-V3 report, arXiv:2412.19437,
+    section 2.2; its `num_nextn_predict_layers` layer is a MoE layer), run once per draft
+    token by the engines' MTP drafters; a dense target's is `draft_head_model`'s."""
+    moe = target.deployment.model.moe
+    if moe is None:
+        return draft_head_model(target)
+    model = dataclasses.replace(
+        target.deployment.model,
+        name=f"{target.deployment.model.name}-mtp-head",
+        num_layers=1,
+        moe=dataclasses.replace(moe, num_moe_layers=1),
+        num_sliding_window_layers=0,
+        sliding_window=None,
+    )
+    return _head(target, model)
 
 
 def speculative_step(
@@ -230,16 +266,20 @@ class SpeculativeStepCost:
         return out
 
     def _verify_step(self, n: int) -> VerifyStep:
-        v = verify_step(self.target.constants, n, self.spec.num_speculative_tokens)
+        t = self.target
+        v = verify_step(t.constants, n, self.spec.num_speculative_tokens, t.cuda_graphs)
         self._verify[n] = v
         return v
 
     def __call__(self, batch: BatchLike) -> float:
         c = self.target.constants
-        verify = verify_aggregates(
-            aggregate(batch, c.window), self.spec.num_speculative_tokens, c.window
-        )
-        return step_time_s(c, step_terms(c, verify)) + self.draft_time_s(batch)
+        return step_time_s(c, self._verify_terms(batch)) + self.draft_time_s(batch)
+
+    def _verify_terms(self, batch: BatchLike) -> Terms:
+        c, k = self.target.constants, self.spec.num_speculative_tokens
+        a = aggregate(batch, c.window)
+        terms = step_terms(c, verify_aggregates(a, k, c.window))
+        return graphed_verify_terms(c, a, terms, self.target.cuda_graphs)
 
     def draft_time_s(self, batch: BatchLike) -> float:
         """The drafter's passes over the decoding sequences, plus its pass over new prompt
@@ -257,8 +297,7 @@ class SpeculativeStepCost:
         """(seconds, FLOPs, HBM bytes) as `StepModel.measure`, verification and drafting
         both counted."""
         c = self.target.constants
-        k = self.spec.num_speculative_tokens
-        terms = step_terms(c, verify_aggregates(aggregate(batch, c.window), k, c.window))
+        terms = self._verify_terms(batch)
         time_s, flops, memory = step_time_s(c, terms), 0.0, 0.0
         for i, (flops_per_s, bytes_per_s) in enumerate(self.target.part_rates):
             flops += terms[2 * i] * flops_per_s
