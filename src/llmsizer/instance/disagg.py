@@ -154,7 +154,8 @@ def make_disaggregated(
     drafting, share, engine = decode.speculative, 1.0, d.simulator()
     if drafting is not None:  # module docstring
         cost = speculative_cost(drafting, d.step)
-        share, engine = kv_share(drafting, cost, d.memory.kv_cache_bytes), d.simulator(step_cost=cost)
+        share = kv_share(drafting, cost, d.memory.kv_cache_bytes)
+        engine = d.simulator(step_cost=cost)
     return Disaggregated(
         prefill=[p.simulator()] * num_prefill,
         decode=[engine] * num_decode,
