@@ -21,6 +21,7 @@ from llmsizer.perf.speculative import (
     verify_aggregates,
 )
 from llmsizer.perf.step import StepModel, step_terms, step_time_s
+from llmsizer.perf.verify_step import graphed_verify_terms
 from llmsizer.sim import Batch, PrefillChunk
 from tests.perf.test_step_golden import DEPLOYMENTS, FACTORS, step_model
 
@@ -71,8 +72,10 @@ def pass_by_pass(cost: SpeculativeStepCost, batch: BatchLike) -> float:
     drafter's batches (k decode passes, then its pass over the prompt chunks) priced one
     by one through its call and summed in order."""
     c = cost.target.constants
-    a = verify_aggregates(aggregate(batch, c.window), cost.spec.num_speculative_tokens, c.window)
-    return step_time_s(c, step_terms(c, a)) + sum(cost.draft(b) for b in cost._draft_batches(batch))
+    own = aggregate(batch, c.window)
+    a = verify_aggregates(own, cost.spec.num_speculative_tokens, c.window)
+    terms = graphed_verify_terms(c, own, step_terms(c, a), cost.target.cuda_graphs)
+    return step_time_s(c, terms) + sum(cost.draft(b) for b in cost._draft_batches(batch))
 
 
 @pytest.mark.parametrize("name", COSTS)

@@ -169,7 +169,10 @@ def speculative_step(
     verify_batch = BatchShape(prefill_chunks=(chunk,) * num_seqs)
     # the step model computes logits for one row per chunk; verification needs all k + 1
     extra_logits_s = target.lm_head_time_s((k + 1) * num_seqs) - target.lm_head_time_s(num_seqs)
-    verify_time = target(verify_batch) + extra_logits_s
+    c, graphs = target.constants, target.cuda_graphs
+    terms = step_terms(c, aggregate(verify_batch, c.window), graphs)
+    decoding = aggregate(decode_batch(num_seqs, context_tokens_per_seq), c.window)
+    verify_time = step_time_s(c, graphed_verify_terms(c, decoding, terms, graphs)) + extra_logits_s
     return SpeculativeStep(
         draft_time_s=draft_time,
         verify_time_s=verify_time,
