@@ -75,7 +75,10 @@ BUDGET = {
     "perf": 2600  # + 150: CUDA graphs in the step cost, per engine with sources (issue 10,
     # cuda_graphs.py), and speculating steps priced without a batch, in quiet runs, the
     # drafter's passes reused (issue 11, verify_step.py): about 225 lines each, in the slack
-    + 150,
+    + 150
+    # + 65: a model's own MTP head (one layer with its experts), heads without a step
+    # overhead of their own, verify steps replayed from CUDA graphs (issue 10, mtp9)
+    + 65,
     "sim": 1760  # + 110: decode-only steps in a row and their compact step log (issue 13)
     # + 50: delay batching in the continuous scheduler (merged from main, unbudgeted there)
     # + 120: quiet decode runs priced at once, a refused first waiting request kept on the
@@ -106,6 +109,9 @@ BUDGET = {
     # + 60: a speculating run set up in verify steps (`InSteps`), so that a probe can watch
     # it for an early stop, and its records mapped to tokens for a whole table at once (issue
     # 11: the lever table within 2x)
+    + 60
+    # + 60: a disaggregated decode pool that speculates, its records mapped back to tokens
+    # (issue 10, mtp9: the AIC rows an InferenceX MTP sweep ran)
     + 60,
     "sizing": 3650  # the plan pipeline only; + levers, arrivals, price models (issue 11), ETA
     # + the probe cache and quick plans the studio needs (issue 15); fleet check (issue 12)
@@ -161,7 +167,10 @@ BUDGET = {
     # + 205: the AIC fit's prior as data (aic_prior: sigmas around the general fit, weights),
     # chosen per fold by a nested leave one model out, fits shared between folds; the fit's
     # per-factor sigmas, target weights and data-only robust loss (issue 10, fitprior8)
-    + 205,
+    + 205
+    # + 75: MTP speculative decoding as launched: each sweep's draft tokens, the rows an
+    # MTP sweep ran speculating in their decode pool, the acceptance prior (issue 10, mtp9)
+    + 75,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run
