@@ -36,8 +36,9 @@ def mtp_rows(path: Path) -> list[AicDisaggCase]:
     return [c for c in cases if isinstance(c, AicDisaggCase) and c.decode.speculative]
 
 
-def simulate(case: AicDisaggCase, rates: list[float]) -> dict[str, Any]:
-    """The row's measured and predicted means: `none` without speculation, then each rate."""
+def simulate(case: AicDisaggCase, rates: list[float], plain: bool = True) -> dict[str, Any]:
+    """The row's measured and predicted means: `none` without speculation (with `plain`),
+    then each rate."""
     spec = case.decode.speculative
     assert spec is not None
     out: dict[str, Any] = {
@@ -46,7 +47,7 @@ def simulate(case: AicDisaggCase, rates: list[float]) -> dict[str, Any]:
         "k": spec.num_speculative_tokens, "launch": case.launch,
         "measured": [case.measured["mean_ttft_ms"], case.measured["mean_tpot_ms"]],
     }  # fmt: skip
-    for name, drafting in [("none", None)] + [
+    for name, drafting in [("none", None)] * plain + [
         (f"{a:g}", spec.model_copy(update={"acceptance_rate": a})) for a in rates
     ]:
         run = dataclasses.replace(
@@ -79,6 +80,7 @@ def main() -> None:
     p.add_argument("--offset", type=int, default=5, help="starting at this one")
     p.add_argument("--acceptance", type=float, nargs="+", default=[0.6, 0.72, 0.85])
     p.add_argument("--out", type=Path, default=Path("mtp_acceptance.jsonl"))
+    p.add_argument("--no-plain", action="store_true", help="no run without speculation")
     args = p.parse_args()
     done = set()
     if args.out.exists():
@@ -88,12 +90,13 @@ def main() -> None:
             if case.row_id in done:
                 continue
             t0 = time.perf_counter()
-            line = simulate(case, args.acceptance)
+            line = simulate(case, args.acceptance, not args.no_plain)
             out.write(json.dumps(line) + "\n")
             out.flush()
             print(f"{case.row_id}: {time.perf_counter() - t0:.0f} s", flush=True)
     lines = [json.loads(line) for line in args.out.read_text().splitlines()]
-    print(summary(lines, ["none", *(f"{a:g}" for a in args.acceptance)]))
+    runs = ["none"] * (not args.no_plain) + [f"{a:g}" for a in args.acceptance]
+    print(summary(lines, runs))
 
 
 if __name__ == "__main__":
