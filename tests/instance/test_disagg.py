@@ -67,7 +67,9 @@ def test_a_speculating_decode_pool_runs_verify_steps_and_keeps_every_token() -> 
     # one client, 66-token answers: the prefill yields token 1, the decode pool the other 65
     # in ceil(65 / E) verify steps, E = (1 - a^(k+1)) / (1 - a) (Leviathan et al. eq. 1)
     k, a, osl, n = 3, 0.7, 66, 4
-    spec = SpeculativeSpec(num_speculative_tokens=k, acceptance_rate=a, acceptance_std=0.0)
+    spec = SpeculativeSpec(
+        num_speculative_tokens=k, method="mtp", acceptance_rate=a, acceptance_std=0.0
+    )
     decode = LLAMA_8B.model_copy(update={"speculative": spec})
     load = make_workload(fixed_length_load(512, osl, num_requests=n, concurrency=1))
     plain = make_disaggregated(LLAMA_8B, LLAMA_8B, num_prefill=1, num_decode=1, link="nvlink")

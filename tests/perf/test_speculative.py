@@ -61,11 +61,11 @@ def test_an_mtp_head_is_one_layer_with_its_experts_and_no_step_overhead():
     model = head.deployment.model
     assert model.num_layers == 1 and model.moe is not None and model.moe.num_moe_layers == 1
     # the head's passes run inside the target's step: its scheduling is paid once
-    assert head.efficiency.step_overhead_s == draft_head_model(target).efficiency.step_overhead_s
     assert head.efficiency.step_overhead_s == 0 < target.efficiency.step_overhead_s
-    # a dense target's MTP head is the dense one-layer head
+    # a dense target's MTP head is one dense layer, as the EAGLE head
     dense = make_step_model("llama-3.1-8b")
     assert mtp_head_model(dense).deployment.model.moe is None
+    assert mtp_head_model(dense).deployment.model.num_layers == 1
 
 
 def test_a_verify_step_replays_a_graph_unless_a_decode_step_would_run_eager():
@@ -74,7 +74,8 @@ def test_a_verify_step_replays_a_graph_unless_a_decode_step_would_run_eager():
     graphs = CudaGraphs((1, 2, 4, 8))
     target = make_step_model("llama-3.1-8b", efficiency=factors)
     target = StepModel(target.deployment, factors, graphs)
-    cost = SpeculativeStepCost(target, draft_head_model(target), SpeculativeDecoding(3, 0.7))
+    mtp = SpeculativeDecoding(3, 0.7, graphed_verify=True)
+    cost = SpeculativeStepCost(target, mtp_head_model(target), mtp)
     c = target.constants
     eager_s = c.prefill_layers_overhead_s
     assert eager_s == pytest.approx(32 * 20e-6)
@@ -83,3 +84,9 @@ def test_a_verify_step_replays_a_graph_unless_a_decode_step_would_run_eager():
         assert terms[-1] == launched
     prompt = BatchShape(prefill_chunks=(ChunkShape(16, 0),), num_decode_seqs=4)
     assert cost._verify_terms(prompt)[-1] == eager_s  # real prompt work: eager
+    # the decode-step path prices the same verify step to the bit
+    batch = BatchShape(num_decode_seqs=4, num_decode_context_tokens=4000)
+    assert cost.decode_step_s(4, 4000) == cost(batch)
+    # without the flag (the lever table's EAGLE heads, issue 11) the verify stays eager
+    eagle = SpeculativeStepCost(target, draft_head_model(target), SpeculativeDecoding(3, 0.7))
+    assert eagle._verify_terms(batch)[-1] == eager_s

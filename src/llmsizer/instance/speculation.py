@@ -115,8 +115,9 @@ def speculative_cost(spec: SpeculativeSpec, target: StepModel) -> SpeculativeSte
             )
         draft_deployment = dataclasses.replace(d, model=model, pipeline_parallel_size=1)
         draft = StepModel(draft_deployment, target.efficiency)
-    k = spec.num_speculative_tokens
-    return SpeculativeStepCost(target, draft, SpeculativeDecoding(k, spec.acceptance_rate))
+    k, graphed = spec.num_speculative_tokens, spec.method == "mtp"
+    decoding = SpeculativeDecoding(k, spec.acceptance_rate, graphed_verify=graphed)
+    return SpeculativeStepCost(target, draft, decoding)
 
 
 def acceptance_rates(spec: SpeculativeSpec, num: int, rng: np.random.Generator) -> np.ndarray:

@@ -43,7 +43,6 @@ from llmsizer.perf.verify_step import (
     verify_aggregates,
     verify_step,
 )
-from llmsizer.specs import ModelSpec
 
 __all__ = [
     "SpeculativeDecoding",
@@ -65,11 +64,15 @@ StepCostFn = Callable[[BatchLike], float]
 class SpeculativeDecoding:
     """Speculation settings: `num_speculative_tokens` (vLLM's name) drafted per step, each
     accepted with probability `acceptance_rate`; the drafter runs `num_draft_passes` times
-    per step (None: k, an autoregressive drafter; 1: Medusa-style parallel heads)."""
+    per step (None: k, an autoregressive drafter; 1: Medusa-style parallel heads).
+    `graphed_verify`: a verify step without prompt work replays a CUDA graph
+    (`verify_step.graphed_verify_terms`), as the engines' MTP paths run it (set for MTP
+    heads, issue 10; the lever table's EAGLE heads keep the eager verify of issue 11)."""
 
     num_speculative_tokens: int
     acceptance_rate: float
     num_draft_passes: int | None = None
+    graphed_verify: bool = False
 
     def __post_init__(self) -> None:
         if self.num_speculative_tokens < 1:
@@ -120,36 +123,30 @@ def draft_head_model(target: StepModel) -> StepModel:
         num_sliding_window_layers=0,
         sliding_window=None,
     )
-    return _head(target, model)
-
-
-def _head(target: StepModel, model: ModelSpec) -> StepModel:
-    """`model`, a head of the target, on the target's GPUs. A head's passes run inside the
-    target's engine step, so the step's scheduling and input preparation
-    (`step_overhead_s`) are paid once, by the target (vLLM `EagleProposer.propose`, SGLang
-    `EAGLEWorker.forward_batch_speculative_generation`, TensorRT-LLM `MTPWorker`: one
-    scheduler iteration each)."""
     deployment = dataclasses.replace(target.deployment, model=model, pipeline_parallel_size=1)
-    return StepModel(deployment, dataclasses.replace(target.efficiency, step_overhead_s=0.0))
+    return StepModel(deployment, target.efficiency)
 
 
 def mtp_head_model(target: StepModel) -> StepModel:
     """A one-layer copy of the target on the same GPUs, its experts kept: a model's own MTP
     module, one full decoder block of the target (DeepSeek-V3 report, arXiv:2412.19437,
     section 2.2; its `num_nextn_predict_layers` layer is a MoE layer), run once per draft
-    token by the engines' MTP drafters; a dense target's is `draft_head_model`'s."""
+    token by the engines' MTP drafters (a dense target's: one dense layer). Its passes run
+    inside the target's engine step, so the step's scheduling and input preparation
+    (`step_overhead_s`) are paid once, by the target (TensorRT-LLM `MTPWorker`, SGLang
+    `EAGLEWorker.forward_batch_speculative_generation`, vLLM `EagleProposer.propose`: one
+    scheduler iteration each)."""
     moe = target.deployment.model.moe
-    if moe is None:
-        return draft_head_model(target)
     model = dataclasses.replace(
         target.deployment.model,
         name=f"{target.deployment.model.name}-mtp-head",
         num_layers=1,
-        moe=dataclasses.replace(moe, num_moe_layers=1),
+        moe=None if moe is None else dataclasses.replace(moe, num_moe_layers=1),
         num_sliding_window_layers=0,
         sliding_window=None,
     )
-    return _head(target, model)
+    deployment = dataclasses.replace(target.deployment, model=model, pipeline_parallel_size=1)
+    return StepModel(deployment, dataclasses.replace(target.efficiency, step_overhead_s=0.0))
 
 
 def speculative_step(
@@ -169,10 +166,13 @@ def speculative_step(
     verify_batch = BatchShape(prefill_chunks=(chunk,) * num_seqs)
     # the step model computes logits for one row per chunk; verification needs all k + 1
     extra_logits_s = target.lm_head_time_s((k + 1) * num_seqs) - target.lm_head_time_s(num_seqs)
-    c, graphs = target.constants, target.cuda_graphs
-    terms = step_terms(c, aggregate(verify_batch, c.window), graphs)
-    decoding = aggregate(decode_batch(num_seqs, context_tokens_per_seq), c.window)
-    verify_time = step_time_s(c, graphed_verify_terms(c, decoding, terms, graphs)) + extra_logits_s
+    verify_time = target(verify_batch) + extra_logits_s
+    if spec.graphed_verify:  # the eager launches a graphed verify step does not pay
+        c, graphs = target.constants, target.cuda_graphs
+        terms = step_terms(c, aggregate(verify_batch, c.window), graphs)
+        decoding = aggregate(decode_batch(num_seqs, context_tokens_per_seq), c.window)
+        graphed = graphed_verify_terms(c, decoding, terms, graphs)
+        verify_time = step_time_s(c, graphed) + extra_logits_s
     return SpeculativeStep(
         draft_time_s=draft_time,
         verify_time_s=verify_time,
@@ -269,8 +269,9 @@ class SpeculativeStepCost:
         return out
 
     def _verify_step(self, n: int) -> VerifyStep:
-        t = self.target
-        v = verify_step(t.constants, n, self.spec.num_speculative_tokens, t.cuda_graphs)
+        t, spec = self.target, self.spec
+        k = spec.num_speculative_tokens
+        v = verify_step(t.constants, n, k, t.cuda_graphs, spec.graphed_verify)
         self._verify[n] = v
         return v
 
@@ -282,6 +283,8 @@ class SpeculativeStepCost:
         c, k = self.target.constants, self.spec.num_speculative_tokens
         a = aggregate(batch, c.window)
         terms = step_terms(c, verify_aggregates(a, k, c.window))
+        if not self.spec.graphed_verify:
+            return terms
         return graphed_verify_terms(c, a, terms, self.target.cuda_graphs)
 
     def draft_time_s(self, batch: BatchLike) -> float:

@@ -130,18 +130,23 @@ class VerifyStep:
 
 
 def verify_step(
-    c: StepConstants, num_seqs: int, k: int, graphs: CudaGraphs | None = None
+    c: StepConstants,
+    num_seqs: int,
+    k: int,
+    graphs: CudaGraphs | None = None,
+    graphed: bool = False,
 ) -> VerifyStep:
     """The `VerifyStep` of `num_seqs` > 0 sequences verifying `k` drafted tokens each, run
-    as `graphs` say (`graphed_verify_terms`): the general formula's terms at context 0, of
-    which only prompt attention changes with the context."""
+    as `graphs` say where `graphed` (`graphed_verify_terms`), else eagerly: the general
+    formula's terms at context 0, of which only prompt attention changes with the context."""
     decoding = aggregate(decode_batch(num_seqs, 0), c.window)
     a = verify_aggregates(decoding, k, c.window)
+    terms = step_terms(c, a)
+    if graphed:
+        terms = graphed_verify_terms(c, decoding, terms, graphs)
     (lin_c, lin_m, exp_c, exp_m, head_c, head_m, _, _, _, _,
      elementwise_s, ar_link_s, ar_latency_s, send_link_s, send_latency_s,
-     step_s, layers_s, prefill_layers_s) = graphed_verify_terms(
-        c, decoding, step_terms(c, a), graphs
-    )  # fmt: skip
+     step_s, layers_s, prefill_layers_s) = terms  # fmt: skip
     dp, num_prefill = c.attention_dp_size, a[2]
     share = 1.0
     if dp > 1:  # as busiest_rank counts chunks: every sampled row but the decoding ones
