@@ -76,8 +76,8 @@ BUDGET = {
     # cuda_graphs.py), and speculating steps priced without a batch, in quiet runs, the
     # drafter's passes reused (issue 11, verify_step.py): about 225 lines each, in the slack
     + 150
-    # + 65: a model's own MTP head (one layer with its experts), heads without a step
-    # overhead of their own, verify steps replayed from CUDA graphs (issue 10, mtp9)
+    # + 65: a model's own MTP head (one layer with its experts) without a step overhead of
+    # its own, its verify steps replayed from CUDA graphs (issue 10, mtp9)
     + 65,
     "sim": 1760  # + 110: decode-only steps in a row and their compact step log (issue 13)
     # + 50: delay batching in the continuous scheduler (merged from main, unbudgeted there)
