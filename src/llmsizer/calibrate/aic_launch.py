@@ -83,13 +83,10 @@ from typing import Any
 from llmsizer.units import GB
 
 SGLANG_LARGE_GPU_BYTES = 160 * GB  # server_args.py: >= 160 GB gets chunked_prefill_size 16384
-# Per-token acceptance of a model's own MTP head on InferenceX's prompts (random token ids),
-# by script family, in the geometric model (`perf.speculative`). DeepSeek: 0.68, the one
-# published random-prompt measurement of a DeepSeek MTP head (vLLM PR 41044: DeepSeek-V4,
-# random 1024/1024, k 2, positions accepted 75.7-78.6 % and 35.5-38.1 %: an acceptance length
-# of 2.14 = 1 + a + a^2). Real text accepts more: 0.85-0.90 for the second token (DeepSeek-V3
-# report, arXiv:2412.19437, section 5.4.3); InferenceX: "random-token inputs can distort
-# acceptance behavior" (golden_al_distribution/README.md). Others: the default (EAGLE).
+# Per-token acceptance of a model's own MTP head on InferenceX's random-token prompts, in the
+# geometric model (`perf.speculative`). DeepSeek: vLLM PR 41044, DeepSeek-V4 on random
+# 1024/1024 at k 2, positions accepted 75.7-78.6 % and 35.5-38.1 %: 2.14 = 1 + a + a^2. Real
+# text: 0.85-0.90 (DeepSeek-V3 report, section 5.4.3). Others: the default (EAGLE).
 MTP_ACCEPTANCE = {"deepseek": 0.68}
 MTP_TOKENS = {"trtllm": 3, "sglang": 2}  # a sweep that does not name k (module docstring)
 
