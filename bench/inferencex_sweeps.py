@@ -9,10 +9,11 @@ Every revision of `.github/configs/nvidia-master.yaml` (`configs/nvidia-master.y
 work tree), and for each Dynamo disaggregated config (`framework: dynamo-trt` or
 `dynamo-sglang`, `disagg: true`) on a system AIC measures (B200, B300, GB200, GB300, H100)
 each `search-space` entry becomes one line: its `conc-list`, the prefill and decode pools
-(`num-worker`, `tp`, `ep`, `dp-attn`), `spec-decoding` (mtp or none) and the srt-slurm recipe
-it names (`CONFIG_FILE=`). A config's sweeps are written at each revision that changed them,
-with the commit and its commit time (UTC): the table's `since`, from which the sweeps were in
-force (InferenceX runs a config's sweeps when its change reaches `main`, so a row's
+(`num-worker`, `tp`, `ep`, `dp-attn`), `spec-decoding` (mtp or none) with its draft tokens
+where the entry says them (`mtp_tokens`) and the srt-slurm recipe it names (`CONFIG_FILE=`).
+A config's sweeps are written at each revision that changed them, with the commit and its
+commit time (UTC): the table's `since`, from which the sweeps were in force (InferenceX runs
+a config's sweeps when its change reaches `main`, so a row's
 `measured=` time follows the commit's by seconds to days).
 """
 
