@@ -9,7 +9,7 @@ lengths, GPUs (`tp`), attention data parallelism (`dp-attn`), client counts (`co
 to `conc-end`, doubling) and whether it speculated (`spec-decoding`). Each InferenceX agg row
 of the calibration file (layout as `llmsizer.calibrate.aic` reads it) is matched against
 them. With `--rows` (a `bench/fit_aic.py --rows` CSV) the leave-one-out TPOT errors are
-summarised per engine, model and kind (docs/aic_measurement.md section 12).
+summarised per engine, model and kind (docs/aic_measurement.md section 13).
 """
 
 from __future__ import annotations

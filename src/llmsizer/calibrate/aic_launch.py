@@ -44,7 +44,7 @@ launch at 0.9, the default here (vLLM's default, TensorRT-LLM's too).
 
 AIC's own gap-analysis rows (aiperf against AIC-generated launches) keep the engine defaults.
 
-MTP speculative decoding (`mtp_speculation`; `docs/aic_measurement.md` section 12): the rows
+MTP speculative decoding (`mtp_speculation`; `docs/aic_measurement.md` section 13): the rows
 an InferenceX MTP sweep ran (`llmsizer.calibrate.aic_launches`) speculate with the model's
 own MTP head, `num_speculative_tokens` k its draft tokens per step:
 - TensorRT-LLM `speculative_config {decoding_type: MTP, num_nextn_predict_layers: k}`: the
