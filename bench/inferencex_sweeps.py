@@ -9,10 +9,11 @@ Every revision of `.github/configs/nvidia-master.yaml` (`configs/nvidia-master.y
 work tree), and for each Dynamo disaggregated config (`framework: dynamo-trt` or
 `dynamo-sglang`, `disagg: true`) on a system AIC measures (B200, B300, GB200, GB300, H100)
 each `search-space` entry becomes one line: its `conc-list`, the prefill and decode pools
-(`num-worker`, `tp`, `ep`, `dp-attn`), `spec-decoding` (mtp or none) and the srt-slurm recipe
-it names (`CONFIG_FILE=`). A config's sweeps are written at each revision that changed them,
-with the commit and its commit time (UTC): the table's `since`, from which the sweeps were in
-force (InferenceX runs a config's sweeps when its change reaches `main`, so a row's
+(`num-worker`, `tp`, `ep`, `dp-attn`), `spec-decoding` (mtp or none) with its draft tokens
+where the entry says them (`mtp_tokens`) and the srt-slurm recipe it names (`CONFIG_FILE=`).
+A config's sweeps are written at each revision that changed them, with the commit and its
+commit time (UTC): the table's `since`, from which the sweeps were in force (InferenceX runs
+a config's sweeps when its change reaches `main`, so a row's
 `measured=` time follows the commit's by seconds to days).
 """
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import re
 import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,7 +35,7 @@ SYSTEMS = ("b200", "b300", "gb200", "gb300", "h100")  # runner prefixes AIC meas
 ENGINES = {"dynamo-trt": "trtllm", "dynamo-sglang": "sglang"}
 COLUMNS = (
     "since", "commit", "config", "engine", "system", "model_prefix", "precision", "isl",
-    "osl", "mtp", "clients", "prefill_workers", "prefill_tp", "prefill_ep",
+    "osl", "mtp", "mtp_tokens", "clients", "prefill_workers", "prefill_tp", "prefill_ep",
     "prefill_dp_attn", "decode_workers", "decode_tp", "decode_ep", "decode_dp_attn", "recipe",
 )  # fmt: skip
 
@@ -62,6 +64,20 @@ def _recipe(pool: dict[str, Any]) -> str:
     return ""
 
 
+_MTP_IN_RECIPE = re.compile(r"mtp(\d+)")  # `..._eplb0_mtp3.yaml`: num_nextn_predict_layers 3
+
+
+def _mtp_tokens(decode: dict[str, Any], recipe: str) -> str:
+    """Draft tokens per step of an MTP sweep as its entry says: `DECODE_MTP_SIZE=N` (the
+    GB200 launch script's `gen_mtp_size`), else `mtpN` in the recipe's name (the TensorRT-LLM
+    recipes' `num_nextn_predict_layers`); empty when neither says (the recipe's body does)."""
+    for setting in decode.get("additional-settings") or ():
+        if str(setting).startswith("DECODE_MTP_SIZE="):
+            return str(setting).removeprefix("DECODE_MTP_SIZE=")
+    found = _MTP_IN_RECIPE.search(recipe.rsplit("/", 1)[-1])
+    return found.group(1) if found else ""
+
+
 def _sweeps(name: str, entry: dict[str, Any]) -> dict[tuple[str, int, int], list[dict[str, Any]]]:
     """A config's lines by (config, isl, osl), or nothing when it is not one we read."""
     engine = ENGINES.get(str(entry.get("framework")))
@@ -74,11 +90,12 @@ def _sweeps(name: str, entry: dict[str, Any]) -> dict[tuple[str, int, int], list
         lines = []
         for s in seq.get("search-space") or ():
             p, d = s.get("prefill") or {}, s.get("decode") or {}
+            mtp = int(s.get("spec-decoding", "none") not in ("none", None))
             lines.append(
                 {"config": name, "engine": engine, "system": system,
                  "model_prefix": entry.get("model-prefix", ""), "precision": entry["precision"],
                  "isl": seq["isl"], "osl": seq["osl"],
-                 "mtp": int(s.get("spec-decoding", "none") not in ("none", None)),
+                 "mtp": mtp, "mtp_tokens": _mtp_tokens(d, _recipe(p) or _recipe(d)) if mtp else "",
                  "clients": " ".join(str(c) for c in s.get("conc-list") or ()),
                  **{f"{role}_{k}": int(pool.get(key, 1) or 0)
                     for role, pool in (("prefill", p), ("decode", d))

@@ -79,7 +79,10 @@ BUDGET = {
     # + 75: the sparse-attention indexer's fixed time and replicated weights, the W4A16
     # experts' dequantisation: two kinds of work with their factors and priors' sources
     # (issue 10, kernels9)
-    + 75,
+    + 75
+    # + 65: a model's own MTP head (one layer with its experts) without a step overhead of
+    # its own, its verify steps replayed from CUDA graphs (issue 10, mtp9)
+    + 65,
     "sim": 1760  # + 110: decode-only steps in a row and their compact step log (issue 13)
     # + 50: delay batching in the continuous scheduler (merged from main, unbudgeted there)
     # + 120: quiet decode runs priced at once, a refused first waiting request kept on the
@@ -110,6 +113,9 @@ BUDGET = {
     # + 60: a speculating run set up in verify steps (`InSteps`), so that a probe can watch
     # it for an early stop, and its records mapped to tokens for a whole table at once (issue
     # 11: the lever table within 2x)
+    + 60
+    # + 60: a disaggregated decode pool that speculates, its records mapped back to tokens
+    # (issue 10, mtp9: the AIC rows an InferenceX MTP sweep ran)
     + 60,
     "sizing": 3650  # the plan pipeline only; + levers, arrivals, price models (issue 11), ETA
     # + the probe cache and quick plans the studio needs (issue 15); fleet check (issue 12)
@@ -174,7 +180,10 @@ BUDGET = {
     + 10
     # + 30: a thin cross-validation fold fits on the engine's rows of its other
     # architectures (aic_fit.fold_rows, issue 10, trt9)
-    + 30,
+    + 30
+    # + 75: MTP speculative decoding as launched: each sweep's draft tokens, the rows an
+    # MTP sweep ran speculating in their decode pool, the acceptance prior (issue 10, mtp9)
+    + 75,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run

@@ -115,11 +115,14 @@ def test_rows_no_single_sweep_names_are_refused_with_the_reason(
 
 
 def test_a_row_only_an_mtp_sweep_ran_gets_it_labelled() -> None:
-    # 2252 clients on 12 GPUs: only `mtp=on dep 1 1 8 ... "2252"` (MTP is not modelled; the
-    # rows do not say whether it ran: `aic_launches` reads the other systems so)
+    # 2252 clients on 12 GPUs: only `mtp=on dep 1 1 8 ... "2252"` (the rows do not say
+    # whether MTP ran: `aic_launches` reads the other systems so)
     case = mapped(row("agg", "trtllm", "nvfp4", 1024, 2252, "2025-11-17", tp="12"))
     assert isinstance(case, AicDisaggCase) and case.launch == "1P DEP4 + 1D DEP8 MTP"
     assert layouts(case) == ((1, 1, 4, 4), (1, 1, 8, 8))
+    # its decode pool speculates with the script's `gen_mtp_size` 1 (`... "0.8" 1 0 "2252"`)
+    spec = case.decode.speculative
+    assert spec is not None and spec.method == "mtp" and spec.num_speculative_tokens == 1
 
 
 def test_rows_that_kept_their_layout_are_left_alone() -> None:

@@ -4,8 +4,11 @@ rows' own ids, sources and pool columns (`aic_silicon_calibration.csv`, 2026-03-
 
 from __future__ import annotations
 
+import pytest
+
 from llmsizer.calibrate.aic import AicSkipped
 from llmsizer.calibrate.aic_disagg import AicDisaggCase, map_disagg_row
+from llmsizer.calibrate.aic_launch import MTP_ACCEPTANCE, mtp_speculation
 from llmsizer.calibrate.aic_launches import inferencex_sweep, with_inferencex_launches
 from llmsizer.calibrate.aic_sweeps import Pool, Sweep, find_sweep
 
@@ -145,3 +148,31 @@ def test_find_sweep_tries_in_force_then_later_then_earlier_revisions() -> None:
     both = [versions, [("2026-02-05T00:00:00Z", (sweep(16, 5),))]]
     assert find_sweep(both, "2026-02-10T00:00:00Z", 16, everything) == [sweep(16, 2), sweep(16, 5)]
     assert find_sweep(both, "2026-02-10T00:00:00Z", 16, everything, lambda f: f[-1]) == sweep(16, 5)
+
+
+def test_an_mtp_sweeps_rows_speculate_with_its_draft_tokens() -> None:
+    # GB300 FP8 1k/1k, 8 clients: the MTP sweep's recipe `..._mtp3.yaml` (3 draft tokens)
+    r = row("gb300", "trtllm", "fp8", "1024x1024", 8, "2026-02-07T19:53:37Z", 4, 8)
+    sweep = inferencex_sweep(r)
+    assert isinstance(sweep, Sweep) and sweep.mtp_tokens is not None
+    spec = launched(r).decode.speculative
+    assert spec is not None and spec.method == "mtp"
+    assert spec.num_speculative_tokens == sweep.mtp_tokens
+    # a DeepSeek MTP head on random prompts (vLLM PR 41044): acceptance length 2.14 at k 2
+    assert spec.acceptance_rate == MTP_ACCEPTANCE["deepseek"]
+    assert 1 + spec.acceptance_rate + spec.acceptance_rate**2 == pytest.approx(2.14, abs=0.01)
+    assert launched(r).prefill.speculative is None  # the prefill pool computes prompts
+
+
+def test_a_sweep_without_mtp_does_not_speculate() -> None:
+    r = row("gb300", "trtllm", "fp4", "8192x1024", 2253, "2026-02-03T17:15:06Z", 2, 16)
+    assert launched(r).decode.speculative is None
+
+
+def test_mtp_draft_tokens_come_from_the_launch_or_the_engines_recipes() -> None:
+    # TensorRT-LLM: the recipe's `mtpK`; SGLang's DeepSeek recipes: speculative-num-steps 2
+    assert mtp_speculation("trtllm", "deepseek-r1", "1")["num_speculative_tokens"] == 1
+    assert mtp_speculation("sglang", "deepseek-r1", "")["num_speculative_tokens"] == 2
+    assert mtp_speculation("trtllm", "deepseek-r1", "")["num_speculative_tokens"] == 3
+    # a family without a published MTP acceptance keeps the speculative default
+    assert "acceptance_rate" not in mtp_speculation("trtllm", "glm-5", "1")

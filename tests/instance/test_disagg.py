@@ -9,7 +9,9 @@ import pytest
 from llmsizer.instance import DeploymentSpec
 from llmsizer.instance.disagg import kv_transfer, make_disaggregated
 from llmsizer.instance.instance import make_instance
+from llmsizer.instance.speculation import SpeculativeSpec
 from llmsizer.specs import get_gpu, get_system
+from llmsizer.workload import fixed_length_load, make_workload
 
 LLAMA_8B = DeploymentSpec.model_validate(
     {"model": "llama-3.1-8b", "gpu": "h100-sxm", "precision": "bf16"}
@@ -59,3 +61,25 @@ def test_make_disaggregated_builds_both_pools() -> None:
 def test_bad_disaggregated_deployments_are_refused(kwargs: dict, message: str) -> None:  # type: ignore[type-arg]
     with pytest.raises(ValueError, match=message):
         make_disaggregated(LLAMA_8B, LLAMA_8B, **kwargs)
+
+
+def test_a_speculating_decode_pool_runs_verify_steps_and_keeps_every_token() -> None:
+    # one client, 66-token answers: the prefill yields token 1, the decode pool the other 65
+    # in ceil(65 / E) verify steps, E = (1 - a^(k+1)) / (1 - a) (Leviathan et al. eq. 1)
+    k, a, osl, n = 3, 0.7, 66, 4
+    spec = SpeculativeSpec(
+        num_speculative_tokens=k, method="mtp", acceptance_rate=a, acceptance_std=0.0
+    )
+    decode = LLAMA_8B.model_copy(update={"speculative": spec})
+    load = make_workload(fixed_length_load(512, osl, num_requests=n, concurrency=1))
+    plain = make_disaggregated(LLAMA_8B, LLAMA_8B, num_prefill=1, num_decode=1, link="nvlink")
+    drafting = make_disaggregated(LLAMA_8B, decode, num_prefill=1, num_decode=1, link="nvlink")
+    assert drafting.speculative is not None and 0 < drafting.decode_kv_fraction < 1
+    before, after = plain.run(load), drafting.run(load)
+    assert [r.num_output_tokens for r in after.records] == [osl] * n
+    per_step = (1 - a ** (k + 1)) / (1 - a)
+    assert len(after.decode[0].steps.end_s) == n * math.ceil((osl - 1) / per_step)
+    assert len(before.decode[0].steps.end_s) == n * (osl - 1)
+    # one sequence at a time: a weight-bound step verifies 4 tokens for about the price of 1
+    tpot = [sum(r.tpot_s or 0 for r in run.records) for run in (before, after)]
+    assert tpot[1] < tpot[0] / 1.5

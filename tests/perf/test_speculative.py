@@ -1,6 +1,16 @@
 import pytest
 
-from llmsizer.perf.speculative import SpeculativeDecoding, draft_head_model, speculative_step
+from llmsizer.perf.batch_shape import BatchShape, ChunkShape
+from llmsizer.perf.cuda_graphs import CudaGraphs
+from llmsizer.perf.efficiency import EfficiencyFactors
+from llmsizer.perf.speculative import (
+    SpeculativeDecoding,
+    SpeculativeStepCost,
+    draft_head_model,
+    mtp_head_model,
+    speculative_step,
+)
+from llmsizer.perf.step import StepModel
 from tests.perf.conftest import make_step_model
 
 
@@ -42,3 +52,41 @@ def test_eagle_and_medusa_heads_are_cheaper_drafters():
     assert eagle.time_per_token_s == pytest.approx(
         eagle.step_time_s / eagle.expected_tokens_per_seq
     )
+
+
+def test_an_mtp_head_is_one_layer_with_its_experts_and_no_step_overhead():
+    eager = EfficiencyFactors(prefill_layer_overhead_s=20e-6)
+    target = make_step_model("deepseek-r1", "b200", "fp8", eager, tensor_parallel_size=8)
+    head = mtp_head_model(target)
+    model = head.deployment.model
+    assert model.num_layers == 1 and model.moe is not None and model.moe.num_moe_layers == 1
+    # the head's passes run inside the target's step: its scheduling is paid once
+    assert head.efficiency.step_overhead_s == 0 < target.efficiency.step_overhead_s
+    # a dense target's MTP head is one dense layer, as the EAGLE head
+    dense = make_step_model("llama-3.1-8b")
+    assert mtp_head_model(dense).deployment.model.moe is None
+    assert mtp_head_model(dense).deployment.model.num_layers == 1
+
+
+def test_a_verify_step_replays_a_graph_unless_a_decode_step_would_run_eager():
+    # 32 layers x 20 us of eager launches: paid by a prompt step, not by a graphed verify
+    factors = EfficiencyFactors(prefill_layer_overhead_s=20e-6)
+    graphs = CudaGraphs((1, 2, 4, 8))
+    target = make_step_model("llama-3.1-8b", efficiency=factors)
+    target = StepModel(target.deployment, factors, graphs)
+    mtp = SpeculativeDecoding(3, 0.7, graphed_verify=True)
+    cost = SpeculativeStepCost(target, mtp_head_model(target), mtp)
+    c = target.constants
+    eager_s = c.prefill_layers_overhead_s
+    assert eager_s == pytest.approx(32 * 20e-6)
+    for n, launched in ((4, 0.0), (8, 0.0), (9, eager_s)):  # 9 sequences: past the graphs
+        terms = cost._verify_terms(BatchShape(num_decode_seqs=n, num_decode_context_tokens=n))
+        assert terms[-1] == launched
+    prompt = BatchShape(prefill_chunks=(ChunkShape(16, 0),), num_decode_seqs=4)
+    assert cost._verify_terms(prompt)[-1] == eager_s  # real prompt work: eager
+    # the decode-step path prices the same verify step to the bit
+    batch = BatchShape(num_decode_seqs=4, num_decode_context_tokens=4000)
+    assert cost.decode_step_s(4, 4000) == cost(batch)
+    # without the flag (the lever table's EAGLE heads, issue 11) the verify stays eager
+    eagle = SpeculativeStepCost(target, draft_head_model(target), SpeculativeDecoding(3, 0.7))
+    assert eagle._verify_terms(batch)[-1] == eager_s

@@ -12,15 +12,18 @@ import numpy as np
 import pytest
 
 from llmsizer.perf.batch_shape import BatchLike, BatchShape, ChunkShape, aggregate, decode_batch
+from llmsizer.perf.cuda_graphs import CudaGraphs
 from llmsizer.perf.deployment import Deployment
 from llmsizer.perf.speculative import (
     SpeculativeDecoding,
     SpeculativeStepCost,
     draft_head_model,
+    mtp_head_model,
     speculative_step,
     verify_aggregates,
 )
 from llmsizer.perf.step import StepModel, step_terms, step_time_s
+from llmsizer.perf.verify_step import graphed_verify_terms
 from llmsizer.sim import Batch, PrefillChunk
 from tests.perf.test_step_golden import DEPLOYMENTS, FACTORS, step_model
 
@@ -49,6 +52,19 @@ def attention_dp_cost(k: int) -> SpeculativeStepCost:
     return SpeculativeStepCost(target, StepModel(head, FACTORS), SpeculativeDecoding(k, 0.7))
 
 
+def mtp_cost(k: int) -> SpeculativeStepCost:
+    """DeepSeek R1 at TP8 EP8 with CUDA graphs up to 8 sequences and eager launches, its own
+    MTP head, verify steps replayed from graphs (`graphed_verify`, issue 10)."""
+    deployment = Deployment.from_names(
+        "deepseek-r1", "b200", "fp4", kv_cache_dtype="fp8", tensor_parallel_size=8,
+        expert_parallel_size=8,
+    )  # fmt: skip
+    eager = dataclasses.replace(FACTORS, prefill_layer_overhead_s=20e-6)
+    target = StepModel(deployment, eager, CudaGraphs((1, 2, 4, 8)))
+    spec = SpeculativeDecoding(k, 0.7, graphed_verify=True)
+    return SpeculativeStepCost(target, mtp_head_model(target), spec)
+
+
 def draft_model_cost(k: int) -> SpeculativeStepCost:
     """Llama 3.1 70B at TP2 drafted by Llama 3.1 8B on the same GPUs."""
     target = step_model("tp2-pp4")
@@ -62,6 +78,7 @@ COSTS = {
     "window-k8": lambda: head_cost(step_model("window"), 8),
     "medusa-k4": lambda: head_cost(step_model("dense"), 4, passes=1),
     "attention-dp-k2": lambda: attention_dp_cost(2),
+    "mtp-k3": lambda: mtp_cost(3),
     "draft-model-k5": lambda: draft_model_cost(5),
 }
 
@@ -71,8 +88,12 @@ def pass_by_pass(cost: SpeculativeStepCost, batch: BatchLike) -> float:
     drafter's batches (k decode passes, then its pass over the prompt chunks) priced one
     by one through its call and summed in order."""
     c = cost.target.constants
-    a = verify_aggregates(aggregate(batch, c.window), cost.spec.num_speculative_tokens, c.window)
-    return step_time_s(c, step_terms(c, a)) + sum(cost.draft(b) for b in cost._draft_batches(batch))
+    own = aggregate(batch, c.window)
+    a = verify_aggregates(own, cost.spec.num_speculative_tokens, c.window)
+    terms = step_terms(c, a)
+    if cost.spec.graphed_verify:
+        terms = graphed_verify_terms(c, own, terms, cost.target.cuda_graphs)
+    return step_time_s(c, terms) + sum(cost.draft(b) for b in cost._draft_batches(batch))
 
 
 @pytest.mark.parametrize("name", COSTS)

@@ -88,6 +88,7 @@ from llmsizer.calibrate.aic import (
     AicSkipped,
     layout_columns,
 )
+from llmsizer.calibrate.aic_launch import mtp_speculation
 from llmsizer.calibrate.aic_launch_gb200 import is_inferencex_gb200, with_launched_layouts
 from llmsizer.calibrate.aic_launches import with_inferencex_launches
 from llmsizer.calibrate.aic_twins import with_twin_layouts, workers_given
@@ -240,6 +241,7 @@ def _map(row: Mapping[str, str]) -> AicDisaggCase:
                 **layouts["decode"],
                 **_memory_fraction(row, model, layouts["decode"]),
                 **_batch(row, "decode_batch_size"),
+                **_mtp(row, model),
             }
         )
     except ValidationError as e:  # a layout the spec refuses (a 0 cell, ...)
@@ -290,6 +292,14 @@ def _memory_fraction(
     if row["backend"] == "sglang" and model.startswith("deepseek") and fp8 and gpus == 4:
         return {"gpu_memory_utilization": SGLANG_DEEPSEEK_FP8_4GPU_FRACTION}
     return {}
+
+
+def _mtp(row: Mapping[str, str], model: str) -> dict[str, Any]:
+    """The decode pool's MTP speculative decoding where an MTP sweep ran the row
+    (`llmsizer.calibrate.aic_launches`)."""
+    if row.get("mtp") != "1":
+        return {}
+    return {"speculative": mtp_speculation(row["backend"], model, row.get("mtp_tokens", ""))}
 
 
 def _batch(row: Mapping[str, str], column: str) -> dict[str, int]:

@@ -44,6 +44,23 @@ launch at 0.9, the default here (vLLM's default, TensorRT-LLM's too).
 
 AIC's own gap-analysis rows (aiperf against AIC-generated launches) keep the engine defaults.
 
+MTP speculative decoding (`mtp_speculation`; `docs/aic_measurement.md` section 14): the rows
+an InferenceX MTP sweep ran (`llmsizer.calibrate.aic_launches`) speculate with the model's
+own MTP head, `num_speculative_tokens` k its draft tokens per step:
+- TensorRT-LLM `speculative_config {decoding_type: MTP, num_nextn_predict_layers: k}`: the
+  sweep's `DECODE_MTP_SIZE` / the GB200 script's `gen_mtp_size` (`launch_gb200-nv.sh` @
+  450d834a), else `mtpK` in its srt-slurm recipe's name (`..._eplb0_mtp3.yaml`); a recipe
+  that names no k (one, `ctx1_gen1_dep32_batch8_eplb0_mtp.yaml`) gets 3, the value of 205 of
+  the table's 279 TensorRT-LLM MTP sweeps that name one.
+- SGLang `--speculative-algorithm EAGLE --speculative-num-steps 2 --speculative-eagle-topk 1
+  --speculative-num-draft-tokens 3`: k = 2 in every DeepSeek-R1 MTP recipe of the rows'
+  sweeps (srt-slurm `recipes/b200-fp8/1k1k/mtp/*.yaml` @ 825965e1, `b200-fp4/.../mtp` @
+  2c187799, `h100/.../mtp` @ 31050f9a; InferenceX `dsr1_fp8_b200_mtp.sh` @ ee032b37f).
+The drafter is one decoder layer of the target, its experts kept, run k times
+(`perf.speculative.mtp_head_model`); verification scores k + 1 tokens per sequence; the
+head's KV (one layer's) shares the cache. Acceptance: `MTP_ACCEPTANCE`, a per-token rate
+in Leviathan et al.'s geometric model (`perf.speculative`), one per model family.
+
 CUDA graphs (`cuda_graph_settings`; the engines' defaults in `llmsizer.perf.cuda_graphs`):
 - vLLM MiniMax-M2.5 `--max-cudagraph-capture-size 2048` (`minimaxm2.5_fp8_b200.sh` @
   20073baf; vLLM drops sizes above the token budget); Llama-3.3-70B on B200
@@ -66,6 +83,12 @@ from typing import Any
 from llmsizer.units import GB
 
 SGLANG_LARGE_GPU_BYTES = 160 * GB  # server_args.py: >= 160 GB gets chunked_prefill_size 16384
+# Per-token acceptance of a model's own MTP head on InferenceX's random-token prompts, in the
+# geometric model (`perf.speculative`). DeepSeek: vLLM PR 41044, DeepSeek-V4 on random
+# 1024/1024 at k 2, positions accepted 75.7-78.6 % and 35.5-38.1 %: 2.14 = 1 + a + a^2. Real
+# text: 0.85-0.90 (DeepSeek-V3 report, section 5.4.3). Others: the default (EAGLE).
+MTP_ACCEPTANCE = {"deepseek": 0.68}
+MTP_TOKENS = {"trtllm": 3, "sglang": 2}  # a sweep that does not name k (module docstring)
 
 
 def launch_settings(
@@ -175,6 +198,16 @@ def cuda_graph_settings(
         top = 1024 if family == "llama-70b" else per_rank
         return {"cudagraph_padding": True, "max_cudagraph_capture_size": top}
     return {}
+
+
+def mtp_speculation(engine: str, model: str, tokens: str) -> dict[str, Any]:
+    """The `speculative` setting (`instance.SpeculativeSpec` fields) of a row an MTP sweep
+    ran (module docstring): `tokens` the sweep's draft tokens per step ('' when it does not
+    name them)."""
+    k = int(tokens) if tokens else MTP_TOKENS[engine]
+    settings: dict[str, Any] = {"num_speculative_tokens": k, "method": "mtp"}
+    acceptance = MTP_ACCEPTANCE.get(_family(model))
+    return settings if acceptance is None else settings | {"acceptance_rate": acceptance}
 
 
 def _family(model: str) -> str:

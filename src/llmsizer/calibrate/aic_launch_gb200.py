@@ -37,7 +37,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from llmsizer.calibrate.aic_sweeps import Pool, Sweep, clients, find_sweep, measured_at
+from llmsizer.calibrate.aic_sweeps import (
+    Pool,
+    Sweep,
+    clients,
+    find_sweep,
+    measured_at,
+    mtp_columns,
+)
 
 GPUS_PER_NODE = 4  # GB200 NVL72 compute tray: 4 GPUs (the scripts' NTASKS_PER_NODE=4)
 
@@ -76,25 +83,26 @@ _TRT_8K = (
     _trt(5, 1, 8, True, (2150,)),
 )
 # mtp=on sweeps (`submit_disagg.sh "mtp=on" ...` @ 450d834a): a row only they ran gets
-# their pools, labelled MTP (`llmsizer.calibrate.aic_launches`: MTP is not modelled)
+# their pools, labelled MTP, and their `gen_mtp_size` (the script's 9th argument: the MTP
+# draft tokens per step, `llmsizer.calibrate.aic_launch.mtp_speculation`)
 _TRT_MTP_SWEEPS = {
     (1024, 1024): (
-        _trt(1, 4, 8, False, (1, 2, 4, 8, 16, 36)),
-        _trt(1, 1, 16, True, (512, 1075)),
-        _trt(2, 1, 16, True, (2150,)),
-        _trt(1, 1, 32, True, (512,)),
-        _trt(1, 1, 8, True, (2252,)),
+        (_trt(1, 4, 8, False, (1, 2, 4, 8, 16, 36)), 3),
+        (_trt(1, 1, 16, True, (512, 1075)), 3),
+        (_trt(2, 1, 16, True, (2150,)), 1),
+        (_trt(1, 1, 32, True, (512,)), 3),
+        (_trt(1, 1, 8, True, (2252,)), 1),
     ),
     (8192, 1024): (
-        _trt(1, 3, 8, False, (1, 2, 4, 8, 18)),
-        _trt(5, 1, 32, True, (128, 269)),
-        _trt(8, 1, 32, True, (538,)),
-        _trt(8, 1, 16, True, (1075,)),
-        _trt(6, 1, 8, True, (2150,)),
+        (_trt(1, 3, 8, False, (1, 2, 4, 8, 18)), 3),
+        (_trt(5, 1, 32, True, (128, 269)), 3),
+        (_trt(8, 1, 32, True, (538,)), 3),
+        (_trt(8, 1, 16, True, (1075,)), 2),
+        (_trt(6, 1, 8, True, (2150,)), 1),
     ),
 }
 _TRT_MTP = {
-    lengths: tuple(replace(s, mtp=True) for s in sweeps)
+    lengths: tuple(replace(s, mtp=True, mtp_tokens=k) for s, k in sweeps)
     for lengths, sweeps in _TRT_MTP_SWEEPS.items()
 }
 _SG8_1K_DEC = (
@@ -199,6 +207,6 @@ def with_launched_layouts(rows: Sequence[Mapping[str, str]]) -> list[dict[str, s
             else:
                 row |= {"mode": "disagg", "launch": sweep.label + (" MTP" if sweep.mtp else "")}
                 row |= sweep.prefill.columns("prefill") | sweep.decode.columns("decode")
-                row |= {"prefill_batch_size": "", "decode_batch_size": ""}
+                row |= {"prefill_batch_size": "", "decode_batch_size": ""} | mtp_columns(sweep)
         out.append(row)
     return out

@@ -17,11 +17,12 @@ commit). A row's sweep (`llmsizer.calibrate.aic_sweeps.find_sweep`):
   request's run), else the newest earlier one;
 - **sweep**: its `conc-list` holds the row's `silicon_concurrency` and its prefill and decode
   workers have the row's `prefill_tp_size` and `decode_tp_size` GPUs. The rows do not say
-  whether a run used MTP speculative decoding (not modelled): sweeps without it are tried
-  first; a row only an MTP sweep ran (232 of the rows) gets that sweep's pools, its launch
-  label saying `MTP` so reports can tell. Refusing them would refuse 6.5 % of the file, and
-  one worker of each pool is a fleet known to be wrong; their measured TPOT is that of
-  speculative decoding, which a prediction without it overestimates.
+  whether a run used MTP speculative decoding: sweeps without it are tried first; a row
+  only an MTP sweep ran (232 of the rows) gets that sweep's pools, its launch label saying
+  `MTP` so reports can tell, and its `mtp` / `mtp_tokens` cells (the sweep's draft tokens
+  per step: `DECODE_MTP_SIZE`, or `mtpN` in its TensorRT-LLM recipe's name), which
+  `llmsizer.calibrate.aic_disagg` turns into the decode pool's speculative decoding
+  (`llmsizer.calibrate.aic_launch.mtp_speculation`).
 - **several sweeps** of one revision fit (the same clients on workers of the same size, in
   fleets of different sizes): the smallest fleet (fewest GPUs, then the first listed), the
   reading closest to the one worker of each pool these rows were priced on before; the
@@ -38,7 +39,15 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 from importlib import resources
 
-from llmsizer.calibrate.aic_sweeps import Pool, Sweep, Versions, clients, find_sweep, measured_at
+from llmsizer.calibrate.aic_sweeps import (
+    Pool,
+    Sweep,
+    Versions,
+    clients,
+    find_sweep,
+    measured_at,
+    mtp_columns,
+)
 from llmsizer.calibrate.aic_twins import workers_given
 
 TABLE = "data/inferencex_sweeps.csv"
@@ -72,6 +81,7 @@ def inferencex_sweeps() -> dict[Key, list[Versions]]:
             _pool(line, "decode"),
             mtp=line["mtp"] == "1",
             source=f"{line['config']} @{line['commit']}",
+            mtp_tokens=int(line["mtp_tokens"]) if line["mtp_tokens"] else None,
         )
         by_since = configs[key].setdefault(line["config"], {})
         by_since.setdefault(line["since"], []).append(sweep)
@@ -124,5 +134,6 @@ def with_inferencex_launches(rows: Sequence[Mapping[str, str]]) -> list[dict[str
                 mtp = " MTP" if sweep.mtp else ""
                 row |= {"launch": f"{sweep.label}{mtp} ({sweep.source})"}
                 row |= sweep.prefill.columns("prefill") | sweep.decode.columns("decode")
+                row |= mtp_columns(sweep)
         out.append(row)
     return out

@@ -58,13 +58,16 @@ class Pool:
 @dataclass(frozen=True, slots=True)
 class Sweep:
     """One launch: its client counts, prefill and decode pools; `mtp` when it ran MTP
-    speculative decoding; `source` names the config and revision."""
+    speculative decoding, `mtp_tokens` its draft tokens per step where the launch says
+    (`llmsizer.calibrate.aic_launch.mtp_speculation`); `source` names the config and
+    revision."""
 
     concurrencies: tuple[int, ...]
     prefill: Pool
     decode: Pool
     mtp: bool = False
     source: str = ""
+    mtp_tokens: int | None = None
 
     @property
     def num_gpus(self) -> int:
@@ -77,6 +80,15 @@ class Sweep:
             f"{pool.workers}{role} {pool.label}"
             for role, pool in (("P", self.prefill), ("D", self.decode))
         )
+
+
+def mtp_columns(sweep: Sweep) -> dict[str, str]:
+    """The `mtp` and `mtp_tokens` cells a row launched by `sweep` gets: empty when it
+    ran no MTP, the tokens empty where the launch does not say them."""
+    if not sweep.mtp:
+        return {}
+    tokens = "" if sweep.mtp_tokens is None else str(sweep.mtp_tokens)
+    return {"mtp": "1", "mtp_tokens": tokens}
 
 
 # a config's sweeps from each revision on, oldest first: [(in force from, sweeps)]

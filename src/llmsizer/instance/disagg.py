@@ -7,16 +7,33 @@ over one GPU's link. `nvlink`: both pools in one scale-up domain (an 8-GPU NVLin
 NVL72 rack), the GPU's `scale_up_bytes_per_s`. `network`: between systems, the system's
 `scale_out_bytes_per_s_per_gpu` (InfiniBand / RoCE NICs, one per GPU). Only bandwidth is
 modelled: a transfer's setup latency (NIXL / UCX, microseconds) is left at 0.
+
+A decode pool that speculates (its spec's `speculative`: MTP, EAGLE, a draft model) runs
+as an aggregated speculating engine does (`instance.speculation`): its steps priced as
+verify steps plus the drafter's passes, its KV cache shared with the drafter's, and the
+run counted in verify steps, each request's tokens mapped back from them. The prefill pool
+computes the prompt and the first token as before (the drafter's pass over the prompt, one
+layer of the target's, is not priced there).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Literal
+
+import numpy as np
 
 from llmsizer.fleet import DisaggResult, KvTransfer, simulate_disaggregated
 from llmsizer.instance.deployment import DeploymentSpec
 from llmsizer.instance.instance import Instance, make_instance
+from llmsizer.instance.speculation import (
+    SpeculativeSpec,
+    in_steps,
+    kv_share,
+    record_in_tokens,
+    speculative_cost,
+)
 from llmsizer.perf import EfficiencyFactors
 from llmsizer.sim import Engine
 from llmsizer.specs import SystemSpec, system_catalog
@@ -73,12 +90,23 @@ class Disaggregated:
     transfer: KvTransfer
     prefill_instance: Instance
     decode_instance: Instance
+    speculative: SpeculativeSpec | None = None  # the decode pool's (module docstring)
+    decode_kv_fraction: float = 1.0  # of its KV cache left to the target when speculating
 
     def run(self, workload: Workload, router: str = "least_outstanding") -> DisaggResult:
         """Simulate `workload` on the two pools, `router` in each."""
+        if self.speculative is None:
+            return self._run(self.decode, workload, router)
+        rng = np.random.default_rng(0)
+        steps = in_steps(self.decode[0], workload, self.speculative, self.decode_kv_fraction, rng)
+        result = self._run([steps.engine] * len(self.decode), steps.workload, router)
+        records = [record_in_tokens(r, int(steps.num_output[r.request_id])) for r in result.records]
+        return dataclasses.replace(result, records=records)
+
+    def _run(self, decode: list[Engine], workload: Workload, router: str) -> DisaggResult:
         return simulate_disaggregated(
             self.prefill,
-            self.decode,
+            decode,
             workload,
             self.transfer,
             prefill_router=router,
@@ -123,10 +151,17 @@ def make_disaggregated(
     eff_p, eff_d = (None, None) if efficiency is None else efficiency
     p = make_instance(prefill, max_model_len=max_model_len, efficiency=eff_p)
     d = make_instance(decode, max_model_len=max_model_len, efficiency=eff_d)
+    drafting, share, engine = decode.speculative, 1.0, d.simulator()
+    if drafting is not None:  # module docstring
+        cost = speculative_cost(drafting, d.step)
+        share = kv_share(drafting, cost, d.memory.kv_cache_bytes)
+        engine = d.simulator(step_cost=cost)
     return Disaggregated(
         prefill=[p.simulator()] * num_prefill,
-        decode=[d.simulator()] * num_decode,
+        decode=[engine] * num_decode,
         transfer=kv_transfer(p, d, link, system),
         prefill_instance=p,
         decode_instance=d,
+        speculative=drafting,
+        decode_kv_fraction=share,
     )

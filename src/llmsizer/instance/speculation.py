@@ -46,7 +46,12 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from llmsizer.perf import Deployment, StepModel
 from llmsizer.perf.memory import weight_bytes_per_gpu
-from llmsizer.perf.speculative import SpeculativeDecoding, SpeculativeStepCost, draft_head_model
+from llmsizer.perf.speculative import (
+    SpeculativeDecoding,
+    SpeculativeStepCost,
+    draft_head_model,
+    mtp_head_model,
+)
 from llmsizer.records import RecordTable, RequestRecord
 from llmsizer.sim import Engine, EngineConfig, SimResult
 from llmsizer.sim.engine import Progress
@@ -62,10 +67,11 @@ class SpeculativeSpec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     num_speculative_tokens: int = Field(ge=1, le=16, description="Tokens drafted per step (k).")
-    method: Literal["head", "draft_model"] = Field(
+    method: Literal["head", "mtp", "draft_model"] = Field(
         "head",
-        description="head: an EAGLE/MTP-style one-layer head on the target; draft_model: "
-        "a smaller model from the catalog or a config.json (`draft_model`).",
+        description="head: an EAGLE-style one-layer dense head on the target; mtp: the "
+        "model's own MTP module, one decoder layer with its experts; draft_model: a smaller "
+        "model from the catalog or a config.json (`draft_model`).",
     )
     draft_model: str | None = Field(None, description="The draft model (method draft_model).")
     acceptance_rate: float = Field(
@@ -94,7 +100,9 @@ class SpeculativeSpec(BaseModel):
 
 def speculative_cost(spec: SpeculativeSpec, target: StepModel) -> SpeculativeStepCost:
     """The step cost of a speculating engine; a draft model must be smaller than the target."""
-    if spec.draft_model is None:
+    if spec.method == "mtp":
+        draft = mtp_head_model(target)
+    elif spec.draft_model is None:
         draft = draft_head_model(target)
     else:
         d = target.deployment
@@ -107,8 +115,9 @@ def speculative_cost(spec: SpeculativeSpec, target: StepModel) -> SpeculativeSte
             )
         draft_deployment = dataclasses.replace(d, model=model, pipeline_parallel_size=1)
         draft = StepModel(draft_deployment, target.efficiency)
-    k = spec.num_speculative_tokens
-    return SpeculativeStepCost(target, draft, SpeculativeDecoding(k, spec.acceptance_rate))
+    k, graphed = spec.num_speculative_tokens, spec.method == "mtp"
+    decoding = SpeculativeDecoding(k, spec.acceptance_rate, graphed_verify=graphed)
+    return SpeculativeStepCost(target, draft, decoding)
 
 
 def acceptance_rates(spec: SpeculativeSpec, num: int, rng: np.random.Generator) -> np.ndarray:
@@ -249,6 +258,23 @@ def _in_tokens(table: RecordTable, num_output: np.ndarray) -> list[RequestRecord
         RequestRecord(i, arrival, prompt, out, expanded[a:b], sched, finish, cached, preempt)
         for i, arrival, prompt, out, sched, finish, cached, preempt, a, b in columns
     ]
+
+
+def record_in_tokens(record: RequestRecord, num_output: int) -> RequestRecord:
+    """One record of verify steps (a fleet's, kept with its instance) as a record of
+    `num_output` tokens, its tokens spread over its steps as `_in_tokens` spreads them."""
+    times = record.token_times_s
+    steps = len(times) - 1
+    if steps < 1 or num_output <= 1:
+        return dataclasses.replace(record, num_output_tokens_requested=num_output)
+    done = np.round(np.arange(steps + 1) * ((num_output - 1) / steps)).astype(np.int64)
+    counts = np.diff(done, prepend=0)
+    counts[0] = 1  # the first token
+    expanded = np.repeat(times, counts)
+    expanded.setflags(write=False)
+    return dataclasses.replace(
+        record, num_output_tokens_requested=num_output, token_times_s=expanded
+    )
 
 
 def step_cost_of(spec: SpeculativeSpec | None, step: StepModel) -> StepModel | SpeculativeStepCost:

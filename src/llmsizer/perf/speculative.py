@@ -36,7 +36,13 @@ from llmsizer.perf.batch_shape import (
     decode_batch,
 )
 from llmsizer.perf.step import StepModel, StepTerms, step_terms, step_time_s
-from llmsizer.perf.verify_step import VerifyStep, verify_aggregates, verify_step
+from llmsizer.perf.terms import Terms
+from llmsizer.perf.verify_step import (
+    VerifyStep,
+    graphed_verify_terms,
+    verify_aggregates,
+    verify_step,
+)
 
 __all__ = [
     "SpeculativeDecoding",
@@ -44,6 +50,7 @@ __all__ = [
     "SpeculativeStepCost",
     "VerifyStep",
     "draft_head_model",
+    "mtp_head_model",
     "speculative_step",
     "verify_aggregates",
 ]
@@ -57,11 +64,15 @@ StepCostFn = Callable[[BatchLike], float]
 class SpeculativeDecoding:
     """Speculation settings: `num_speculative_tokens` (vLLM's name) drafted per step, each
     accepted with probability `acceptance_rate`; the drafter runs `num_draft_passes` times
-    per step (None: k, an autoregressive drafter; 1: Medusa-style parallel heads)."""
+    per step (None: k, an autoregressive drafter; 1: Medusa-style parallel heads).
+    `graphed_verify`: a verify step without prompt work replays a CUDA graph
+    (`verify_step.graphed_verify_terms`), as the engines' MTP paths run it (set for MTP
+    heads, issue 10; the lever table's EAGLE heads keep the eager verify of issue 11)."""
 
     num_speculative_tokens: int
     acceptance_rate: float
     num_draft_passes: int | None = None
+    graphed_verify: bool = False
 
     def __post_init__(self) -> None:
         if self.num_speculative_tokens < 1:
@@ -116,6 +127,28 @@ def draft_head_model(target: StepModel) -> StepModel:
     return StepModel(deployment, target.efficiency)
 
 
+def mtp_head_model(target: StepModel) -> StepModel:
+    """A one-layer copy of the target on the same GPUs, its experts kept: a model's own MTP
+    module, one full decoder block of the target (DeepSeek-V3 report, arXiv:2412.19437,
+    section 2.2; its `num_nextn_predict_layers` layer is a MoE layer), run once per draft
+    token by the engines' MTP drafters (a dense target's: one dense layer). Its passes run
+    inside the target's engine step, so the step's scheduling and input preparation
+    (`step_overhead_s`) are paid once, by the target (TensorRT-LLM `MTPWorker`, SGLang
+    `EAGLEWorker.forward_batch_speculative_generation`, vLLM `EagleProposer.propose`: one
+    scheduler iteration each)."""
+    moe = target.deployment.model.moe
+    model = dataclasses.replace(
+        target.deployment.model,
+        name=f"{target.deployment.model.name}-mtp-head",
+        num_layers=1,
+        moe=None if moe is None else dataclasses.replace(moe, num_moe_layers=1),
+        num_sliding_window_layers=0,
+        sliding_window=None,
+    )
+    deployment = dataclasses.replace(target.deployment, model=model, pipeline_parallel_size=1)
+    return StepModel(deployment, dataclasses.replace(target.efficiency, step_overhead_s=0.0))
+
+
 def speculative_step(
     target: StepModel,
     spec: SpeculativeDecoding,
@@ -134,6 +167,12 @@ def speculative_step(
     # the step model computes logits for one row per chunk; verification needs all k + 1
     extra_logits_s = target.lm_head_time_s((k + 1) * num_seqs) - target.lm_head_time_s(num_seqs)
     verify_time = target(verify_batch) + extra_logits_s
+    if spec.graphed_verify:  # the eager launches a graphed verify step does not pay
+        c, graphs = target.constants, target.cuda_graphs
+        terms = step_terms(c, aggregate(verify_batch, c.window), graphs)
+        decoding = aggregate(decode_batch(num_seqs, context_tokens_per_seq), c.window)
+        graphed = graphed_verify_terms(c, decoding, terms, graphs)
+        verify_time = step_time_s(c, graphed) + extra_logits_s
     return SpeculativeStep(
         draft_time_s=draft_time,
         verify_time_s=verify_time,
@@ -230,16 +269,23 @@ class SpeculativeStepCost:
         return out
 
     def _verify_step(self, n: int) -> VerifyStep:
-        v = verify_step(self.target.constants, n, self.spec.num_speculative_tokens)
+        t, spec = self.target, self.spec
+        k = spec.num_speculative_tokens
+        v = verify_step(t.constants, n, k, t.cuda_graphs, spec.graphed_verify)
         self._verify[n] = v
         return v
 
     def __call__(self, batch: BatchLike) -> float:
         c = self.target.constants
-        verify = verify_aggregates(
-            aggregate(batch, c.window), self.spec.num_speculative_tokens, c.window
-        )
-        return step_time_s(c, step_terms(c, verify)) + self.draft_time_s(batch)
+        return step_time_s(c, self._verify_terms(batch)) + self.draft_time_s(batch)
+
+    def _verify_terms(self, batch: BatchLike) -> Terms:
+        c, k = self.target.constants, self.spec.num_speculative_tokens
+        a = aggregate(batch, c.window)
+        terms = step_terms(c, verify_aggregates(a, k, c.window))
+        if not self.spec.graphed_verify:
+            return terms
+        return graphed_verify_terms(c, a, terms, self.target.cuda_graphs)
 
     def draft_time_s(self, batch: BatchLike) -> float:
         """The drafter's passes over the decoding sequences, plus its pass over new prompt
@@ -257,8 +303,7 @@ class SpeculativeStepCost:
         """(seconds, FLOPs, HBM bytes) as `StepModel.measure`, verification and drafting
         both counted."""
         c = self.target.constants
-        k = self.spec.num_speculative_tokens
-        terms = step_terms(c, verify_aggregates(aggregate(batch, c.window), k, c.window))
+        terms = self._verify_terms(batch)
         time_s, flops, memory = step_time_s(c, terms), 0.0, 0.0
         for i, (flops_per_s, bytes_per_s) in enumerate(self.target.part_rates):
             flops += terms[2 * i] * flops_per_s

@@ -59,3 +59,4 @@ Terms = tuple[float, ...]
 NUM_ROOFLINE_TERMS = 2 * len(ROOFLINE_PARTS)
 NO_STEP: Terms = (0.0,) * len(StepTerms._fields)
 ELEMENTWISE = StepTerms._fields.index("elementwise_s")
+PREFILL_LAYERS = StepTerms._fields.index("prefill_layers_overhead_s")

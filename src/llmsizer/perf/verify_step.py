@@ -13,7 +13,24 @@ import numpy as np
 
 from llmsizer.perf.batch_shape import Aggregates, aggregate, busiest_rank, decode_batch
 from llmsizer.perf.constants import StepConstants
+from llmsizer.perf.cuda_graphs import CudaGraphs
 from llmsizer.perf.step import step_terms
+from llmsizer.perf.terms import PREFILL_LAYERS, Terms
+
+
+def graphed_verify_terms(
+    c: StepConstants, a: Aggregates, terms: Terms, graphs: CudaGraphs | None
+) -> Terms:
+    """`terms`, the verify step of the batch whose own aggregates are `a`, as the engines run
+    it: a verify step without prompt work replays the CUDA graph captured for its batch
+    size, so it pays no eager per-layer launches unless a decode step of its sequences
+    would (vLLM captures uniform batches of 1 + k tokens a request, `CUDAGraphMode`
+    `uniform_decode_query_len`; SGLang `CudaGraphRunner` the `TARGET_VERIFY` batches;
+    TensorRT-LLM its generation batches with their draft tokens)."""
+    i = PREFILL_LAYERS
+    if a[2] or (graphs is not None and step_terms(c, a, graphs)[i]):
+        return terms  # prompt work, or a decode batch past the captured sizes: eager
+    return (*terms[:i], 0.0, *terms[i + 1 :])
 
 
 def verify_aggregates(a: Aggregates, k: int, window: int) -> Aggregates:
@@ -113,14 +130,24 @@ class VerifyStep:
         return out
 
 
-def verify_step(c: StepConstants, num_seqs: int, k: int) -> VerifyStep:
-    """The `VerifyStep` of `num_seqs` > 0 sequences verifying `k` drafted tokens each: the
-    general formula's terms at context 0, of which only prompt attention changes with the
-    context."""
-    a = verify_aggregates(aggregate(decode_batch(num_seqs, 0), c.window), k, c.window)
+def verify_step(
+    c: StepConstants,
+    num_seqs: int,
+    k: int,
+    graphs: CudaGraphs | None = None,
+    graphed: bool = False,
+) -> VerifyStep:
+    """The `VerifyStep` of `num_seqs` > 0 sequences verifying `k` drafted tokens each, run
+    as `graphs` say where `graphed` (`graphed_verify_terms`), else eagerly: the general
+    formula's terms at context 0, of which only prompt attention changes with the context."""
+    decoding = aggregate(decode_batch(num_seqs, 0), c.window)
+    a = verify_aggregates(decoding, k, c.window)
+    terms = step_terms(c, a)
+    if graphed:
+        terms = graphed_verify_terms(c, decoding, terms, graphs)
     (lin_c, lin_m, exp_c, exp_m, head_c, head_m, _, _, _, _,
      elementwise_s, ar_link_s, ar_latency_s, send_link_s, send_latency_s,
-     step_s, layers_s, prefill_layers_s, indexer_s, dequant_s) = step_terms(c, a)  # fmt: skip
+     step_s, layers_s, prefill_layers_s, indexer_s, dequant_s) = terms  # fmt: skip
     dp, num_prefill = c.attention_dp_size, a[2]
     share = 1.0
     if dp > 1:  # as busiest_rank counts chunks: every sampled row but the decoding ones
