@@ -11,6 +11,7 @@ from llmsizer.perf.speculative import (
     speculative_step,
 )
 from llmsizer.perf.step import StepModel
+from llmsizer.perf.terms import PREFILL_LAYERS
 from tests.perf.conftest import make_step_model
 
 
@@ -81,12 +82,12 @@ def test_a_verify_step_replays_a_graph_unless_a_decode_step_would_run_eager():
     assert eager_s == pytest.approx(32 * 20e-6)
     for n, launched in ((4, 0.0), (8, 0.0), (9, eager_s)):  # 9 sequences: past the graphs
         terms = cost._verify_terms(BatchShape(num_decode_seqs=n, num_decode_context_tokens=n))
-        assert terms[-1] == launched
+        assert terms[PREFILL_LAYERS] == launched
     prompt = BatchShape(prefill_chunks=(ChunkShape(16, 0),), num_decode_seqs=4)
-    assert cost._verify_terms(prompt)[-1] == eager_s  # real prompt work: eager
+    assert cost._verify_terms(prompt)[PREFILL_LAYERS] == eager_s  # real prompt work: eager
     # the decode-step path prices the same verify step to the bit
     batch = BatchShape(num_decode_seqs=4, num_decode_context_tokens=4000)
     assert cost.decode_step_s(4, 4000) == cost(batch)
     # without the flag (the lever table's EAGLE heads, issue 11) the verify stays eager
     eagle = SpeculativeStepCost(target, draft_head_model(target), SpeculativeDecoding(3, 0.7))
-    assert eagle._verify_terms(batch)[-1] == eager_s
+    assert eagle._verify_terms(batch)[PREFILL_LAYERS] == eager_s
