@@ -1,7 +1,7 @@
 """Each `measurements.csv` row runs as its runtime ran it (`calibrate.measurements.
 runtime_settings`): trtllm-bench on the PyTorch backend with padded CUDA graphs of its
-table's sizes and the overlap scheduler (the `trtllm` preset's), the C++ runtime without
-either."""
+table's sizes and the overlap scheduler (the `trtllm` preset's); the C++ runtime without
+the overlap scheduler, its TensorRT engine's decode steps at their own size, not eager."""
 
 from __future__ import annotations
 
@@ -61,11 +61,13 @@ def test_a_pytorch_backend_row_pads_its_graphs_and_overlaps_its_steps() -> None:
         "TensorRT-LLM (gptSessionBenchmark, static batching)",
     ],
 )
-def test_a_cpp_runtime_row_runs_without_cuda_graphs_or_overlap(engine: str) -> None:
-    assert runtime_settings(engine, 256, 8192) == {
-        "cudagraph_mode": "NONE",
-        "overlap_scheduler": False,
-    }
+def test_a_cpp_runtime_row_runs_without_overlap_and_its_decode_steps_as_built(
+    engine: str,
+) -> None:
+    settings = runtime_settings(engine, 256, 8192)
+    assert settings["overlap_scheduler"] is False
+    assert settings["cudagraph_capture_sizes"] == tuple(range(1, 257))
+    assert settings["cudagraph_padding"] is False
 
 
 def test_a_v1_row_becomes_an_instance_with_the_tables_graphs() -> None:
@@ -84,7 +86,8 @@ def test_a_v1_row_becomes_an_instance_with_the_tables_graphs() -> None:
 @pytest.mark.shared
 def test_every_row_runs_with_its_own_runtimes_settings() -> None:
     """Row by row: the v1.0 table (trtllm-bench, PyTorch backend) overlaps and pads; every
-    other TensorRT-LLM row (the C++ runtime) neither overlaps nor replays graphs."""
+    other TensorRT-LLM row (the C++ runtime) does not overlap, and its decode steps run at
+    their own size without the eager launch cost."""
     data = load_measurements(CSV)
     runtimes = {"pytorch": 0, "cpp": 0}
     for m in data.measurements:
@@ -97,5 +100,6 @@ def test_every_row_runs_with_its_own_runtimes_settings() -> None:
         else:
             runtimes["cpp"] += 1
             assert not engine.overlap_scheduler, m.row_id
-            assert graphs.run(1, decode_only=True) == (1, True), m.row_id  # eager
+            top = engine.max_num_seqs
+            assert graphs.run(top, decode_only=True) == (top, False), m.row_id
     assert runtimes == {"pytorch": 140, "cpp": 522}

@@ -256,46 +256,34 @@ def _gpu(text: str) -> str:
         raise _Skip("GPU not in the catalog") from e
 
 
-# trtllm-bench on the PyTorch backend (the v1.0 table): the CUDA-graph sizes of the table's
-# `llm_options.yml` for dense models (TensorRT-LLM perf-overview.md at commit 00f3768,
-# "Running the Benchmark": `cuda_graph_config: {enable_padding: true, batch_sizes: [...]}`).
+# The v1.0 table's trtllm-bench `llm_options.yml`, dense models (perf-overview.md at 00f3768):
+# `cuda_graph_config: {enable_padding: true, batch_sizes: [...]}`.
 TRTLLM_BENCH_GRAPH_SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 384, 512, 1024, 2048, 4096, 8192)
 
 
-def pytorch_graph_sizes(
-    sizes: tuple[int, ...], max_batch_size: int, max_num_tokens: int
-) -> tuple[int, ...]:
-    """The sizes the PyTorch backend captures from a padded list: those up to the largest
-    decode batch (`max_batch_size`, at most `max_num_tokens`), then that batch itself where the
-    list skips past it (`_filter_cuda_graph_batch_sizes`,
-    `tensorrt_llm/_torch/pyexecutor/model_engine.py`, 1.0)."""
-    top = min(max_batch_size, max_num_tokens)
+def pytorch_graph_sizes(sizes: tuple[int, ...], max_batch: int, max_tokens: int) -> tuple[int, ...]:
+    """The padded sizes the PyTorch backend captures: those up to its largest decode batch,
+    then that batch where the list skips it (`_filter_cuda_graph_batch_sizes`, model_engine.py)."""
+    top = min(max_batch, max_tokens)
     kept = tuple(s for s in sorted(sizes) if s <= top)
     return kept if kept and kept[-1] == top else (*kept, top)
 
 
 def runtime_settings(engine: str, max_num_seqs: int, max_num_tokens: int) -> dict[str, Any]:
-    """How a row's runtime ran its steps (`EngineConfig` fields), by the row's engine label:
-
-    - trtllm-bench on the PyTorch backend (the v1.0 rows): CUDA graphs of decode batches,
-      padded, over `TRTLLM_BENCH_GRAPH_SIZES` (`pytorch_graph_sizes`), and the overlap
-      scheduler (the backend's default, `disable_overlap_scheduler` False; neither the table's
-      options nor trtllm-bench turn it off): the `trtllm` preset's.
-    - the C++ runtime (every other TensorRT-LLM row: TensorRT engines under trtllm-bench 0.x,
-      gptManagerBenchmark, gptSessionBenchmark, Triton's tensorrtllm_backend) had no overlap
-      scheduler, and ran its engines without CUDA graphs: trtllm-bench's engine path leaves
-      `performance_options` empty, so `ExtendedRuntimePerfKnobConfig.cuda_graph_mode` keeps
-      its default False (`get_settings_from_engine`, `tensorrt_llm/bench/benchmark/utils.py`,
-      and `PerformanceOptions.cuda_graphs = False`, `bench/dataclasses/configuration.py`);
-      gptManagerBenchmark's `--cuda_graph_mode` defaults to false and gptSessionBenchmark's
-      `--enable_cuda_graph` is opt-in, and the tables' commands set neither
-      (perf-overview.md at 258c754, performance.md at 138f96d). Every step is launched
-      kernel by kernel (`cudagraph_mode` NONE).
-    """
+    """How a row's runtime ran its steps (`EngineConfig` fields), by its engine label
+    (sources: docs/aic_measurement.md section 12). trtllm-bench on the PyTorch backend (v1.0):
+    padded CUDA graphs of `TRTLLM_BENCH_GRAPH_SIZES` and the overlap scheduler (the preset's).
+    The C++ runtime (every other row) had neither: no CUDA graphs (`cuda_graph_mode` False in
+    trtllm-bench's engine path, gptManagerBenchmark and gptSessionBenchmark). Its TensorRT
+    engine enqueues its fused kernels from C++ ahead of the GPU, not kernel by kernel from
+    Python, so its decode steps are priced at their own size without the eager launch cost
+    (priced eager and refitted, the online ITL went from 9.7 to 37 % MdAPE)."""
     if "PyTorch backend" in engine:
         sizes = pytorch_graph_sizes(TRTLLM_BENCH_GRAPH_SIZES, max_num_seqs, max_num_tokens)
         return {"cudagraph_padding": True, "cudagraph_capture_sizes": sizes}
-    return {"cudagraph_mode": "NONE", "overlap_scheduler": False}
+    every = tuple(range(1, max_num_seqs + 1))
+    return {"cudagraph_mode": "FULL_DECODE_ONLY", "cudagraph_capture_sizes": every,
+            "cudagraph_padding": False, "overlap_scheduler": False}  # fmt: skip
 
 
 def _bench_spec(base: dict[str, Any], osl: int, engine: str) -> PredictSpec:
