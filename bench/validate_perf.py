@@ -161,6 +161,9 @@ dataset size trtllm-bench used, with its engine limits (`trtllm_bench_settings`)
 online table's rows are Poisson arrivals of 500 requests at the QPS (QPS=INF: all at once)
 and its ITL is compared with the mean TPOT (genai-perf's per-request inter-token latency);
 static-batch rows are a closed loop at the batch size; batch-1 latency rows compare TTFT.
+Each row runs as its runtime ran it (`runtime_settings`): the v1.0 table's trtllm-bench on
+the PyTorch backend with padded CUDA graphs of its `llm_options.yml` sizes and the overlap
+scheduler; the C++ runtime's rows without the overlap scheduler, decode steps at their size.
 Errors are |predicted / measured - 1|; MdAPE and MAPE are their median and mean in %.
 """
 
