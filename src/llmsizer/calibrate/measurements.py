@@ -271,7 +271,7 @@ def pytorch_graph_sizes(sizes: tuple[int, ...], max_batch: int, max_tokens: int)
 
 def runtime_settings(engine: str, max_num_seqs: int, max_num_tokens: int) -> dict[str, Any]:
     """How a row's runtime ran its steps (`EngineConfig` fields), by its engine label
-    (sources: docs/aic_measurement.md section 12). trtllm-bench on the PyTorch backend (v1.0):
+    (sources: docs/aic_measurement.md section 14). trtllm-bench on the PyTorch backend (v1.0):
     padded CUDA graphs of `TRTLLM_BENCH_GRAPH_SIZES` and the overlap scheduler (the preset's).
     The C++ runtime (every other row) had neither: no CUDA graphs (`cuda_graph_mode` False in
     trtllm-bench's engine path, gptManagerBenchmark and gptSessionBenchmark). Its TensorRT
