@@ -5,7 +5,8 @@
                                                        # then validate
     options: --csv PATH (default ../shared/calibration/measurements.csv), --workers N,
              --ray (start or join a local Ray), --ray-address ADDR (a Ray cluster),
-             --out PATH (default examples/validation/perf_validation.md), --fit-every K
+             --out PATH (default examples/validation/perf_validation.md), --fit-every K,
+             --rows PATH (every compared metric of every row as CSV, for slicing)
 
 Every row of the CSV is mapped to a `PredictSpec` and its measured metrics, or skipped with
 a reason (`llmsizer.calibrate.measurements.load_measurements`). `--fit` fits the TensorRT-LLM
@@ -22,6 +23,7 @@ the rows the fit used apart from the ones it did not, and writes the markdown re
 from __future__ import annotations
 
 import argparse
+import csv
 import hashlib
 import sys
 import time
@@ -34,7 +36,7 @@ from llmsizer.calibrate.gpu_fit import (
     fit_efficiency,
 )
 from llmsizer.calibrate.measurements import load_measurements
-from llmsizer.calibrate.validation import BARS, validate_calibration_set
+from llmsizer.calibrate.validation import BARS, ValidationReport, validate_calibration_set
 from llmsizer.perf.calibrated import (
     CalibrationFile,
     packaged_calibration,
@@ -90,6 +92,20 @@ def fit(csv_path: Path, every: int, workers: Sweep) -> None:
         say(f"  {name} = {value:.4g} (prior {getattr(start, name):.4g})")
 
 
+def write_rows(report: ValidationReport, path: Path) -> None:
+    """One line per compared metric of a row: what it is, measured, predicted per factor set."""
+    with path.open("w", newline="") as f:
+        out = csv.writer(f)
+        out.writerow(["row", "source", "model", "gpu", "precision", "tp", "pp", "isl", "osl",
+                      "metric", "measured", *report.factor_sets])  # fmt: skip
+        for c in report.comparisons:
+            m, s = c.measurement, c.measurement.spec
+            predicted = [c.predicted[f] for f in report.factor_sets]
+            out.writerow([m.row_id, m.source_id, s.model, s.gpu, s.precision,
+                          s.tensor_parallel_size, s.pipeline_parallel_size, s.isl, s.osl,
+                          c.metric, c.measured, *predicted])  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--csv", type=Path, default=CSV)
@@ -99,6 +115,7 @@ def main() -> None:
     parser.add_argument("--ray-address", default=None, help="a Ray cluster to record on")
     parser.add_argument("--fit", action="store_true", help="re-fit and rewrite the shipped fit")
     parser.add_argument("--fit-every", type=int, default=3, help="fit on every K-th row")
+    parser.add_argument("--rows", type=Path, default=None, help="write every comparison as CSV")
     args = parser.parse_args()
     with open_sweep(args.workers, ray=args.ray, ray_address=args.ray_address) as sweep:
         if args.fit:
@@ -117,6 +134,8 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text + "\n")
     print(text)
+    if args.rows is not None:
+        write_rows(report, args.rows)
     failed = [b.name for b in BARS if not report.bar_met(b, "fitted")]
     say("bars met" if not failed else f"bars not met: {failed}")
 
@@ -142,6 +161,9 @@ dataset size trtllm-bench used, with its engine limits (`trtllm_bench_settings`)
 online table's rows are Poisson arrivals of 500 requests at the QPS (QPS=INF: all at once)
 and its ITL is compared with the mean TPOT (genai-perf's per-request inter-token latency);
 static-batch rows are a closed loop at the batch size; batch-1 latency rows compare TTFT.
+Each row runs as its runtime ran it (`runtime_settings`): the v1.0 table's trtllm-bench on
+the PyTorch backend with padded CUDA graphs of its `llm_options.yml` sizes and the overlap
+scheduler; the C++ runtime's rows without the overlap scheduler, decode steps at their size.
 Errors are |predicted / measured - 1|; MdAPE and MAPE are their median and mean in %.
 """
 

@@ -171,6 +171,9 @@ BUDGET = {
     + 70
     # + 5: aic_launch's settings joining the overlap scheduler and the CUDA graphs (merge)
     + 5
+    # + 25: each measurements.csv row's runtime (trtllm-bench's PyTorch CUDA-graph sizes, the
+    # C++ runtime without the overlap scheduler), with sources (issue 10, genfit9)
+    + 25
     # + 205: the AIC fit's prior as data (aic_prior: sigmas around the general fit, weights),
     # chosen per fold by a nested leave one model out, fits shared between folds; the fit's
     # per-factor sigmas, target weights and data-only robust loss (issue 10, fitprior8)

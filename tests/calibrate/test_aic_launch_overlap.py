@@ -35,6 +35,6 @@ def test_other_engines_do_not(engine: str) -> None:
     assert "overlap_scheduler" not in settings(engine, "deepseek-r1", True)
 
 
-def test_the_tensorrt_llm_preset_leaves_it_off_for_the_older_runtime_tables() -> None:
-    assert not EngineConfig(engine="trtllm").overlap_scheduler
-    assert EngineConfig(engine="trtllm", overlap_scheduler=True).overlap_scheduler
+def test_the_tensorrt_llm_preset_runs_it_too() -> None:
+    assert EngineConfig(engine="trtllm").overlap_scheduler
+    assert not EngineConfig(engine="trtllm", overlap_scheduler=False).overlap_scheduler

@@ -175,15 +175,19 @@ def _map(row: Mapping[str, str]) -> tuple[PredictSpec, dict[str, float]]:
         measured.pop("request_throughput", None)  # rounded to whole req/s; tok/s is kept
         qps = row["request_rate_qps"].strip().upper()
         load = {"offline": True} if qps == "INF" else {"request_rate": _float(qps)}
+        preset = PRESETS[base["engine"]]
         spec = PredictSpec.model_validate(
             {**base, "osl": _need(osl), "num_requests": _ONLINE_NUM_REQUESTS, **load}
-            | _cuda_graphs(row["engine"], PRESETS[base["engine"]]["max_num_seqs"])
+            | runtime_settings(
+                row["engine"], preset["max_num_seqs"], preset["max_num_batched_tokens"]
+            )
         )
     else:
         batch = 1 if batch1 else _int(row["batch_size"])
         if batch is None:
             raise _Skip("batch size not given")
         # an engine built for this batch (gptSessionBenchmark): KV takes 95 % of what is free
+        tokens = isl if batch == 1 else max(8192, isl + batch)
         spec = PredictSpec.model_validate(
             {
                 **base,
@@ -191,9 +195,9 @@ def _map(row: Mapping[str, str]) -> tuple[PredictSpec, dict[str, float]]:
                 "concurrency": batch,
                 "num_requests": max(3 * batch, 3),
                 "max_num_seqs": batch,
-                "max_num_batched_tokens": isl if batch == 1 else max(8192, isl + batch),
+                "max_num_batched_tokens": tokens,
                 "gpu_memory_utilization": 0.95,
-                **_cuda_graphs(row["engine"], batch),
+                **runtime_settings(row["engine"], batch, tokens),
             }
         )
     try:
@@ -252,17 +256,34 @@ def _gpu(text: str) -> str:
         raise _Skip("GPU not in the catalog") from e
 
 
-def _cuda_graphs(engine: str, max_num_seqs: int) -> dict[str, Any]:
-    """How the rows' engines ran decode steps (`llmsizer.perf.cuda_graphs`): trtllm-bench on
-    the PyTorch backend pads CUDA graphs up to the engine's batch size (`get_settings` in
-    `tensorrt_llm/bench/benchmark/utils/general.py`: `cuda_graph_padding_enabled`,
-    `cuda_graph_max_batch_size = max_batch_size`); a TensorRT engine (the 0.x rows) runs every
-    batch size as built, neither padded nor launched eagerly (mode FULL_DECODE_ONLY, every size
-    "captured": the step cost before CUDA graphs were modelled)."""
+# The v1.0 table's trtllm-bench `llm_options.yml`, dense models (perf-overview.md at 00f3768):
+# `cuda_graph_config: {enable_padding: true, batch_sizes: [...]}`.
+TRTLLM_BENCH_GRAPH_SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 384, 512, 1024, 2048, 4096, 8192)
+
+
+def pytorch_graph_sizes(sizes: tuple[int, ...], max_batch: int, max_tokens: int) -> tuple[int, ...]:
+    """The padded sizes the PyTorch backend captures: those up to its largest decode batch,
+    then that batch where the list skips it (`_filter_cuda_graph_batch_sizes`, model_engine.py)."""
+    top = min(max_batch, max_tokens)
+    kept = tuple(s for s in sorted(sizes) if s <= top)
+    return kept if kept and kept[-1] == top else (*kept, top)
+
+
+def runtime_settings(engine: str, max_num_seqs: int, max_num_tokens: int) -> dict[str, Any]:
+    """How a row's runtime ran its steps (`EngineConfig` fields), by its engine label
+    (sources: docs/aic_measurement.md section 15). trtllm-bench on the PyTorch backend (v1.0):
+    padded CUDA graphs of `TRTLLM_BENCH_GRAPH_SIZES` and the overlap scheduler (the preset's).
+    The C++ runtime (every other row) had neither: no CUDA graphs (`cuda_graph_mode` False in
+    trtllm-bench's engine path, gptManagerBenchmark and gptSessionBenchmark). Its TensorRT
+    engine enqueues its fused kernels from C++ ahead of the GPU, not kernel by kernel from
+    Python, so its decode steps are priced at their own size without the eager launch cost
+    (priced eager and refitted, the online ITL went from 9.7 to 37 % MdAPE)."""
     if "PyTorch backend" in engine:
-        return {"cudagraph_padding": True, "max_cudagraph_capture_size": max_num_seqs}
+        sizes = pytorch_graph_sizes(TRTLLM_BENCH_GRAPH_SIZES, max_num_seqs, max_num_tokens)
+        return {"cudagraph_padding": True, "cudagraph_capture_sizes": sizes}
     every = tuple(range(1, max_num_seqs + 1))
-    return {"cudagraph_mode": "FULL_DECODE_ONLY", "cudagraph_capture_sizes": every}
+    return {"cudagraph_mode": "FULL_DECODE_ONLY", "cudagraph_capture_sizes": every,
+            "cudagraph_padding": False, "overlap_scheduler": False}  # fmt: skip
 
 
 def _bench_spec(base: dict[str, Any], osl: int, engine: str) -> PredictSpec:
@@ -283,7 +304,7 @@ def _bench_spec(base: dict[str, Any], osl: int, engine: str) -> PredictSpec:
             "max_num_seqs": max_seqs,
             "max_num_batched_tokens": max_tokens,
             "gpu_memory_utilization": utilization,
-            **_cuda_graphs(engine, max_seqs),
+            **runtime_settings(engine, max_seqs, max_tokens),
         }
     )
 

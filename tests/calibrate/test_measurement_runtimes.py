@@ -1,0 +1,105 @@
+"""Each `measurements.csv` row runs as its runtime ran it (`calibrate.measurements.
+runtime_settings`): trtllm-bench on the PyTorch backend with padded CUDA graphs of its
+table's sizes and the overlap scheduler (the `trtllm` preset's); the C++ runtime without
+the overlap scheduler, its TensorRT engine's decode steps at their own size, not eager."""
+
+from __future__ import annotations
+
+import pytest
+
+from llmsizer.calibrate.measurements import (
+    TRTLLM_BENCH_GRAPH_SIZES,
+    Measurement,
+    load_measurements,
+    map_row,
+    pytorch_graph_sizes,
+    runtime_settings,
+)
+from llmsizer.instance import make_instance
+from llmsizer.sim import EngineConfig
+from tests.calibrate.test_calibration import csv_row
+from tests.conftest import shared_path
+
+CSV = shared_path("calibration", "measurements.csv")
+PYTORCH = "TensorRT-LLM (PyTorch backend, trtllm-bench)"
+
+
+def test_the_trtllm_preset_runs_the_overlap_scheduler_as_the_pytorch_backend_does() -> None:
+    assert EngineConfig(engine="trtllm").overlap_scheduler
+    assert not EngineConfig(engine="trtllm", overlap_scheduler=False).overlap_scheduler
+    assert not EngineConfig(engine="vllm").overlap_scheduler
+
+
+@pytest.mark.parametrize(
+    ("max_batch_size", "max_num_tokens", "sizes"),
+    [
+        (1024, 8192, (1, 2, 4, 8, 16, 32, 64, 128, 256, 384, 512, 1024)),  # a listed size
+        (640, 8192, (1, 2, 4, 8, 16, 32, 64, 128, 256, 384, 512, 640)),  # past 512: padded to 640
+        (3000, 2048, (1, 2, 4, 8, 16, 32, 64, 128, 256, 384, 512, 1024, 2048)),  # token-bound
+    ],
+)
+def test_pytorch_graph_sizes_stop_at_the_largest_decode_batch(
+    max_batch_size: int, max_num_tokens: int, sizes: tuple[int, ...]
+) -> None:
+    got = pytorch_graph_sizes(TRTLLM_BENCH_GRAPH_SIZES, max_batch_size, max_num_tokens)
+    assert got == sizes
+
+
+def test_a_pytorch_backend_row_pads_its_graphs_and_overlaps_its_steps() -> None:
+    settings = runtime_settings(PYTORCH, 896, 8192)
+    assert settings["cudagraph_padding"] is True
+    assert settings["cudagraph_capture_sizes"][-3:] == (384, 512, 896)
+    assert "overlap_scheduler" not in settings  # the preset's: on
+    assert "cudagraph_mode" not in settings  # the engine's: decode-only batches
+
+
+@pytest.mark.parametrize(
+    "engine",
+    [
+        "TensorRT-LLM",
+        "TensorRT-LLM + Triton tensorrtllm_backend",
+        "TensorRT-LLM (gptSessionBenchmark, static batching)",
+    ],
+)
+def test_a_cpp_runtime_row_runs_without_overlap_and_its_decode_steps_as_built(
+    engine: str,
+) -> None:
+    settings = runtime_settings(engine, 256, 8192)
+    assert settings["overlap_scheduler"] is False
+    assert settings["cudagraph_capture_sizes"] == tuple(range(1, 257))
+    assert settings["cudagraph_padding"] is False
+
+
+def test_a_v1_row_becomes_an_instance_with_the_tables_graphs() -> None:
+    row = csv_row(source_id="TRTLLM_PERF_v1.0", engine=PYTORCH)
+    m = map_row(row)
+    assert isinstance(m, Measurement)
+    engine = m.spec.engine
+    assert engine.overlap_scheduler
+    graphs = make_instance(m.spec).step.cuda_graphs
+    assert graphs.padding
+    assert graphs.max_capture_size == min(engine.max_num_seqs, engine.max_num_batched_tokens)
+    assert graphs.run(100, decode_only=True) == (128, False)  # padded, replayed
+    assert graphs.run(100, decode_only=False)[1]  # a step with prompt work: eager
+
+
+@pytest.mark.shared
+def test_every_row_runs_with_its_own_runtimes_settings() -> None:
+    """Row by row: the v1.0 table (trtllm-bench, PyTorch backend) overlaps and pads; every
+    other TensorRT-LLM row (the C++ runtime) does not overlap, and its decode steps run at
+    their own size without the eager launch cost."""
+    data = load_measurements(CSV)
+    runtimes = {"pytorch": 0, "cpp": 0}
+    for m in data.measurements:
+        engine = m.spec.engine
+        graphs = make_instance(m.spec).step.cuda_graphs
+        if m.source_id == "TRTLLM_PERF_v1.0":
+            runtimes["pytorch"] += 1
+            assert engine.overlap_scheduler, m.row_id
+            assert graphs.padding and graphs.run(1, decode_only=True) == (1, False), m.row_id
+        else:
+            runtimes["cpp"] += 1
+            assert not engine.overlap_scheduler, m.row_id
+            top = engine.max_num_seqs
+            assert graphs.run(top, decode_only=True) == (top, False), m.row_id
+    assert runtimes == {"pytorch": 140, "cpp": 522}
