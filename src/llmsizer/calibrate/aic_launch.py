@@ -34,7 +34,7 @@ in the engines' wheels and the scripts at the commits named there:
   attention data parallelism (`PyExecutor._schedule`). DeepSeek with attention DP: balancing,
   `attention_dp_config` {enable_balance, timeout_iters 60, batching_wait_iters 0} (same scripts).
 
-Every row schedules one step ahead (`overlap_scheduler`; `docs/aic_measurement.md` section 12):
+Every row schedules one step ahead (`overlap_scheduler`; `docs/aic_measurement.md` section 13):
 - TensorRT-LLM: the overlap scheduler, the PyTorch backend's default (`llm_args.py`), set by
   no InferenceX script, on in AIC's generated agg configs (`cli/backends/trtllm.py` @ 961028348).
 - vLLM: async scheduling, on by default since vllm-project/vllm#27614 (issue #27679, "Async
