@@ -1,7 +1,7 @@
 """Scheduling one step ahead on the AIC rows as launched (`llmsizer.calibrate.aic_launch`):
 every TensorRT-LLM row ran the PyTorch backend, where the overlap scheduler is on by default;
-every vLLM row ran with async scheduling (the default since vllm-project/vllm#27614, set by the Llama scripts),
-every SGLang row with the overlap schedule (the default)."""
+every vLLM row with async scheduling (the default since vllm-project/vllm#27614, set by the
+Llama scripts), every SGLang row with the overlap schedule (the default)."""
 
 from __future__ import annotations
 
