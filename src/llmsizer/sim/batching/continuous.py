@@ -30,8 +30,8 @@ both are 0.
 scheduling and SGLang's overlap loop schedule one step ahead the same way): while requests
 are in flight, a request is admitted at the earliest into the second step after the one it
 arrived in (the third when it arrives as a step ends: a closed loop's next request), and a
-request that finished in a step holds its slot in the next. Off by default. With a receive
-interval too, a read takes only the requests fetched in time.
+request that finished in a step holds its slot in the next; a receive interval's reads take
+only the requests fetched. Off by default.
 
 `attention_dp` (D ranks, timeout T steps, batching wait W steps; TensorRT-LLM's
 `attention_dp_config` with `enable_balance`): the engine stands for D attention data-parallel
@@ -295,18 +295,14 @@ class ContinuousScheduler(Scheduler):
         return True
 
     def _received(self, num_steps: int) -> int:
-        """How many waiting requests (from the front) have reached the scheduler's input
-        when `num_steps` steps have started: all of them, or, with the overlap scheduler,
-        those fetched in time."""
+        """How many waiting requests (from the front) are fetched, `num_steps` steps begun."""
         if self.overlap is not None:
             return self.overlap.num_fetched(self.waiting, num_steps, bool(self.running))
         return len(self.waiting)
 
     def _readable(self) -> int:
         """How many waiting requests (from the front) the scheduler has read by this step
-        (module docstring): with both the overlap scheduler and a receive interval (SGLang's
-        overlap loop reads its socket, when the skipper lets it, before scheduling the step
-        it launches), a read takes only the requests received by then."""
+        (module docstring); a read takes those fetched by then (SGLang's overlap loop)."""
         if self.recv_interval <= 1:
             return self._received(self.num_steps)
         if self.read_next or not self.running:
