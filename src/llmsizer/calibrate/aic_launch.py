@@ -34,17 +34,9 @@ in the engines' wheels and the scripts at the commits named there:
   attention data parallelism (`PyExecutor._schedule`). DeepSeek with attention DP: balancing,
   `attention_dp_config` {enable_balance, timeout_iters 60, batching_wait_iters 0} (same scripts).
 
-Every row schedules one step ahead (`overlap_scheduler`; `docs/aic_measurement.md` section 13):
-- TensorRT-LLM: the overlap scheduler, the PyTorch backend's default (`llm_args.py`), set by
-  no InferenceX script, on in AIC's generated agg configs (`cli/backends/trtllm.py` @ 961028348).
-- vLLM: async scheduling, on by default since vllm-project/vllm#27614 (issue #27679, "Async
-  Scheduling Plan"; `async_scheduling` None enables it in the 0.17 and 0.19 wheels' `vllm.py`),
-  set explicitly by the Llama-3.3-70B scripts (`async-scheduling: true`, @ c198b20e): the
-  engine core's `step_with_batch_queue` schedules and launches step n + 1 before it blocks on
-  step n's output, and reads its input queue between the two.
-- SGLang: the overlap schedule (`disable_overlap_schedule` False in `server_args.py`, set by no
-  InferenceX script): `Scheduler.event_loop_overlap` receives requests, schedules and launches
-  batch k, then processes batch k - 1's result.
+Every row schedules one step ahead (`overlap_scheduler`, `docs/aic_measurement.md` section 13):
+TensorRT-LLM's overlap scheduler (`llm_args.py`), vLLM's async scheduling (vllm-project/vllm#27614)
+and SGLang's overlap schedule: each engine's default, turned off by no InferenceX script.
 Memory fractions, each in its engine's meaning (`llmsizer.perf.memory.MemoryRule`): vLLM
 Kimi-K2.5 INT4 `--gpu-memory-utilization 0.95`; SGLang DeepSeek-R1/V3 FP8
 `--mem-fraction-static` 0.82 at TP8 and 0.95 at TP4, NVFP4 0.85, Qwen3.5 0.82, GLM-5 0.85;
