@@ -10,7 +10,8 @@ no fit: its leave-one-GPU-out factors are the shipped ones) are simulated once.
 - **shipped**: the row's (engine, architecture) fit on the aggregated rows, else the
   engine's general fit, as `Recorded.shipped` prices the aggregated rows;
 - **leave one GPU out / leave one model out**: the factors fitted on the aggregated rows of
-  its group without its GPU (model), as `Recorded.leave_one_out` fits each fold; a group
+  its group without its GPU (model), as `Recorded.leave_one_out` fits each fold (with too
+  few of them, the engine's rows of every architecture: `Recorded.fold_rows`); a group
   of an architecture whose fits do not ship (Hopper) uses the engine's general fit.
 """
 
@@ -30,7 +31,7 @@ from validate_aic import METRICS, say, summary_line, table
 
 from llmsizer.calibrate.aic import AicSkipped
 from llmsizer.calibrate.aic_disagg import AicDisaggCase, load_aic_disagg, predict_disagg
-from llmsizer.calibrate.aic_fit import MIN_FIT_ROWS, Recorded, is_aic, ships
+from llmsizer.calibrate.aic_fit import Recorded, ships
 from llmsizer.calibrate.fit import FitResult
 from llmsizer.instance import DeploymentSpec
 from llmsizer.perf import EfficiencyFactors
@@ -93,10 +94,10 @@ class Folds:
         key = (*group, by, value)
         if key not in self.memo:
             idx = self.groups[group]
-            train = [i for i in idx if getattr(self.recorded.cases[i], by) != value]
-            if len(train) == len(idx):  # nothing of it in the fit: the group's own fit
-                self.memo[key] = self.shipped(case)
-            elif sum(is_aic(self.recorded.cases[i]) for i in train) < MIN_FIT_ROWS:
+            train = self.recorded.fold_rows(idx, lambda c: str(getattr(c, by)), value)
+            if all(getattr(self.recorded.cases[i], by) != value for i in idx):
+                self.memo[key] = self.shipped(case)  # nothing of it held out: the group's fit
+            elif not train:
                 self.memo[key] = calibrated_efficiency(case.backend)  # as leave_one_out
             else:
                 say(f"fitting {group} without {by} {value} ({len(train)} rows)")

@@ -6,6 +6,7 @@ stay within 2x of the plan before it) and on `llama3_8b_3gpus` (issue 13: `plan`
 
     .venv/bin/python bench/plan_speed.py [--no-levers | --levers-cost [--repeat N]]
         [--workers N] [NAME ...]
+    .venv/bin/python bench/plan_speed.py --by-kind [--no-levers] [NAME ...]
     .venv/bin/python bench/plan_speed.py --cli [--repeat K] [PYTHONPATH ...]
 
 `--no-levers` leaves out the "what each lever buys" search (`search.levers: false`), to
@@ -13,6 +14,9 @@ separate its cost from the rest of the plan's. `--levers-cost` runs each example
 and prints the lever table's cost (issue 11: at most 2x): engine steps and CPU seconds with
 the table over without it; `--repeat N` runs N pairs interleaved and gives the median CPU
 and the spread of the pairs' ratios (CPU on a shared machine moves +-20 % run to run).
+`--by-kind` runs one plan of each example and prints where its engine steps went: per part
+(the lever table's searches, or the rest of the plan), configuration, and kind of run
+(capacity, plain, watched for an early stop; speculating), the most first.
 
 Each example runs in this process once, after the catalogs are loaded; prints one row per
 example: wall and CPU seconds (the machine may be shared: compare CPU seconds),
@@ -32,6 +36,7 @@ process and its workers), the fastest of each, and the load average before and a
 
 from __future__ import annotations
 
+import importlib
 import os
 import resource
 import statistics
@@ -39,6 +44,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +55,8 @@ from llmsizer.sizing.inputs import usecase_from_mapping
 from llmsizer.sizing.plan import plan
 from llmsizer.specs import get_gpu, get_model
 from llmsizer.sweep import open_sweep, usable_cpus
+
+plan_module = importlib.import_module("llmsizer.sizing.plan")  # the module, not `plan`
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "sizing"
 NAMES = ("llama3_8b_3gpus", "llama3_8b_h100", "nemo43b_dgx_h100", "azure_chat_llama31_70b")
@@ -67,29 +75,89 @@ def usecase_data(name: str) -> dict[str, Any]:
     return data
 
 
-def count_steps() -> list[int]:
-    """Make every probe's simulation add its engine steps to the list returned (one total):
-    whole runs, and runs watched for an early stop (`sizing.early_stop`) as far as they ran."""
-    steps = [0]
-    run, watched = probe.run_instance, probe.run_watched
+class StepCount:
+    """Engine steps of every probe's simulation in this process: `total`, and `by_kind`
+    keyed by (part of the plan, configuration, kind of run): the part is `levers` inside
+    the lever table, else `plan`; the kind is `capacity` (all requests at t = 0), `plain`
+    (a whole Poisson run), or `watched` (a run watched for an early stop,
+    `sizing.early_stop`, counted as far as it ran), with `speculating` added for probes of
+    speculative decoding (their steps are verify steps)."""
 
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        result = run(*args, **kwargs)
-        steps[0] += result.steps.num_steps
-        return result
+    def __init__(self) -> None:
+        self.total = 0
+        self.by_kind: Counter[tuple[str, str, str]] = Counter()
+        self.part = "plan"
+        self.probe: probe.Probe | None = None  # the probe whose `_point` is running
+
+    def add(self, of: probe.Probe | None, kind: str, num_steps: int) -> None:
+        self.total += num_steps
+        label = "?" if of is None else of.instance.spec.label()
+        if of is not None and of.speculative is not None:
+            kind += ", speculating"
+        self.by_kind[self.part, label, kind] += num_steps
+
+    def reset(self) -> None:
+        self.total, self.by_kind = 0, Counter()
+
+
+def count_steps() -> StepCount:
+    """Make every probe's simulation add its engine steps to the count returned: whole
+    runs, and runs watched for an early stop as far as they ran (`StepCount`)."""
+    count = StepCount()
+    point, watched = probe.Probe._point, probe.run_watched
+    table = plan_module.lever_table
+
+    def counted(run: Any) -> Any:
+        def counted_run(self: probe.Probe, arrival_s: Any) -> Any:
+            result = run(self, arrival_s)
+            kind = "capacity" if not arrival_s.any() else "plain"
+            count.add(self, kind, result.steps.num_steps)
+            return result
+
+        return counted_run
+
+    def counted_point(self: probe.Probe, *args: Any, **kwargs: Any) -> Any:
+        count.probe = self
+        try:
+            return point(self, *args, **kwargs)
+        finally:
+            count.probe = None
 
     def counted_watched(*args: Any, **kwargs: Any) -> Any:
         result, stopped = watched(*args, **kwargs)
-        steps[0] += result.steps.num_steps
+        count.add(count.probe, "watched", result.steps.num_steps)
         return result, stopped
 
-    probe.run_instance = counted  # type: ignore[assignment]
+    def counted_table(*args: Any, **kwargs: Any) -> Any:
+        count.part = "levers"
+        try:
+            return table(*args, **kwargs)
+        finally:
+            count.part = "plan"
+
+    probe.Probe._simulate = counted(probe.Probe._simulate)  # type: ignore[method-assign]
+    if hasattr(probe.Probe, "_run_in_steps"):  # a speculating capacity run (an earlier `src`: none)
+        probe.Probe._run_in_steps = counted(probe.Probe._run_in_steps)  # type: ignore[method-assign]
+    probe.Probe._point = counted_point  # type: ignore[method-assign]
     probe.run_watched = counted_watched  # type: ignore[assignment]
-    return steps
+    plan_module.lever_table = counted_table  # type: ignore[assignment]
+    return count
+
+
+def by_kind(names: list[str], count: StepCount, levers: bool) -> None:
+    """One plan of each example: its engine steps by part, configuration and kind of run
+    (`StepCount`), the most first, with each row's share of the plan's steps."""
+    for name in names:
+        timed(name, levers, count)
+        print(f"{name}: {count.total:,} engine steps")
+        print(f"  {'part':<7} {'configuration':<44} {'kind':<22} {'steps':>10} {'share':>6}")
+        for (part, label, kind), n in count.by_kind.most_common():
+            share = n / count.total
+            print(f"  {part:<7} {label:<44} {kind:<22} {n:>10,} {share:>6.1%}")
 
 
 def timed(
-    name: str, levers: bool, steps: list[int], workers: int = 1
+    name: str, levers: bool, steps: StepCount, workers: int = 1
 ) -> tuple[Any, float, float, int]:
     """A plan of `name` (with or without the lever table) on `workers` processes: result,
     wall s, CPU s (this process and its workers), steps (this process's)."""
@@ -97,10 +165,11 @@ def timed(
     if not levers:
         data["search"] = {**data.get("search", {}), "levers": False}
     usecase = usecase_from_mapping(data)
-    start, cpu, steps[0] = time.perf_counter(), _cpu_s(), 0
+    steps.reset()
+    start, cpu = time.perf_counter(), _cpu_s()
     with open_sweep(workers) as sweep:
         result = plan(usecase, sweep=sweep)
-    return result, time.perf_counter() - start, _cpu_s() - cpu, steps[0]
+    return result, time.perf_counter() - start, _cpu_s() - cpu, steps.total
 
 
 def _cpu_s() -> float:
@@ -138,7 +207,7 @@ def cli(repeat: int, others: list[str]) -> None:
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
-def levers_cost(names: list[str], steps: list[int], repeats: int = 1) -> None:
+def levers_cost(names: list[str], steps: StepCount, repeats: int = 1) -> None:
     """Each example without and with the lever table, `repeats` pairs interleaved (the
     order alternating, so a machine's load drifting hits both alike): engine steps (exact)
     and CPU seconds (`time.process_time`, median of the pairs), and the ratios; with
@@ -172,19 +241,20 @@ def _option(args: list[str], flag: str, default: int) -> tuple[int, list[str]]:
 
 def main(args: list[str]) -> None:
     workers, args = _option(args, "--workers", 1)
-    repeat, args = _option(args, "--repeat", 5)
+    repeat, args = _option(args, "--repeat", 0)  # 0: the mode's default
     levers = "--no-levers" not in args
     names = [a for a in args if not a.startswith("--")]
     os.chdir(EXAMPLES)
     if "--cli" in args:
-        cli(repeat, names)
+        cli(repeat or 5, names)
         return
     get_gpu("h100-sxm"), get_model("llama-3-8b")  # catalogs loaded before timing
     steps = count_steps()
+    if "--by-kind" in args:
+        by_kind(names or list(NAMES), steps, levers)
+        return
     if "--levers-cost" in args:
-        repeats = int(args[args.index("--repeat") + 1]) if "--repeat" in args else 1
-        names = [n for n in names if not n.isdigit()]
-        levers_cost(names or list(NAMES), steps, repeats)
+        levers_cost(names or list(NAMES), steps, repeat or 1)
         return
     head = f"{'example':<26} {'wall s':>8} {'CPU s':>8} {'configs':>8} {'points':>7}"
     print(f"{head} {'steps':>10}   (workers: {workers})")

@@ -8,7 +8,7 @@ the factors that ship for it (`calibrated_efficiency(engine, architecture)`), an
 with its measured mean TTFT and TPOT: the simulated mean (its `first_token_delay_s` included),
 the first wave's (the requests that arrive together at the start, on an idle engine) mean
 TTFT and its share of the mean, and a later request's mean wait (arrival to admission) and
-prompt step (admission to first token). docs/aic_measurement.md section 13 quotes it.
+prompt step (admission to first token). docs/aic_measurement.md section 14 quotes it.
 """
 
 from __future__ import annotations

@@ -75,7 +75,11 @@ BUDGET = {
     "perf": 2600  # + 150: CUDA graphs in the step cost, per engine with sources (issue 10,
     # cuda_graphs.py), and speculating steps priced without a batch, in quiet runs, the
     # drafter's passes reused (issue 11, verify_step.py): about 225 lines each, in the slack
-    + 150,
+    + 150
+    # + 75: the sparse-attention indexer's fixed time and replicated weights, the W4A16
+    # experts' dequantisation: two kinds of work with their factors and priors' sources
+    # (issue 10, kernels9)
+    + 75,
     "sim": 1760  # + 110: decode-only steps in a row and their compact step log (issue 13)
     # + 50: delay batching in the continuous scheduler (merged from main, unbudgeted there)
     # + 120: quiet decode runs priced at once, a refused first waiting request kept on the
@@ -122,12 +126,15 @@ BUDGET = {
     # + 95: speculating probes watched for early stops and bounded before their capacity
     # runs, as plain ones are, and the bound's floor of all the run's work, prompts too
     # (issue 11, the lever table within 2x in CPU)
+    # + 25: the lever table's branch and bound ordered by what each next probe tests
+    # (`RateSearch.next_rate`), speculating capacity runs read in verify steps (issue 11)
     + 120
     + 895
     + 145
     + 135
     + 205
-    + 95,
+    + 95
+    + 25,
     "calibrate": 3350  # + AIC launch settings, per-architecture fit, layouts read as launched
     # + disaggregated AIC rows (issue 12)
     # + 20: a sweep (local processes or Ray) records the schedules; fits name the fit extra
@@ -161,7 +168,13 @@ BUDGET = {
     # + 205: the AIC fit's prior as data (aic_prior: sigmas around the general fit, weights),
     # chosen per fold by a nested leave one model out, fits shared between folds; the fit's
     # per-factor sigmas, target weights and data-only robust loss (issue 10, fitprior8)
-    + 205,
+    + 205
+    # + 10: the step features' columns for the sparse-attention indexer and the W4A16
+    # experts' dequantisation, fitted as kinds of work (issue 10, kernels9)
+    + 10
+    # + 30: a thin cross-validation fold fits on the engine's rows of its other
+    # architectures (aic_fit.fold_rows, issue 10, trt9)
+    + 30,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run

@@ -26,6 +26,8 @@ CONFIGS = [
     ("mistral-7b", "l40s", "fp8", 1, 1),  # sliding window
     ("deepseek-v3", "b200", "fp8", 8, 1),  # MLA, shared experts
     ("gpt-oss-20b", "h100-sxm", "mxfp4", 1, 1),
+    ("glm-5", "b200", "fp8", 8, 1),  # sparse-attention indexer
+    ("kimi-k2.5", "b200", "int4_g32", 8, 1),  # weight-only experts
 ]
 
 

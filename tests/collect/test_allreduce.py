@@ -101,3 +101,14 @@ def test_the_ranks_are_checked_before_any_timing() -> None:
     gpu = Device(torch.device("cuda", 0), "GPU", 1e9, None, "hopper")
     with pytest.raises(ValueError, match=f"allowed: 1 to the {gpus} GPUs this machine has"):
         _ranks(gpu, gpus + 1)
+
+
+def test_a_spent_time_budget_still_times_the_two_sizes_a_line_needs() -> None:
+    """With no time left after the first size (a loaded machine), the smallest and the
+    largest message are still timed, so `fit_allreduce` has a line and not a point."""
+    timings = time_allreduce(
+        2, 64, (1, 4, 16, 64), device_type="cpu", warmup=0, repeats=1, seconds=0.0
+    )
+    assert sorted(t.tokens for t in timings) == [1, 64]
+    fit = fit_allreduce(timings)
+    assert fit.num_rows == 2 and 0 < fit.bus_bytes_per_s < math.inf

@@ -1,7 +1,7 @@
 """The routed experts' compute efficiency is a prompt-side factor: a decode step reads the
 experts' weights (memory-bound), a prompt step of thousands of tokens multiplies them; the
 AIC fit fits it in every group (`calibrate.aic_fit.PROMPT`, docs/aic_measurement.md
-section 13)."""
+section 14)."""
 
 import pytest
 

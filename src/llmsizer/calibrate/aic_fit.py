@@ -21,12 +21,17 @@ every fold then re-prices the recorded steps (`llmsizer.calibrate.replay`), whic
   only: the accuracy is reported on the AIC rows, and a fold that holds a GPU out holds
   its measurement rows out too.
 - **Cross-validation.** For each group and each GPU (model) in it, the factors are fitted on
-  the group's other GPUs (models) and the held-out rows predicted with them. A group with
-  nothing left to fit on predicts with the engine's general fit: what a user of an unseen
-  GPU generation gets; so does a fold left with fewer than `MIN_FIT_ROWS` AIC rows (ten
-  factors on two rows fit the rows, not the engine). Groups whose fits do not ship are
-  scored with that general fit throughout. What ships is named by architecture or by
-  group (`ships`): `blackwell` ships every engine's Blackwell fit, `vllm:hopper` one group.
+  the group's other GPUs (models) and the held-out rows predicted with them. A fold left
+  with fewer than `MIN_FIT_ROWS` AIC rows (ten factors on two rows fit the rows, not the
+  engine) but some fits on the engine's rows of every architecture without the held-out
+  value (`fold_rows`; TensorRT-LLM's B200 held out leaves 2 GB200 rows: its H100 rows
+  join them): the factors are fractions of each GPU's peaks and those rows were measured
+  the same way. A fold left with none (vLLM's H100, its only Hopper GPU) is a generation
+  never seen and gets what a user of one gets, the engine's general fit
+  (`docs/aic_measurement.md` section 13: pooling there took vLLM's H100 from 16 to 62 %
+  TTFT). Groups whose fits do not ship are scored with that general fit throughout. What
+  ships is named by architecture or by group (`ships`): `blackwell` ships every engine's
+  Blackwell fit, `vllm:hopper` one group.
 """
 
 from __future__ import annotations
@@ -51,15 +56,18 @@ from llmsizer.sweep import Sweep
 
 METRICS = ("mean_ttft_ms", "mean_tpot_ms")
 ROBUST_SCALE = 0.3  # log errors beyond ~35 % cost linearly (soft L1)
-# the general factors; the experts' GEMM at prompt sizes (docs/aic_measurement.md section 13);
+# the general factors; the experts' GEMM at prompt sizes (docs/aic_measurement.md section 14);
 # the experts' weight reads and decode attention where the prior says so (`split_sigma`); a
 # split factor is held near its parent's value in the general fit (`EfficiencyFactors`)
 PROMPT = ("experts_compute_efficiency",)
 SPLIT = ("experts_bandwidth_efficiency", "decode_attention_compute_efficiency")
-FIT = (*DEFAULT_FIT_FACTORS, "interconnect_efficiency", "first_token_delay_s", *PROMPT, *SPLIT)
+# kinds of work only some models have (GLM-5's indexer, W4A16 experts): zero elsewhere
+KINDS = ("indexer_overhead_s", "experts_dequant_efficiency")
+FIT = (*DEFAULT_FIT_FACTORS, "interconnect_efficiency", "first_token_delay_s", *KINDS, *PROMPT,
+       *SPLIT)  # fmt: skip
 Group = tuple[str, str]  # (engine, GPU architecture)
 Memo = dict[tuple[str, tuple[int, ...], FitPrior], FitResult]  # (engine, rows, prior) -> fit
-MIN_FIT_ROWS = 30  # fewer AIC rows: the engine's general fit (module docstring)
+MIN_FIT_ROWS = 30  # fewer AIC rows: the engine's other architectures (module docstring)
 
 
 def ships(group: Group, shipping: Collection[str]) -> bool:
@@ -227,6 +235,26 @@ class Recorded:
             out |= self.predict(idx, factors)
         return out
 
+    def fold_rows(
+        self,
+        group: Sequence[int],
+        held: Callable[[AicCase], str],
+        value: str,
+        min_rows: int = MIN_FIT_ROWS,
+    ) -> list[int]:
+        """The rows a fold of `group` holding out `value` fits on (module docstring): the
+        group's others; fewer than `min_rows` AIC rows but some: the engine's rows of every
+        architecture without `value`; none (the general fit) if those are too few."""
+        train = [i for i in group if held(self.cases[i]) != value]
+        left = sum(is_aic(self.cases[i]) for i in train)
+        if left >= max(min_rows, 1):
+            return train
+        if left == 0:  # a generation none of the group's rows has seen: the general fit
+            return []
+        engine = self.cases[group[0]].backend
+        wider = [i for i, c in enumerate(self.cases) if c.backend == engine and held(c) != value]
+        return wider if sum(is_aic(self.cases[i]) for i in wider) >= max(min_rows, 1) else []
+
     def leave_one_out(
         self,
         held: Callable[[AicCase], str],
@@ -238,7 +266,8 @@ class Recorded:
         memo: Memo | None = None,
     ) -> Predicted:
         """Every case predicted by factors fitted without any case sharing its `held` value
-        (its GPU, its model) in its group (module docstring); groups of other architectures
+        (its GPU, its model), on its group's other rows (or the engine's, `fold_rows`:
+        module docstring); groups of other architectures
         than `architectures` (whose fits do not ship) by the engine's general fit, which saw
         none of these rows. Each fold's prior is chosen among `candidates` on the fold's
         training rows (`choose`: nested, never on the held-out rows). `folds` and `chosen`,
@@ -252,8 +281,8 @@ class Recorded:
                 continue
             for value in sorted({held(self.cases[i]) for i in idx}):
                 test = [i for i in idx if held(self.cases[i]) == value]
-                train = [i for i in idx if held(self.cases[i]) != value]
-                enough = sum(is_aic(self.cases[i]) for i in train) >= max(min_rows, 1)
+                train = self.fold_rows(idx, held, value, min_rows)
+                enough = bool(train)
                 prior = self.choose(train, engine, candidates, memo) if enough else candidates[0]
                 factors = (
                     self.fitted(train, engine, prior, memo).factors

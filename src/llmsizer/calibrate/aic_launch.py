@@ -34,7 +34,7 @@ in the engines' wheels and the scripts at the commits named there:
   attention data parallelism (`PyExecutor._schedule`). DeepSeek with attention DP: balancing,
   `attention_dp_config` {enable_balance, timeout_iters 60, batching_wait_iters 0} (same scripts).
 
-Every row schedules one step ahead (`overlap_scheduler`, `docs/aic_measurement.md` section 13):
+Every row schedules one step ahead (`overlap_scheduler`, `docs/aic_measurement.md` section 14):
 TensorRT-LLM's overlap scheduler (`llm_args.py`), vLLM's async scheduling (vllm-project/vllm#27614)
 and SGLang's overlap schedule: each engine's default, turned off by no InferenceX script.
 Memory fractions, each in its engine's meaning (`llmsizer.perf.memory.MemoryRule`): vLLM

@@ -14,6 +14,7 @@ column (`column_scale`, `price`):
           + n_steps * step_overhead_s
           + n_layers * layer_overhead_s
           + n_prefill_layers * prefill_layer_overhead_s      (steps with prompt work)
+          + n_indexer_layers * indexer_overhead_s + D_w4a16 / experts_dequant_efficiency
 
 The columns are the `StepTerms` in order: C_p and M_p are part p's compute and memory times
 at 100 % of peak, L the bandwidth time of all the step's all-reduces or sends at full link
@@ -66,6 +67,8 @@ _FACTOR_OF: dict[str, str] = {
     "step_overhead_s": "step_overhead_s",
     "layers_overhead_s": "layer_overhead_s",
     "prefill_layers_overhead_s": "prefill_layer_overhead_s",
+    "indexer_overhead_s": "indexer_overhead_s",
+    "experts_dequant_s": "experts_dequant_efficiency",
 }
 FEATURES = StepTerms._fields
 NUM_FEATURES = len(FEATURES)
@@ -96,6 +99,8 @@ _UNIT = EfficiencyFactors(
     layer_overhead_s=_UNIT_S,
     prefill_layer_overhead_s=_UNIT_S,
     step_overhead_s=_UNIT_S,
+    indexer_overhead_s=_UNIT_S,
+    experts_dequant_efficiency=1.0,
 )
 
 

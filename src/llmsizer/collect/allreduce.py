@@ -97,7 +97,8 @@ def time_allreduce(
 ) -> list[Timing]:
     """Median seconds of an all-reduce of `hidden_size x t` BF16 values over `num_ranks`
     processes for each `t` of `tokens` (coarse to fine, until `seconds` from the start of
-    the first, always the first)."""
+    the first, always the first two: the smallest and largest message, so that
+    `fit_allreduce` has a line to fit however slow the machine is)."""
     if num_ranks < 2:
         raise ValueError(f"an all-reduce needs 2 or more devices, not {num_ranks}")
     if device_type == "cuda" and num_ranks > torch.cuda.device_count():
@@ -188,7 +189,7 @@ def _time_sizes(job: _Job, device: torch.device) -> list[tuple[int, float]]:
     medians = []
     rank = dist.get_rank()
     for n, tokens in enumerate(job.tokens):
-        if n:  # rank 0's clock decides for all
+        if n >= 2:  # rank 0's clock decides for all, after the two a line needs
             go.fill_(1.0 if time.perf_counter() < deadline else 0.0)
             dist.broadcast(go, src=0)
             if go.item() == 0.0:

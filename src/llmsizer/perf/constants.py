@@ -63,6 +63,8 @@ class StepConstants:
     expert_weight_bytes: float
     expert_flops_per_token: float
     expert_act_bytes_per_token: float
+    expert_dequant_bytes: float
+    experts_dequant_bytes_per_s: float
     lm_head_weight_bytes: float
     lm_head_flops_per_seq: float
     lm_head_bytes_per_seq: float
@@ -80,6 +82,7 @@ class StepConstants:
     step_overhead_s: float
     layers_overhead_s: float
     prefill_layers_overhead_s: float
+    indexer_overhead_s: float
     stage_fraction: float
 
 
@@ -119,7 +122,9 @@ def build_constants(d: Deployment, eff: EfficiencyFactors) -> StepConstants:
         experts_bytes_per_s=d.gpu.hbm_bytes_per_s * eff.value("experts_bandwidth_efficiency"),
         decode_attention_flops_per_s=d.attention_flops_per_s
         * eff.value("decode_attention_compute_efficiency"),
-        dense_weight_bytes=m.dense_linear_params * w / tp + router_params * _UNQUANTIZED_BYTES,
+        dense_weight_bytes=m.dense_linear_params * w / tp
+        + router_params * _UNQUANTIZED_BYTES
+        + _replicated_indexer_params(d) * w,
         dense_flops_per_token=2.0 * (m.dense_linear_params / tp + router_params),
         dense_act_bytes_per_token=act * _dense_gemm_act_elements(d),
         num_moe_layers=m.num_moe_layers,
@@ -128,6 +133,9 @@ def build_constants(d: Deployment, eff: EfficiencyFactors) -> StepConstants:
         experts_per_rank=0.0 if ep == 1 else float(d.experts_on_busiest_rank),
         expert_max_z=expected_max_normal(ep),
         expert_weight_bytes=m.expert_params * w / moe_tp,
+        # weight-only experts dequantise what they read (`EfficiencyFactors`)
+        expert_dequant_bytes=m.expert_params * w / moe_tp if d.precision.is_weight_only else 0.0,
+        experts_dequant_bytes_per_s=d.gpu.hbm_bytes_per_s * eff.experts_dequant_efficiency,
         expert_flops_per_token=2.0 * top_k * m.expert_params / world,
         # per routed copy: read h, write 2I/moe_tp (gate, up), read I/moe_tp, write h; under
         # expert parallelism a rank serves 1/ep of the copies
@@ -154,6 +162,7 @@ def build_constants(d: Deployment, eff: EfficiencyFactors) -> StepConstants:
         step_overhead_s=eff.step_overhead_s,
         layers_overhead_s=m.num_layers * eff.layer_overhead_s,
         prefill_layers_overhead_s=m.num_layers * eff.prefill_layer_overhead_s,
+        indexer_overhead_s=_indexer_layers(d) * eff.indexer_overhead_s,
         stage_fraction=math.ceil(m.num_layers / pp) / m.num_layers,
     )
 
@@ -175,6 +184,24 @@ def _collectives(d: Deployment, eff: EfficiencyFactors) -> tuple[int, float, flo
     hops = (d.allreduce_hops(world) + d.allreduce_hops(tp)) / per_layer
     seconds = (per_token_s(world, dp) + per_token_s(tp, 1)) / per_layer
     return per_layer * m.num_layers, hops, seconds
+
+
+def _indexer_layers(d: Deployment) -> int:
+    """Layers with a sparse-attention indexer: every softmax layer of a DSA model."""
+    return 0 if d.model.sparse_attention is None else d.model.num_kv_cache_layers
+
+
+def _replicated_indexer_params(d: Deployment) -> float:
+    """Indexer weights each GPU reads beyond its 1 / tp share: the indexer's projections are
+    replicated on every tensor-parallel rank, not sharded (SGLang `nsa_indexer.py`,
+    `Indexer`: `ReplicatedLinear` wq_b, wk, weights_proj), while `dense_linear_params`
+    counts them with the attention, split over tp."""
+    m = d.model
+    if m.sparse_attention is None or m.mla is None:
+        return 0.0
+    per_layer = m.sparse_attention.projection_params(m.hidden_size, m.mla.q_lora_rank)
+    tp = d.tensor_parallel_size
+    return _indexer_layers(d) * per_layer * (1.0 - 1.0 / tp)
 
 
 def _decode_flops_per_pair(d: Deployment) -> float:

@@ -52,6 +52,28 @@ calibration set by `bench/validate_perf.py --fit`. The priors:
     (FlashAttention): MLA's absorbed decode is compute-bound (FlashMLA README: up to 660
     TFLOPS of H800's 989 dense BF16, 0.67), and GQA decode at long context reaches its
     own fraction.
+- `indexer_overhead_s` 100 us: the fixed time, per step, of one layer's DeepSeek Sparse
+  Attention indexer (GLM-5, DeepSeek-V3.2), which runs in every such layer besides the MLA
+  attention and which no byte or FLOP count of it explains at small batch: its own
+  projections, key norm, rotary, Hadamard rotations and FP8 quantisation of q and k, the
+  index-cache store, DeepGEMM's `fp8_paged_mqa_logits` over the whole context and a top-k
+  over the logits, some 15 small kernels (SGLang `layers/attention/nsa/nsa_indexer.py`,
+  `Indexer`). The prior is SGLang's own measurement of the logits and top-k alone: 0.098 ms
+  at 1 sequence of 4k context, 0.117 ms at 8, 0.143 ms at 32 on H200 (DeepSeek-V3.2's 64
+  index heads; sgl-project/sglang `layers/attention/nsa/hisa/benchmarks/_results/
+  2026-04-20_h200.md`, "baseline"). The bytes it reads (the FP8 index keys) are priced with
+  the KV cache, as decode attention reads it.
+- `experts_dequant_efficiency` 0.5: routed experts stored weight-only in 4 bits (W4A16:
+  `Precision.is_weight_only`, Kimi-K2.5's INT4 checkpoint) run a grouped GEMM that
+  dequantises each weight to BF16 in its inner loop (vLLM: Marlin MoE, the Triton
+  `fused_moe` int4 path, or FlashInfer's TRT-LLM MxInt4 MoE on Blackwell with
+  `VLLM_USE_FLASHINFER_MOE_INT4`), and reaches a smaller fraction of HBM bandwidth than
+  the 8- and 4-bit float kernels. Priced as an extra pass over the expert weight bytes read
+  at this fraction of HBM peak, added to the experts' roofline time. The prior: vLLM's two
+  Triton MoE kernels of a Kimi-K2 (W4A16) decode step at TP8 and 16 clients took 234 us
+  on H200 against 109 us for DeepSeek-V3.1's FP8 ones (vllm-project/vllm issue 32832,
+  2026-01-22), i.e. ~340 MB of INT4 expert weights per GPU at 1.46 TB/s, 0.30 of the
+  H200's 4.8 TB/s; with the experts' bandwidth prior 0.75, 1 / 0.30 - 1 / 0.75 = 1 / 0.5.
 - `first_token_delay_s` 0: time the serving front end adds to each stream's first chunk and
   the engine never spends: HTTP and tokenisation before the request reaches the scheduler,
   detokenisation and a stream interval after (`llmsizer.sim.delivery`). Not a step cost;
@@ -126,6 +148,8 @@ class EfficiencyFactors:
     experts_compute_efficiency: float | None = None  # None: gemm_compute_efficiency
     experts_bandwidth_efficiency: float | None = None  # None: gemm_bandwidth_efficiency
     decode_attention_compute_efficiency: float | None = None  # None: attention_compute_...
+    indexer_overhead_s: float = 100 * US
+    experts_dequant_efficiency: float = 0.5
 
     def __post_init__(self) -> None:
         for name, (low, high) in _BOUNDS.items():
@@ -185,6 +209,8 @@ _BOUNDS: Mapping[str, tuple[float, float]] = MappingProxyType(
         "experts_compute_efficiency": (0.0, 1.0),
         "experts_bandwidth_efficiency": (0.0, 1.0),
         "decode_attention_compute_efficiency": (0.0, 1.0),
+        "indexer_overhead_s": (0.0, 1_000 * US),
+        "experts_dequant_efficiency": (0.0, 1.0),
     }
 )
 

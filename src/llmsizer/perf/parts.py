@@ -14,12 +14,14 @@ def stage_interval_s(c: StepConstants, t: StepTerms) -> float:
     layers_s = (
         max(t.linear_compute_s, t.linear_memory_s)
         + max(t.experts_compute_s, t.experts_memory_s)
+        + t.experts_dequant_s
         + max(t.prefill_attention_compute_s, t.prefill_attention_memory_s)
         + max(t.decode_attention_compute_s, t.decode_attention_memory_s)
         + t.elementwise_s
         + c.num_allreduces * (t.allreduce_latency_s + t.allreduce_link_s)
         + t.layers_overhead_s
         + t.prefill_layers_overhead_s
+        + t.indexer_overhead_s
     )
     one_send_s = t.send_latency_s + t.send_link_s if c.num_pipeline_sends else 0.0
     lm_head_s = max(t.lm_head_compute_s, t.lm_head_memory_s)
@@ -36,6 +38,9 @@ def step_parts(
     layer_parts = [roofline_part(c, t, work, "linear")]
     if c.num_moe_layers:
         layer_parts.append(roofline_part(c, t, work, "experts"))
+    if t.experts_dequant_s:  # weight-only experts: their dequantisation, no HBM traffic
+        dequant = PartCost("experts_dequant", t.experts_dequant_s, 0.0, 0.0, Bound.COMPUTE)
+        layer_parts.append(dequant)
     if a.num_prefill_tokens:
         layer_parts.append(roofline_part(c, t, work, "prefill_attention"))
     if a.num_decode_seqs:
@@ -43,7 +48,9 @@ def step_parts(
     elementwise_bytes = work.elementwise_s * c.gemm_bytes_per_s
     allreduce_s = c.num_allreduces * (t.allreduce_latency_s + t.allreduce_link_s)
     send_s = c.num_pipeline_sends * (t.send_latency_s + t.send_link_s)
-    overhead_s = (t.step_overhead_s + t.layers_overhead_s) + t.prefill_layers_overhead_s
+    overhead_s = (
+        (t.step_overhead_s + t.layers_overhead_s) + t.prefill_layers_overhead_s
+    ) + t.indexer_overhead_s
     return (
         *layer_parts,
         PartCost("elementwise", t.elementwise_s, 0.0, elementwise_bytes, Bound.MEMORY),

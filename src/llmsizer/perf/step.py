@@ -6,7 +6,8 @@ sample a token, one GPU of a tensor-parallel group spends, over all layers:
     linear         max(2 P_dense T / tp / F,  (P_dense w / tp + a_lin T) / B)   weights read once
     experts        per MoE layer: max(2 k P_e T / tp / F,  (E_hit(T) P_e w / tp + a_e T) / B);
                    with expert parallelism over ep ranks, E_hit P_e w / tp becomes the
-                   busiest rank's distinct experts times P_e w / (tp / ep)
+                   busiest rank's distinct experts times P_e w / (tp / ep); weight-only
+                   (W4A16) experts add E_hit P_e w / tp / B_dequant, their dequantisation
     lm_head        max(2 V h S / tp / F16,  (V h 2 / tp + logits S) / B)
     prefill attn   max(pairs * f_pair / F_att,  (KV read + Q/O) / B_att)          causal pairs
     decode attn    max(context * f_pair / F_att,  context * kv_bytes / B_att)     reads each KV
@@ -18,6 +19,7 @@ sample a token, one GPU of a tensor-parallel group spends, over all layers:
                    the experts see all T tokens; collectives in `perf.constants`
     overhead       step_overhead + L * layer_overhead (+ L * prefill_layer_overhead when
                    the step is launched eagerly, not from a full CUDA graph: `cuda_graphs`)
+                   + L_dsa * indexer_overhead (layers with a sparse-attention indexer)
     CUDA graphs    a graphed step runs the layers' parts (not attention, not the output
                    projection) at its padded token count; without a `CudaGraphs`, decode-only
                    steps are graphed unpadded and steps with prompt work are eager
@@ -93,7 +95,7 @@ def step_terms(c: StepConstants, a: Aggregates, graphs: CudaGraphs | None = None
         if padded != t:  # every rank runs the busiest rank's graph
             run_tokens, t = padded * c.attention_dp_size, padded
     full, windowed = c.full_layers, c.window_layers
-    experts_compute_s = experts_memory_s = 0.0
+    experts_compute_s = experts_memory_s = dequant_s = 0.0
     if c.num_moe_layers:
         # expected distinct experts a layer reads (roofline.expected_experts_touched)
         touched = c.num_experts * (1.0 - c.expert_miss_per_token**tokens)
@@ -106,6 +108,9 @@ def step_terms(c: StepConstants, a: Aggregates, graphs: CudaGraphs | None = None
         experts_memory_s = c.num_moe_layers * (
             (touched * c.expert_weight_bytes + run_tokens * c.expert_act_bytes_per_token)
             / c.experts_bytes_per_s
+        )
+        dequant_s = (
+            c.num_moe_layers * touched * c.expert_dequant_bytes / c.experts_dequant_bytes_per_s
         )
     prefill_compute_s = prefill_memory_s = 0.0
     prefill_overhead_s = c.prefill_layers_overhead_s if eager else 0.0
@@ -142,6 +147,8 @@ def step_terms(c: StepConstants, a: Aggregates, graphs: CudaGraphs | None = None
         c.step_overhead_s,
         c.layers_overhead_s,
         prefill_overhead_s,
+        c.indexer_overhead_s,
+        dequant_s,
     )
 
 
@@ -149,12 +156,12 @@ def step_time_s(c: StepConstants, terms: Terms) -> float:
     """The step's latency: every part in turn, each roofline part at its longer time."""
     (lin_c, lin_m, exp_c, exp_m, head_c, head_m, pre_c, pre_m, dec_c, dec_m,
      elementwise_s, ar_link_s, ar_latency_s, send_link_s, send_latency_s,
-     step_s, layers_s, prefill_layers_s) = terms  # fmt: skip
+     step_s, layers_s, prefill_layers_s, indexer_s, dequant_s) = terms  # fmt: skip
     # `x if x >= y else y` is max(x, y) without a call: this runs once per engine step. The
     # order of the sum is kept to the bit: committed example plans hold full-precision results.
     layer_work = (
         (lin_c if lin_c >= lin_m else lin_m)
-        + (exp_c if exp_c >= exp_m else exp_m)
+        + ((exp_c if exp_c >= exp_m else exp_m) + dequant_s)
         + prefill_layers_s
         + (pre_c if pre_c >= pre_m else pre_m)
         + (dec_c if dec_c >= dec_m else dec_m)
@@ -164,7 +171,7 @@ def step_time_s(c: StepConstants, terms: Terms) -> float:
         send_latency_s + send_link_s
     )
     lm_head_s = head_c if head_c >= head_m else head_m
-    return layer_work + lm_head_s + communication + (step_s + layers_s)
+    return layer_work + lm_head_s + communication + ((step_s + layers_s) + indexer_s)
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,7 +234,8 @@ class StepModel:
         graphs = self.cuda_graphs
         (lin_c, lin_m, exp_c, exp_m, head_c, head_m, pre_c, pre_m, _, _,
          elementwise_s, ar_link_s, ar_latency_s, send_link_s, send_latency_s,
-         step_s, layers_s, prefill_layers_s) = step_terms(c, no_context, graphs)  # fmt: skip
+         step_s, layers_s, prefill_layers_s, indexer_s,
+         dequant_s) = step_terms(c, no_context, graphs)  # fmt: skip
         work = step_terms(c, no_context)  # the real tokens' work, for MFU and MBU
         flops = memory = 0.0
         for i, (flops_per_s, bytes_per_s) in enumerate(self.part_rates[:4]):
@@ -235,14 +243,14 @@ class StepModel:
             memory += work[2 * i + 1] * bytes_per_s
         d = DecodeStep(
             layers_before_s=(lin_c if lin_c >= lin_m else lin_m)
-            + (exp_c if exp_c >= exp_m else exp_m)
+            + ((exp_c if exp_c >= exp_m else exp_m) + dequant_s)
             + prefill_layers_s
             + (pre_c if pre_c >= pre_m else pre_m),
             elementwise_s=elementwise_s,
             lm_head_s=head_c if head_c >= head_m else head_m,
             communication_s=c.num_allreduces * (ar_latency_s + ar_link_s)
             + c.num_pipeline_sends * (send_latency_s + send_link_s),
-            overhead_s=step_s + layers_s,
+            overhead_s=(step_s + layers_s) + indexer_s,
             flops_before=flops,
             bytes_before=memory,
             elementwise_bytes=work[ELEMENTWISE] * c.gemm_bytes_per_s,

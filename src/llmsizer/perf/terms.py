@@ -23,8 +23,12 @@ class StepTerms(NamedTuple):
     The first ten are (compute, memory) pairs of the `ROOFLINE_PARTS`, over all layers; a
     part takes the longer of the two. The collectives' terms are per operation, link time
     and hop latency; a step runs `num_allreduces` all-reduces and `num_pipeline_sends`
-    sends. The overheads: the host's per step, the launch gaps of all layers, and the eager
-    launch of all layers in a step with prompt work (zero without).
+    sends. The overheads: the host's per step, the launch gaps of all layers, the eager
+    launch of all layers in a step with prompt work (zero without), and the fixed time of
+    the sparse-attention indexers of the layers that have one (zero without:
+    `EfficiencyFactors.indexer_overhead_s`). Last, the weight-only (W4A16) experts'
+    dequantisation, an extra pass over the expert weights they read (zero for other
+    precisions: `EfficiencyFactors.experts_dequant_efficiency`).
     """
 
     linear_compute_s: float
@@ -45,6 +49,8 @@ class StepTerms(NamedTuple):
     step_overhead_s: float
     layers_overhead_s: float
     prefill_layers_overhead_s: float
+    indexer_overhead_s: float
+    experts_dequant_s: float
 
 
 # The formula's values travel as plain tuples, named by `BatchAggregates` and `StepTerms`:

@@ -120,7 +120,7 @@ def verify_step(c: StepConstants, num_seqs: int, k: int) -> VerifyStep:
     a = verify_aggregates(aggregate(decode_batch(num_seqs, 0), c.window), k, c.window)
     (lin_c, lin_m, exp_c, exp_m, head_c, head_m, _, _, _, _,
      elementwise_s, ar_link_s, ar_latency_s, send_link_s, send_latency_s,
-     step_s, layers_s, prefill_layers_s) = step_terms(c, a)  # fmt: skip
+     step_s, layers_s, prefill_layers_s, indexer_s, dequant_s) = step_terms(c, a)  # fmt: skip
     dp, num_prefill = c.attention_dp_size, a[2]
     share = 1.0
     if dp > 1:  # as busiest_rank counts chunks: every sampled row but the decoding ones
@@ -136,11 +136,11 @@ def verify_step(c: StepConstants, num_seqs: int, k: int) -> VerifyStep:
         share=share,
         num_prefill=num_prefill,
         layers_before_s=(lin_c if lin_c >= lin_m else lin_m)
-        + (exp_c if exp_c >= exp_m else exp_m)
+        + ((exp_c if exp_c >= exp_m else exp_m) + dequant_s)
         + prefill_layers_s,
         elementwise_s=elementwise_s,
         lm_head_s=head_c if head_c >= head_m else head_m,
         communication_s=c.num_allreduces * (ar_latency_s + ar_link_s)
         + c.num_pipeline_sends * (send_latency_s + send_link_s),
-        overhead_s=step_s + layers_s,
+        overhead_s=(step_s + layers_s) + indexer_s,
     )

@@ -249,7 +249,9 @@ class Probe:
         requests all at t = 0, divided by the time the last one finishes (offline serving)."""
         if "capacity" not in self._capacity:
             n = self._capacity_requests()
-            last = _last_finish_s(self._simulate(np.zeros(n)).records)
+            at_once = np.zeros(n)
+            run = self._simulate if self.speculative is None else self._run_in_steps
+            last = _last_finish_s(run(at_once).records)
             self._capacity["capacity"] = n / last * self.pp
         return self._capacity["capacity"]
 
@@ -308,6 +310,13 @@ class Probe:
         workload = self._workload(arrival_s)
         return run_instance(self.engine, workload, self.speculative, self._kv_fraction, self.seed)
 
+    def _run_in_steps(self, arrival_s: np.ndarray) -> SimResult:
+        """A speculating probe's whole run with its records left in verify steps (the same
+        draws as `_simulate`'s), whose finish times are the tokens': all a capacity run reads
+        (mapping its records to tokens was a quarter of its CPU)."""
+        steps = self.in_steps(self._workload(arrival_s))
+        return steps.engine.run(steps.workload)
+
     def _workload(self, arrival_s: np.ndarray) -> Workload:
         idx = np.arange(arrival_s.shape[0]) % self.lengths.num_requests
         return Workload(
@@ -330,7 +339,7 @@ def _merge_points(into: dict[float, Point], points: dict[float, Point]) -> None:
 def _last_finish_s(records: Sequence[RequestRecord]) -> float:
     """When the last request finished: a column's maximum for the engine's `RecordTable`
     (building every `RequestRecord` to read it was 12 % of a capacity run), else per record
-    (speculative runs give a list)."""
+    (speculative runs in tokens give a list)."""
     if isinstance(records, RecordTable):
         return float(records.finish_s.max())
     return max(r.finish_s or 0.0 for r in records)

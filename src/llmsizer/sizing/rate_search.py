@@ -155,21 +155,36 @@ class RateSearch:
         would: a failure there ends it (the bound), a pass walks the grid up from there."""
         if self.done:
             raise RuntimeError("the rate search is done")
-        floor = self._floor(beats) if self.passed is None else None
-        if floor is not None:
-            rate, self._up = floor, [f for f in GRID[::-1] if f * self.capacity > floor]
-        elif self.passed is None:
-            rate = self._snap(self._down.pop(0) * self.capacity)
-        elif not self.bracketed:
-            rate = self._snap(self._up.pop(0) * self.capacity)
-        else:
-            assert self.failed is not None
-            rate = self._middle(self.passed_rate, self.failed.offered_rate)
+        rate, move = self._next(beats)
+        if move == "floor":
+            self._up = [f for f in GRID[::-1] if f * self.capacity > rate]
+        elif move == "down":
+            self._down.pop(0)
+        elif move == "up":
+            self._up.pop(0)
         point = self.probe.at_rate(rate, self._stop_for)
         if self.limits.met_by(point.latencies):
             self.passed = point
         else:
             self.failed = point
+
+    def next_rate(self, beats: Callable[[float], bool] | None = None) -> float:
+        """The rate `step(beats)` would probe (nothing simulated): a branch and bound orders
+        its configurations by what their next probes would prove."""
+        return self._next(beats)[0]
+
+    def _next(self, beats: Callable[[float], bool] | None) -> tuple[float, str]:
+        """The next probe's rate and how `step` gets there: `floor` (the bound first),
+        `down` or `up` the grid, or `middle` of the bracket."""
+        floor = self._floor(beats) if self.passed is None else None
+        if floor is not None:
+            return floor, "floor"
+        if self.passed is None:
+            return self._snap(self._down[0] * self.capacity), "down"
+        if not self.bracketed:
+            return self._snap(self._up[0] * self.capacity), "up"
+        assert self.failed is not None
+        return self._middle(self.passed_rate, self.failed.offered_rate), "middle"
 
     def _floor(self, beats: Callable[[float], bool] | None) -> float | None:
         """The lowest rate of the most instances that `beats` (`step`), if any."""

@@ -17,9 +17,12 @@ For each configuration (GPU x precision x TP x PP x engine preset x batch knobs)
    then GPUs needed at the load), first from one instance (or `capacity_bound`), then from
    the capacity, then from the lowest rate that failed; each pop runs one probe of the most
    promising configuration, and one whose bound cannot beat the best rate already found for
-   its GPU (or group) is dropped. The optimum is exact (a test compares it with an
-   exhaustive search), and since each configuration's rate can only fall as limits tighten,
-   and servers only grow with load, so does the optimum.
+   its GPU (or group) is dropped. In instance counts (`settle_on_objective`, the lever
+   table's) a configuration whose next probe tests a worse objective than its bound (a grid
+   walk's step) waits at that priority while others test better ones, whose passes may then
+   bound it. The optimum is exact (a test compares it with an exhaustive search; the order
+   changes only the work), and since each configuration's rate can only fall as limits
+   tighten, and servers only grow with load, so does the optimum.
 """
 
 from __future__ import annotations
@@ -186,8 +189,8 @@ def search(
 
 
 class _BranchAndBound:
-    """The search's state: verdicts so far, a heap of (bound, tie-break, order, config),
-    each configuration's rate search, and per group the best (objective, config) achieved."""
+    """The search's state: verdicts, a heap of (priority, tie-break, order, config, bound),
+    rate searches, and per group the best (objective, config) achieved."""
 
     def __init__(
         self,
@@ -201,19 +204,20 @@ class _BranchAndBound:
         self.results: dict[DeploymentSpec, ConfigResult] = {}
         self.probes: dict[DeploymentSpec, Probe] = {}
         self.searches: dict[DeploymentSpec, RateSearch] = {}
-        self.heap: list[tuple[Key, float, int, DeploymentSpec]] = []
+        self.heap: list[tuple[Key, float, int, DeploymentSpec, Key]] = []
         self.best: dict[Group | str, tuple[Key, DeploymentSpec]] = {}
         for i, config in enumerate(space.configs):
             self.results[config], probe = _screen(space, config, efficiency, probes)
             if probe is not None:
                 self.probes[config] = probe
                 top = highest_rate(probe) if space.settle_on_objective else math.inf
-                heapq.heappush(self.heap, (objective(space, config, top), 0.0, i, config))
+                key = objective(space, config, top)
+                heapq.heappush(self.heap, (key, 0.0, i, config, key))
 
     def pop(self) -> bool:
         """One probe (or capacity run) of the most promising configuration, or drop it;
         True when that configuration is settled."""
-        bound, _, i, config = heapq.heappop(self.heap)
+        priority, tie, i, config, bound = heapq.heappop(self.heap)
         incumbent = self.best.get(self._incumbent_key(config))
         if incumbent is not None and incumbent[1] != config and bound >= incumbent[0]:
             self.results[config] = _bounded(self.results[config], incumbent, self.probes[config])
@@ -227,7 +231,13 @@ class _BranchAndBound:
             )
             self.results[config] = replace(self.results[config], capacity=search.capacity)
         else:
-            search.step(None if incumbent is None else _beats(self.space, config, incumbent[0]))
+            beats = None if incumbent is None else _beats(self.space, config, incumbent[0])
+            if self.space.settle_on_objective and self.heap:
+                later = objective(self.space, config, search.next_rate(beats))
+                if later > priority:  # it waits while others test better (module doc)
+                    heapq.heappush(self.heap, (later, tie, i, config, bound))
+                    return False
+            search.step(beats)
         if search.rate is not None:
             key = objective(self.space, config, search.rate)
             if incumbent is None or key < incumbent[0]:
@@ -238,7 +248,7 @@ class _BranchAndBound:
         # equal bounds: more capacity per GPU first
         tie = -search.capacity / config.gpus_per_instance
         refined = objective(self.space, config, search.upper_rate())
-        heapq.heappush(self.heap, (refined, tie, i, config))
+        heapq.heappush(self.heap, (refined, tie, i, config, refined))
         return False
 
     def _incumbent_key(self, config: DeploymentSpec) -> Group | str:
@@ -318,11 +328,8 @@ def _screen(
 
 def make_probe(space: SearchSpace, config: DeploymentSpec, efficiency: SpecEfficiency) -> Probe:
     """A probe of `config` on the space's lengths (raises `DoesNotFitError`, `ValueError`)."""
-    instance = make_instance(
-        config,
-        max_model_len=space.lengths.max_context,
-        efficiency=efficiency(config),
-    )
+    factors = efficiency(config)
+    instance = make_instance(config, max_model_len=space.lengths.max_context, efficiency=factors)
     return Probe(
         instance,
         space.lengths,
@@ -378,19 +385,13 @@ def _settled(partial: ConfigResult, search: RateSearch) -> ConfigResult:
 
 def best_by_gpu(space: SearchSpace, results: Sequence[ConfigResult]) -> dict[str, ConfigResult]:
     """Per GPU, the feasible configuration with the lowest objective (first in order on ties)."""
-    best: dict[str, ConfigResult] = {}
+    best: dict[str, tuple[Key, ConfigResult]] = {}
     for r in results:
-        if r.rate is None:
-            continue
-        current = best.get(r.config.gpu)
-        if current is None or _key(space, r) < _key(space, current):
-            best[r.config.gpu] = r
-    return best
-
-
-def _key(space: SearchSpace, result: ConfigResult) -> tuple[int, int]:
-    assert result.rate is not None
-    return objective(space, result.config, result.rate)
+        if r.rate is not None:
+            key = objective(space, r.config, r.rate)
+            if r.config.gpu not in best or key < best[r.config.gpu][0]:
+                best[r.config.gpu] = (key, r)
+    return {gpu: r for gpu, (_, r) in best.items()}
 
 
 def closest(results: Sequence[ConfigResult]) -> ConfigResult | None:
