@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from llmsizer.calibrate.aic import AicCase, load_aic
-from llmsizer.calibrate.aic_fit import METRICS, SPLIT, Memo, Recorded, group_of, ships
+from llmsizer.calibrate.aic_fit import METRICS, PROMPT, SPLIT, Memo, Recorded, group_of, ships
 from llmsizer.calibrate.aic_prior import CANDIDATES, FitPrior
 from llmsizer.instance import DeploymentSpec, make_instance, measured_uncertainty
 from llmsizer.perf.calibrated import (
@@ -164,3 +164,16 @@ def test_split_factors_are_fitted_only_under_a_prior_that_holds_them(recorded: R
     assert set(SPLIT) <= set(held.fitted)
     for name in SPLIT:
         assert held.factors.value(name) == pytest.approx(general.value(name), rel=0.05)
+
+
+@pytest.mark.shared
+def test_the_experts_prompt_compute_is_fitted_under_every_prior(recorded: Recorded) -> None:
+    """The routed experts' grouped GEMM at prompt sizes (`PROMPT`) is a factor of every
+    group's fit, held near its parent's value in the engine's general fit."""
+    everything = list(range(len(recorded.cases)))
+    general = calibrated_efficiency("vllm").value("experts_compute_efficiency")
+    for prior in (FitPrior(), FitPrior(split_sigma=0.01), FitPrior(sigma=0.01)):
+        fit = recorded.fit(everything, "vllm", prior)
+        assert set(PROMPT) <= set(fit.fitted)
+        if prior.sigma == 0.01:
+            assert fit.factors.experts_compute_efficiency == pytest.approx(general, rel=0.05)

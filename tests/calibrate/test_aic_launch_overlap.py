@@ -1,5 +1,7 @@
-"""TensorRT-LLM's overlap scheduler on the AIC rows as launched (`llmsizer.calibrate.aic_launch`):
-every TensorRT-LLM row ran the PyTorch backend, where it is on by default."""
+"""Scheduling one step ahead on the AIC rows as launched (`llmsizer.calibrate.aic_launch`):
+every TensorRT-LLM row ran the PyTorch backend, where the overlap scheduler is on by default;
+every vLLM row with async scheduling (the default since vllm-project/vllm#27614, set by the
+Llama scripts), every SGLang row with the overlap schedule (the default)."""
 
 from __future__ import annotations
 
@@ -31,8 +33,18 @@ def test_every_tensorrt_llm_launch_runs_the_overlap_scheduler(model: str, infere
 
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang"])
-def test_other_engines_do_not(engine: str) -> None:
-    assert "overlap_scheduler" not in settings(engine, "deepseek-r1", True)
+@pytest.mark.parametrize("model", ["llama-3.1-70b", "deepseek-r1", "minimax-m2.5"])
+@pytest.mark.parametrize("inferencex", [True, False])
+def test_vllm_and_sglang_launches_schedule_one_step_ahead_too(
+    engine: str, model: str, inferencex: bool
+) -> None:
+    assert settings(engine, model, inferencex)["overlap_scheduler"] is True
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
+def test_the_presets_leave_it_off_for_the_measurements_tables(engine: str) -> None:
+    """`measurements.csv`'s tables ran engines before these defaults: the presets keep off."""
+    assert not EngineConfig(engine=engine).overlap_scheduler
 
 
 def test_the_tensorrt_llm_preset_runs_it_too() -> None:

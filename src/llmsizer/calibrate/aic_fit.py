@@ -56,14 +56,15 @@ from llmsizer.sweep import Sweep
 
 METRICS = ("mean_ttft_ms", "mean_tpot_ms")
 ROBUST_SCALE = 0.3  # log errors beyond ~35 % cost linearly (soft L1)
-# the general factors, and the kinds of work whose kernels reach their own fraction of peak
-# (`EfficiencyFactors`: the MoE grouped GEMM, decode attention), fitted where the prior
-# says so (`FitPrior.split_sigma`), held near their parents' values in the general fit
-SPLIT = ("experts_compute_efficiency", "experts_bandwidth_efficiency",
-         "decode_attention_compute_efficiency")  # fmt: skip
+# the general factors; the experts' GEMM at prompt sizes (docs/aic_measurement.md section 16);
+# the experts' weight reads and decode attention where the prior says so (`split_sigma`); a
+# split factor is held near its parent's value in the general fit (`EfficiencyFactors`)
+PROMPT = ("experts_compute_efficiency",)
+SPLIT = ("experts_bandwidth_efficiency", "decode_attention_compute_efficiency")
 # kinds of work only some models have (GLM-5's indexer, W4A16 experts): zero elsewhere
 KINDS = ("indexer_overhead_s", "experts_dequant_efficiency")
-FIT = (*DEFAULT_FIT_FACTORS, "interconnect_efficiency", "first_token_delay_s", *KINDS, *SPLIT)
+FIT = (*DEFAULT_FIT_FACTORS, "interconnect_efficiency", "first_token_delay_s", *KINDS, *PROMPT,
+       *SPLIT)  # fmt: skip
 Group = tuple[str, str]  # (engine, GPU architecture)
 Memo = dict[tuple[str, tuple[int, ...], FitPrior], FitResult]  # (engine, rows, prior) -> fit
 MIN_FIT_ROWS = 30  # fewer AIC rows: the engine's other architectures (module docstring)

@@ -34,8 +34,9 @@ in the engines' wheels and the scripts at the commits named there:
   attention data parallelism (`PyExecutor._schedule`). DeepSeek with attention DP: balancing,
   `attention_dp_config` {enable_balance, timeout_iters 60, batching_wait_iters 0} (same scripts).
 
-TensorRT-LLM rows run the overlap scheduler: the PyTorch backend's default (`llm_args.py`), set by
-no InferenceX script, on in AIC's generated agg configs (`cli/backends/trtllm.py` @ 961028348).
+Every row schedules one step ahead (`overlap_scheduler`, `docs/aic_measurement.md` section 16):
+TensorRT-LLM's overlap scheduler (`llm_args.py`), vLLM's async scheduling (vllm-project/vllm#27614)
+and SGLang's overlap schedule: each engine's default, turned off by no InferenceX script.
 Memory fractions, each in its engine's meaning (`llmsizer.perf.memory.MemoryRule`): vLLM
 Kimi-K2.5 INT4 `--gpu-memory-utilization 0.95`; SGLang DeepSeek-R1/V3 FP8
 `--mem-fraction-static` 0.82 at TP8 and 0.95 at TP4, NVFP4 0.85, Qwen3.5 0.82, GLM-5 0.85;
@@ -109,8 +110,7 @@ def launch_settings(
     settings: dict[str, Any] = {}
     if engine == "sglang" and gpu_memory_bytes >= SGLANG_LARGE_GPU_BYTES:
         settings["max_num_batched_tokens"] = 16384
-    if engine == "trtllm":
-        settings["overlap_scheduler"] = True
+    settings["overlap_scheduler"] = True  # every engine, as it ran (module docstring)
     settings |= cuda_graph_settings(
         engine, model, precision, tp, concurrency, inferencex, gpu_memory_bytes, attention_dp
     )

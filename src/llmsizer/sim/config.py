@@ -163,8 +163,8 @@ class EngineConfig(BaseModel):
     )
     overlap_scheduler: bool = Field(
         False,
-        description="Continuous batching: step n+1 is scheduled while step n runs "
-        "(TensorRT-LLM's overlap scheduler, disable_overlap_scheduler: false): while requests "
+        description="Continuous batching: step n+1 is scheduled while step n runs (TensorRT-LLM's "
+        "overlap scheduler, vLLM's async_scheduling, SGLang's overlap schedule): while requests "
         "run, a new request joins the second step after the one it arrived in (the third when "
         "it arrives as a step ends), and a finished request holds its slot one step more.",
     )

@@ -26,10 +26,12 @@ prompts are held until the step would carry r x `max_num_batched_tokens` tokens 
 have been held since the last release; an engine with nothing decoding never waits. Off when
 both are 0.
 
-`overlap` (TensorRT-LLM's overlap scheduler, `llmsizer.sim.batching.overlap`): while requests
+`overlap` (TensorRT-LLM's overlap scheduler, `llmsizer.sim.batching.overlap`; vLLM's async
+scheduling and SGLang's overlap loop schedule one step ahead the same way): while requests
 are in flight, a request is admitted at the earliest into the second step after the one it
 arrived in (the third when it arrives as a step ends: a closed loop's next request), and a
-request that finished in a step holds its slot in the next. Off by default.
+request that finished in a step holds its slot in the next; a receive interval's reads take
+only the requests fetched. Off by default.
 
 `attention_dp` (D ranks, timeout T steps, batching wait W steps; TensorRT-LLM's
 `attention_dp_config` with `enable_balance`): the engine stands for D attention data-parallel
@@ -292,13 +294,17 @@ class ContinuousScheduler(Scheduler):
         self.num_steps_held += 1
         return True
 
+    def _received(self, num_steps: int) -> int:
+        """How many waiting requests (from the front) are fetched, `num_steps` steps begun."""
+        if self.overlap is not None:
+            return self.overlap.num_fetched(self.waiting, num_steps, bool(self.running))
+        return len(self.waiting)
+
     def _readable(self) -> int:
         """How many waiting requests (from the front) the scheduler has read by this step
-        (module docstring)."""
-        if self.overlap is not None:
-            return self.overlap.num_fetched(self.waiting, self.num_steps, bool(self.running))
+        (module docstring); a read takes those fetched by then (SGLang's overlap loop)."""
         if self.recv_interval <= 1:
-            return len(self.waiting)
+            return self._received(self.num_steps)
         if self.read_next or not self.running:
             reads = True
         else:  # the reads of an empty socket since: one every N decode steps
@@ -309,7 +315,7 @@ class ContinuousScheduler(Scheduler):
         if reads:
             self.read_next = False
             self.num_unread_steps = 0
-            self.num_read = len(self.waiting)
+            self.num_read = self._received(self.num_steps)
         return self.num_read
 
     def _count_decode_step(self, num_steps: int = 1) -> None:
@@ -317,7 +323,7 @@ class ContinuousScheduler(Scheduler):
         if self.read_next:
             self.read_next = False
             self.num_unread_steps = 0
-            self.num_read = len(self.waiting)
+            self.num_read = self._received(self.num_steps - num_steps)  # before these steps
         self.num_unread_steps += num_steps
 
     def _chunk(self, remaining: int, budget: int) -> int:
