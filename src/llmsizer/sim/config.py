@@ -12,12 +12,9 @@ Presets (`engine:`) fill the fields a user did not set:
 - `trtllm`: TensorRT-LLM's in-flight batching with the LLM API defaults: context and
   generation in one step, chunked context off, `max_batch_size` 2048, `max_num_tokens` 8192,
   and the GUARANTEED_NO_EVICT capacity policy (KV for prompt plus maximum output reserved at
-  admission, so no preemption), `tokens_per_block` 32, and the overlap scheduler
-  (`overlap_scheduler`): the PyTorch backend, the LLM API's and `trtllm-serve`'s default
-  since 1.0, runs it unless `disable_overlap_scheduler` is set (`TorchLlmArgs`,
-  `tensorrt_llm/llmapi/llm_args.py`: `disable_overlap_scheduler: bool = False`). The C++
-  runtime's tables of `measurements.csv` ran without it, and their rows say so
-  (`llmsizer.calibrate.measurements.runtime_settings`).
+  admission, so no preemption), `tokens_per_block` 32, the overlap scheduler (the PyTorch
+  backend's default since 1.0: `TorchLlmArgs.disable_overlap_scheduler` False; the C++-runtime
+  rows of `measurements.csv` ran without it, `calibrate.measurements.runtime_settings`).
 - `sglang`: SGLang's scheduler: a step with new prompt work runs only prompt tokens
   (prefill-first, mixed chunks off), `chunked_prefill_size` 8192, radix prefix cache on,
   retraction (preemption) when KV runs out, page size 1 (`block_size` 1 here is exact but
