@@ -26,8 +26,8 @@ from llmsizer.sizing.plan import search_space
 from llmsizer.sizing.rate_search import Counts, RateSearch
 from llmsizer.sizing.search import Status, make_probe, objective, search
 from llmsizer.sizing.usecase import UseCase
+from tests.sizing.fake_probe import FakeProbe, queue
 from tests.sizing.test_early_stop import SPECULATING
-from tests.sizing.test_rate_search import FakeProbe, queue
 
 NEMO = Path(__file__).resolve().parents[2] / "examples" / "sizing" / "nemo43b_dgx_h100.yaml"
 

@@ -15,7 +15,7 @@ from llmsizer.sizing.configuration import Sizing
 from llmsizer.sizing.limits import Limits
 from llmsizer.sizing.rate_search import GRID, Counts, RateSearch
 from llmsizer.sizing.servers import server_for
-from tests.sizing.test_rate_search import CAPACITY, FakeProbe, queue
+from tests.sizing.fake_probe import CAPACITY, FakeProbe, queue
 
 
 def fewest(load: float, limit_ms: float) -> int:
