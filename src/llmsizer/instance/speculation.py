@@ -231,14 +231,7 @@ def _in_tokens(table: RecordTable, num_output: np.ndarray) -> list[RequestRecord
     times = table.token_buffer[np.repeat(table.token_start, lengths) + within]
     if table.first_token_delay_s > 0:  # the client's times, as `RecordTable.token_times_s`
         times = np.maximum(times, np.repeat(times[first] + table.first_token_delay_s, lengths))
-    steps = lengths - 1
-    spread = (steps > 0) & (num_output > 1)
-    ratio = np.where(spread, (num_output - 1) / np.where(spread, steps, 1), 1.0)
-    done = np.round(within * np.repeat(ratio, lengths)).astype(np.int64)
-    counts = np.diff(done, prepend=0)
-    counts[first] = 1  # each record's first token
-    expanded = np.repeat(times, counts)
-    expanded.setflags(write=False)
+    expanded, counts = _spread(times, lengths, within, num_output)
     ends = np.cumsum(np.add.reduceat(counts, first)).tolist() if total else []
     starts = [0, *ends[:-1]] if ends else []
     columns = zip(
@@ -260,21 +253,29 @@ def _in_tokens(table: RecordTable, num_output: np.ndarray) -> list[RequestRecord
     ]
 
 
-def record_in_tokens(record: RequestRecord, num_output: int) -> RequestRecord:
-    """One record of verify steps (a fleet's, kept with its instance) as a record of
-    `num_output` tokens, its tokens spread over its steps as `_in_tokens` spreads them."""
-    times = record.token_times_s
-    steps = len(times) - 1
-    if steps < 1 or num_output <= 1:
-        return dataclasses.replace(record, num_output_tokens_requested=num_output)
-    done = np.round(np.arange(steps + 1) * ((num_output - 1) / steps)).astype(np.int64)
+def _spread(
+    times: np.ndarray, lengths: np.ndarray, within: np.ndarray, num_output: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(token times, tokens per step time) of records of `lengths` step `times` each, `within`
+    each time's step index in its record: `_in_tokens`'s rule."""
+    steps = lengths - 1
+    spread = (steps > 0) & (num_output > 1)
+    ratio = np.where(spread, (num_output - 1) / np.where(spread, steps, 1), 1.0)
+    done = np.round(within * np.repeat(ratio, lengths)).astype(np.int64)
     counts = np.diff(done, prepend=0)
-    counts[0] = 1  # the first token
+    counts[within == 0] = 1  # each record's first token
     expanded = np.repeat(times, counts)
     expanded.setflags(write=False)
-    return dataclasses.replace(
-        record, num_output_tokens_requested=num_output, token_times_s=expanded
-    )
+    return expanded, counts
+
+
+def record_in_tokens(record: RequestRecord, num_output: int) -> RequestRecord:
+    """One record of verify steps (a fleet's, kept with its instance) as a record of
+    `num_output` tokens, by `_in_tokens`'s rule (`_spread`)."""
+    times, n = record.token_times_s, len(record.token_times_s)
+    if n:
+        times, _ = _spread(times, np.array([n]), np.arange(n), np.array([num_output]))
+    return dataclasses.replace(record, num_output_tokens_requested=num_output, token_times_s=times)
 
 
 def step_cost_of(spec: SpeculativeSpec | None, step: StepModel) -> StepModel | SpeculativeStepCost:
