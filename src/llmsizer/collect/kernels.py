@@ -1,9 +1,15 @@
 """Timing the kernels of a step with PyTorch, at the model's shapes (random weights).
 
-`Timer` runs a closure `warmup` times, then `repeats` times, and returns the median: on a
-GPU each repeat is bracketed by CUDA events (device time, launch gaps included, as an
-engine's eager launches pay them); on a CPU by `perf_counter` (CPU ops are synchronous),
-or with one thread by the process's CPU time (steady on a shared machine). Each `time_*`
+`Timer` runs a closure `warmup` times, then `repeats` times, and returns the median. On a
+GPU the closure is captured once into a CUDA graph and each repeat is a replay bracketed by
+CUDA events: the kernels' device time, as an engine's CUDA graphs run them (vLLM replays
+its decode steps from full graphs, SGLang and TensorRT-LLM their decode batches). Timed
+eagerly instead, a kernel of a few microseconds shows PyTorch's launch gaps from Python
+(tens to hundreds of microseconds on an H100), which no graphed step pays (first seen on a
+real H100: the elementwise intercept was 186 us, and the decode check measured the same
+~5 ms from batch 1 to 256). A closure that cannot be captured is timed eagerly. On a CPU each
+repeat is bracketed by `perf_counter` (CPU ops are synchronous), or with one thread by the
+process's CPU time (steady on a shared machine). Each `time_*`
 function returns `Timing` rows with the work the performance model counts for them
 (`llmsizer.collect.shapes`).
 
@@ -95,17 +101,33 @@ class Timer:
         return self.repeats
 
     def _cuda(self, fn: Callable[[], Any], repeats: int) -> float:
+        graph = _captured(fn)
+        run = fn if graph is None else graph.replay
         pairs = []
         for _ in range(repeats):
             self._flush()  # queued before the start event: not timed
             start = torch.cuda.Event(enable_timing=True)
             end = torch.cuda.Event(enable_timing=True)
             start.record()
-            fn()
+            run()
             end.record()
             pairs.append((start, end))
         torch.cuda.synchronize(self.device)
+        del graph  # its memory pool goes back before the next kernel's
         return statistics.median(s.elapsed_time(e) for s, e in pairs) / 1000.0  # ms -> s
+
+
+def _captured(fn: Callable[[], Any]) -> torch.cuda.CUDAGraph | None:
+    """`fn` captured into a CUDA graph (after the warm-ups, as PyTorch asks), or None when
+    it cannot be captured (an op that synchronises with the host)."""
+    graph = torch.cuda.CUDAGraph()
+    try:
+        with torch.cuda.graph(graph):
+            fn()
+    except RuntimeError:
+        torch.cuda.synchronize()
+        return None
+    return graph
 
 
 def make_timer(

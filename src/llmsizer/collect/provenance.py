@@ -46,6 +46,9 @@ def provenance(
         "device": device.name,
         "device_kind": "cpu" if device.is_cpu else "gpu",
         "peaks": "catalog datasheet" if device.catalog is not None else "measured on the device",
+        "timed": "process CPU time or wall time (kernels.Timer)"
+        if device.is_cpu
+        else "CUDA graph replays between CUDA events (kernels.Timer)",
         "torch": torch.__version__,
         "model": model.name,
         "gemm_precision": precision,

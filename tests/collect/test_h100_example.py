@@ -1,0 +1,72 @@
+"""The committed `collect` runs of a real H100 (examples/collect): no timing beats the
+datasheet roofline, graphed timings grow with the work, and the decode check holds."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+import yaml
+
+from llmsizer.collect.timings import Kind, parse_timings_csv
+from llmsizer.perf import Deployment, StepModel
+from llmsizer.perf.batch_shape import decode_batch
+from llmsizer.perf.calibrated import load_calibration
+from llmsizer.specs import Precision, get_gpu, get_model
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "collect"
+GRAPHED = ("h100_llama8b", "h100_llama70b", "h100_qwen3moe")
+H100 = get_gpu("h100-sxm")
+
+
+def _timings(name: str) -> list:
+    return parse_timings_csv((EXAMPLES / f"{name}.timings.csv").read_text())
+
+
+@pytest.mark.parametrize("name", [*GRAPHED, "h100_llama8b_eager"])
+def test_no_kernel_beats_the_h100_datasheet(name: str) -> None:
+    """Every timing takes at least its FLOPs at the dense peak of its precision and its
+    bytes at the HBM peak (the roofline: a faster one means the work was miscounted)."""
+    for t in _timings(name):
+        peak = H100.dense_flops_per_s(Precision.parse(t.precision))
+        assert peak is not None
+        assert t.flops / peak <= t.seconds, t
+        assert t.bytes / H100.hbm_bytes_per_s <= t.seconds, t
+
+
+@pytest.mark.parametrize("name", GRAPHED)
+def test_graphed_elementwise_timings_grow_with_the_tokens(name: str) -> None:
+    """Replayed from a CUDA graph, one layer's elementwise kernels take longer for more
+    tokens (10 % slack for timing noise at a few microseconds); timed eagerly they fell by
+    a third or more between neighbours (launch gaps)."""
+    rows = sorted((t.tokens, t.seconds) for t in _timings(name) if t.kind is Kind.ELEMENTWISE)
+    assert len(rows) >= 10
+    for (_, a), (_, b) in itertools.pairwise(rows):
+        assert b >= 0.9 * a
+    eager = sorted(
+        (t.tokens, t.seconds) for t in _timings("h100_llama8b_eager") if t.kind is Kind.ELEMENTWISE
+    )
+    assert any(b < 0.67 * a for (_, a), (_, b) in itertools.pairwise(eager))
+
+
+@pytest.mark.parametrize(("name", "bound"), [("h100_llama8b", 15.0), ("h100_llama70b", 15.0)])
+def test_the_decode_check_on_the_h100(name: str, bound: float) -> None:
+    """The file's end-to-end check: median abs. error within `bound` %, every point within
+    25 %, and timed from CUDA graphs."""
+    info = yaml.safe_load((EXAMPLES / f"{name}.yaml").read_text())["fitted_on"]
+    assert info["timed"].startswith("CUDA graph")
+    check = info["decode_check"]
+    assert check["median_abs_error_pct"] <= bound
+    assert all(abs(p["error_pct"]) <= 25 for p in check["points"])
+
+
+def test_a_collected_file_prices_a_decode_step_above_its_weight_stream() -> None:
+    """Priced with the H100 file, batch-1 decode of Llama 3.1 8B takes at least its weights
+    over the HBM peak, and within 2x of them at the fitted streaming efficiency."""
+    factors = load_calibration(EXAMPLES / "h100_llama8b.yaml")
+    model = get_model("llama-3.1-8b")
+    step = StepModel(Deployment(model=model, gpu=H100, precision=Precision.BF16), factors)
+    seconds = step(decode_batch(1, 1024))
+    weights = model.total_params * 2 / H100.hbm_bytes_per_s
+    assert weights <= seconds <= 2 * weights
