@@ -116,7 +116,7 @@ BUDGET = {
     + 60
     # + 60: a disaggregated decode pool that speculates, its records mapped back to tokens
     # (issue 10, mtp9: the AIC rows an InferenceX MTP sweep ran)
-    + 60,
+    + 80,
     "sizing": 3650  # the plan pipeline only; + levers, arrivals, price models (issue 11), ETA
     # + the probe cache and quick plans the studio needs (issue 15); fleet check (issue 12)
     # + 120: the search's parts on a sweep (`search_parts`, issue 13)
@@ -191,8 +191,11 @@ BUDGET = {
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run
     + 650
-    # + 20: kernels timed as CUDA-graph replays on a GPU (session 10, checked on an H100)
-    + 20,
+    # + 110: kernels timed as CUDA-graph replays on a GPU, the decode check's MoE layers,
+    # MLA decode with the heads as query rows over split-KV pieces, FP8 widths padded, out
+    # of memory reported, MLA decode not fitted
+    # (session 10, checked on an H100)
+    + 110,
     "fleet": 1200,  # routers, fleet loop, disaggregated pools, autoscaler, day replay (issue 12)
     "cli": 1720  # + --overwrite on every command that writes, input checks at the edges
     # + 115: errors name flags as typed (a flag table per command), time left on progress

@@ -56,8 +56,23 @@ def test_moe_runs_its_experts_as_grouped_gemms_of_the_hit_experts(moe: tuple[Pat
     assert {t.name for t in timings if t.kind is Kind.ELEMENTWISE} == {"moe_layer"}
     cal = read_calibration(out)
     assert 0 < cal.factors["gemm_compute_efficiency"] <= 1
-    assert "dense models" in cal.fitted_on["decode_check"]["skipped"]
-    assert "decode check: skipped" in output
+    check = cal.fitted_on["decode_check"]  # the MoE decode loop runs (module check)
+    assert check["points"] and all(p["measured_ms"] > 0 for p in check["points"])
+    assert "decode check: skipped" not in output
+
+
+def test_the_moe_decode_loop_sends_each_copy_to_an_expert_and_back() -> None:
+    """One step of the tiny MoE decoder at several batches: logits for every sequence, all
+    finite (every copy went to an expert and was summed back into its token)."""
+    from llmsizer.collect.check import DecodeModel
+
+    m = get_model(str(DATA / "tiny-moe"))
+    decoder = DecodeModel(m, 2, torch.device("cpu"))
+    for batch in (1, 3, 8):
+        x = torch.randn(batch, m.hidden_size, dtype=torch.bfloat16)
+        logits = decoder.step(x, 16, decoder.cache(batch, 16), decoder.rotary(16))
+        assert logits.shape == (batch, m.vocab_size) and torch.isfinite(logits).all()
+    assert len(decoder.experts) == 2 and decoder.experts[0][1].shape[0] == 16
 
 
 def test_mla_times_its_latent_projections_and_absorbed_decode(mla: tuple[Path, str]) -> None:
@@ -74,6 +89,10 @@ def test_mla_times_its_latent_projections_and_absorbed_decode(mla: tuple[Path, s
     per_pair = 2 * 4 * (64 + 16) + 2 * 4 * 64  # heads x (latent + rope), heads x latent
     assert all(t.flops == t.batch * t.context * per_pair for t in decode)
     assert all(t.bytes >= t.batch * t.context * (64 + 16) * 2 for t in decode)  # the latent
+    # timed, not fitted: the decode attention's bandwidth keeps the engine's prior
+    cal = read_calibration(out)
+    assert "attention_bandwidth_efficiency" not in cal.factors
+    assert "attention_bandwidth_efficiency" in cal.fitted_on["carried_factors"]
 
 
 def test_predict_accepts_the_mla_file(mla: tuple[Path, str], tmp_path: Path) -> None:

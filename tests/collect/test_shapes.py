@@ -127,3 +127,15 @@ def test_the_default_grid_spans_one_to_16k_tokens_and_quick_is_smaller() -> None
     assert FULL.gemm_tokens[0] == 1 and FULL.gemm_tokens[-1] == 16384
     assert max(QUICK.gemm_tokens) < max(FULL.gemm_tokens)
     assert len(QUICK.check_points) >= 2
+
+
+def test_an_fp8_gemm_runs_its_widths_padded_to_16() -> None:
+    """`torch._scaled_mm` needs widths in multiples of 16: Mixtral's router (4096 -> 8
+    experts) is timed as 4096 -> 16 and counted so; a width already a multiple stays."""
+    from llmsizer.collect.kernels import fp8_gemm
+    from llmsizer.collect.shapes import Gemm
+
+    router = fp8_gemm(Gemm("router", 4096, 8, 32))
+    assert (router.in_features, router.out_features, router.count) == (4096, 16, 32)
+    assert router.flops(16) == 2 * 16 * 4096 * 16
+    assert fp8_gemm(Gemm("o_proj", 4096, 4096, 32)) == Gemm("o_proj", 4096, 4096, 32)

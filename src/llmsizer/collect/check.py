@@ -4,7 +4,11 @@
 static KV cache, `num_layers` of them): per layer RMS norm, the fused QKV projection,
 rotary, the KV write, SDPA over the cache, the output projection, residual, RMS norm, the
 gated MLP, residual; then the final norm and the output projection of every sequence. A
-step decodes one token for each of `batch` sequences at KV length `context`.
+step decodes one token for each of `batch` sequences at KV length `context`. An MoE model's
+MLP is its router (GEMM and top-k), the routed copies permuted to the experts they hit (as
+many as perf's `expected_experts_touched`, each an equal share: uniform routing, as the step
+model prices it), the experts' gated MLPs as batched matmuls, the copies summed back, and
+the shared experts. On a GPU the step is replayed from a CUDA graph (`kernels.Timer`).
 
 The prediction is `perf.StepModel` for the same model (with `num_layers` layers) on the
 collected device with the collected factors, without the engine's host step overhead
@@ -24,9 +28,11 @@ import torch
 import torch.nn.functional as F
 
 from llmsizer.collect.kernels import Timer, rotate_half
+from llmsizer.collect.shapes import ExpertGemm
 from llmsizer.perf import Deployment, EfficiencyFactors, StepModel
 from llmsizer.perf.batch_shape import decode_batch
 from llmsizer.specs import GpuSpec, ModelSpec, Precision
+from llmsizer.specs.model_parts import MoeSpec
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,18 +60,30 @@ class DecodeModel:
         self.m, self.device = model, device
         h, d = model.hidden_size, model.head_dim
         qkv = model.q_dim + 2 * model.kv_dim
-        up = model.intermediate_size * (2 if model.gated_mlp else 1)
 
         def w(*shape: int) -> torch.Tensor:
             return torch.randn(*shape, device=device, dtype=torch.bfloat16) * 0.02
 
+        moe = model.moe
+        mlp = model.intermediate_size if moe is None else moe.shared_expert_intermediate_size
+        up = mlp * (2 if model.gated_mlp else 1)
         self.layers = [
-            (w(qkv, h), w(h, model.attention_output_dim), w(up, h), w(h, model.intermediate_size))
+            (w(qkv, h), w(h, model.attention_output_dim), w(up, h), w(h, mlp))
             for _ in range(num_layers)
         ]
+        # an MoE layer's router (experts, hidden), gate/up (experts, hidden, 2 I), down
+        self.experts = [] if moe is None else [self._expert_weights(moe) for _ in self.layers]
         self.norm = torch.ones(h, device=device, dtype=torch.bfloat16)
         self.lm_head = w(model.vocab_size, h)
         self.inv_freq = 1.0 / (10000 ** (torch.arange(0, d, 2, device=device) / d))
+
+    def _expert_weights(self, moe: MoeSpec) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        n, h, i = moe.num_experts, self.m.hidden_size, moe.expert_intermediate_size
+
+        def w(*shape: int) -> torch.Tensor:
+            return torch.randn(*shape, device=self.device, dtype=torch.bfloat16) * 0.02
+
+        return w(n, h), w(n, h, 2 * i), w(n, i, h)
 
     def cache(self, batch: int, length: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
         """A static K and V cache per layer, `length + 1` slots, filled with random keys."""
@@ -98,7 +116,9 @@ class DecodeModel:
         m = self.m
         b, h, d = x.shape[0], m.hidden_size, m.head_dim
         cos, sin = rotary
-        for (w_qkv, w_o, w_up, w_down), (k_cache, v_cache) in zip(self.layers, cache, strict=True):
+        for n, ((w_qkv, w_o, w_up, w_down), (k_cache, v_cache)) in enumerate(
+            zip(self.layers, cache, strict=True)
+        ):
             qkv = F.linear(F.rms_norm(x, (h,), self.norm), w_qkv)
             q, k, v = qkv.split((m.q_dim, m.kv_dim, m.kv_dim), dim=-1)
             q = q.view(b, m.num_attention_heads, 1, d)
@@ -110,22 +130,43 @@ class DecodeModel:
                 q, k_cache[:, :, : pos + 1], v_cache[:, :, : pos + 1], enable_gqa=True
             )
             x = x + F.linear(att.reshape(b, -1), w_o)
-            gate_up = F.linear(F.rms_norm(x, (h,), self.norm), w_up)
-            if m.gated_mlp:
-                gate, up = gate_up.chunk(2, dim=-1)
-                act = F.silu(gate) * up
-            else:
-                act = F.gelu(gate_up)
-            x = x + F.linear(act, w_down)
+            y = F.rms_norm(x, (h,), self.norm)
+            if w_down.shape[1]:  # a dense MLP, or an MoE layer's shared experts
+                x = x + self._mlp(y, w_up, w_down)
+            if self.experts:
+                x = x + self._experts(y, *self.experts[n])
         return F.linear(F.rms_norm(x, (h,), self.norm), self.lm_head)
+
+    def _mlp(self, x: torch.Tensor, w_up: torch.Tensor, w_down: torch.Tensor) -> torch.Tensor:
+        gate_up = F.linear(x, w_up)
+        if self.m.gated_mlp:
+            gate, up = gate_up.chunk(2, dim=-1)
+            return F.linear(F.silu(gate) * up, w_down)
+        return F.linear(F.gelu(gate_up), w_down)
+
+    def _experts(
+        self, x: torch.Tensor, router: torch.Tensor, gate_up: torch.Tensor, down: torch.Tensor
+    ) -> torch.Tensor:
+        """The routed experts of one layer for `x` (module docstring)."""
+        moe = self.m.moe
+        assert moe is not None
+        b, k = len(x), moe.num_experts_per_tok
+        torch.topk(F.linear(x, router), k, dim=-1)  # the router's choice (its cost)
+        share = ExpertGemm("experts", 0, 0, moe.num_experts, k)  # the timed GEMMs' routing
+        hit, rows = share.experts_hit(b), share.rows_per_expert(b)
+        route = torch.arange(hit * rows, device=x.device) % b
+        copies = x.index_select(0, route).view(hit, rows, -1)
+        gate, up = torch.bmm(copies, gate_up[:hit]).chunk(2, dim=-1)
+        out = torch.bmm(F.silu(gate) * up, down[:hit]).view(hit * rows, -1)
+        return torch.zeros_like(x).index_add_(0, route, out)
 
 
 def check_skipped(model: ModelSpec, precision: str) -> str | None:
     """Why the decode check cannot run for `model` at `precision`, or None when it can."""
     if precision != "bf16":
         return "the decode loop runs BF16; collect --precision bf16 checks"
-    if model.moe is not None or model.mla is not None:
-        return "the decode loop is built for dense models with MHA / GQA attention"
+    if model.mla is not None or model.num_linear_attention_layers:
+        return "the decode loop is built for MHA / GQA attention (no MLA, no linear attention)"
     return None
 
 
@@ -139,8 +180,9 @@ def check_decode(
     timer: Timer,
 ) -> Iterator[CheckPoint]:
     """Measured against predicted decode step times at each (batch, context) of `points`."""
+    moe = None if model.moe is None else dataclasses.replace(model.moe, num_moe_layers=num_layers)
     small = dataclasses.replace(
-        model, num_layers=num_layers, num_sliding_window_layers=0, sliding_window=None
+        model, num_layers=num_layers, num_sliding_window_layers=0, sliding_window=None, moe=moe
     )
     deployment = Deployment(model=small, gpu=gpu, precision=Precision.BF16)
     predict = StepModel(deployment, factors.replace(step_overhead_s=0.0))

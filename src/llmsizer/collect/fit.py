@@ -9,7 +9,11 @@ the squared log error of
 
 over its timings (a grid search: three parameters, a few hundred rows). The efficiency
 factors are e_c, e_b of the GEMMs and of attention (prefill and decode together: prefill
-fixes e_c, decode fixes e_b); `layer_overhead_s` is the intercepts of one layer's kernels
+fixes e_c, decode fixes e_b). MLA's absorbed decode is timed but not fitted, and its e_b
+keeps the engine's prior: engines run it in FlashMLA / FlashInfer's MLA kernels, which
+PyTorch lacks; its generic SDPA reached 0.15-0.20 of an H100's bandwidth where FlashMLA's
+README reports 3000 GB/s on an H800 SXM5 (0.9 of 3.35 TB/s), so the factor would describe
+PyTorch, not the engine. `layer_overhead_s` is the intercepts of one layer's kernels
 (its GEMMs, four in a dense layer; one attention; the elementwise work). The collectives'
 factors come from the all-reduce's own fit (`llmsizer.collect.allreduce`) when there was
 one; the rest (host step overhead, eager prefill launches) are the engine's priors: a
@@ -34,6 +38,7 @@ from llmsizer.collect.timings import Kind, Timing
 _EFFICIENCIES = np.geomspace(1.0, 0.002, 160)  # descending: ties keep the higher value
 _NUM_INTERCEPTS = 24
 MAX_LAYER_OVERHEAD_S = 500e-6  # EfficiencyFactors.bounds()["layer_overhead_s"]
+LATENT_DECODE = "sdpa_decode_latent"  # MLA's absorbed decode attention (collect.attention)
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +149,8 @@ def fit_factors(
     gemm_kinds = (Kind.GEMM, Kind.EXPERT_GEMM)
     gemms = [t for t in timings if t.kind in gemm_kinds and t.precision == precision]
     attention = [t for t in timings if t.kind in (Kind.PREFILL_ATTENTION, Kind.DECODE_ATTENTION)]
+    latent = any(t.name == LATENT_DECODE for t in attention)  # MLA (module docstring)
+    attention = [t for t in attention if t.name != LATENT_DECODE]
     elementwise = [t for t in timings if t.kind is Kind.ELEMENTWISE]
     if precision not in peaks.flops_per_s:
         raise ValueError(
@@ -167,4 +174,6 @@ def fit_factors(
         "attention_bandwidth_efficiency": fits["attention"].bandwidth_efficiency,
         "layer_overhead_s": min(per_layer, MAX_LAYER_OVERHEAD_S),
     }
+    if latent:
+        del factors["attention_bandwidth_efficiency"]
     return CollectedFit({k: float(f"{v:.4g}") for k, v in factors.items()}, fits)

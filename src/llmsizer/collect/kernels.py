@@ -14,8 +14,10 @@ function returns `Timing` rows with the work the performance model counts for th
 (`llmsizer.collect.shapes`).
 
 FP8 GEMMs use `torch._scaled_mm` (per-tensor scales, BF16 out) where the GPU has FP8
-tensor cores (compute capability 8.9 and later: Ada, Hopper, Blackwell); its rows must be
-multiples of 16, so fewer tokens are padded to 16 and the row says how many ran.
+tensor cores (compute capability 8.9 and later: Ada, Hopper, Blackwell); its rows and
+features must be multiples of 16, so fewer tokens are padded to 16 and the row says how many
+ran, and a layer with other widths (Mixtral's 8-expert router) is timed padded to 16 and
+counted at the padded size (`fp8_gemm`).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property, partial
 from typing import Any
 
@@ -172,11 +174,20 @@ def _gemm_closure(
     return lambda: F.linear(x, w)
 
 
+def fp8_gemm(gemm: Gemm) -> Gemm:
+    """`gemm` with both widths padded up to a multiple of 16, as `torch._scaled_mm` runs it."""
+    return replace(
+        gemm, in_features=fp8_rows(gemm.in_features), out_features=fp8_rows(gemm.out_features)
+    )
+
+
 def time_gemms(
     gemms: tuple[Gemm, ...], grid: Grid, precision: str, timer: Timer
 ) -> Iterator[Timing]:
     """Each linear layer at each token count of the grid (coarse to fine)."""
     weight_bytes = 1.0 if precision == "fp8" else 2.0
+    if precision == "fp8":
+        gemms = tuple(fp8_gemm(g) for g in gemms)
     for tokens in coarse_to_fine(grid.gemm_tokens):
         rows = fp8_rows(tokens) if precision == "fp8" else tokens
         for gemm in gemms:

@@ -209,7 +209,11 @@ def _run_stages(stages: list[Stage], budget: Budget, say: Say) -> list[Timing]:
     with torch.inference_mode():
         for i, (label, planned, stage) in enumerate(stages, start=1):
             start = budget.elapsed_s
-            rows = list(budget.run(stage()))
+            try:
+                rows = list(budget.run(stage()))
+            except torch.OutOfMemoryError as e:
+                first = str(e).split(".")[0]
+                raise ValueError(f"{label}: the device ran out of memory ({first})") from None
             timings += rows
             say(
                 f"[{i}/{len(stages)}] {label}: {len(rows)} of {planned} timings in "
