@@ -66,3 +66,12 @@ def test_eta_is_the_pace_times_the_points_left_within_the_budget() -> None:
 def test_a_budget_must_be_positive() -> None:
     with pytest.raises(ValueError, match="budget 0 s; allowed: more than 0 s"):
         Budget(0, [1])
+
+
+def test_a_stage_that_measured_its_points_first_keeps_them_all() -> None:
+    """The all-reduce times its sizes within its own share, then yields them: a spent
+    budget must not drop any (`cut=False`), where a cut stage stops after its first."""
+    clock = FakeClock()
+    budget = Budget(1.0, [5, 5], clock=clock)
+    assert len(list(budget.run(timed_points(clock, 5, 10.0)))) == 1
+    assert len(list(budget.run(timed_points(clock, 5, 10.0), cut=False))) == 5

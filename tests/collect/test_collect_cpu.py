@@ -164,3 +164,12 @@ def test_without_pytorch_collect_says_how_to_install_it(
     monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` raises ImportError
     r = runner.invoke(app, ["collect", "--model", str(TINY), "--out", str(tmp_path / "t.yaml")])
     assert "pip install 'llmsizer[collect]'" in str(r.exception)
+
+
+def test_the_prefill_check_is_reported_beside_the_decode_check(collected: Path) -> None:
+    """Whole prompts through the same layers, against the prefill step's prediction."""
+    check = read_calibration(collected).fitted_on["prefill_check"]
+    assert [(p["prompts"], p["prompt_tokens"]) for p in check["points"]] == [(1, 64), (2, 128)]
+    assert all(p["measured_ms"] > 0 and p["predicted_ms"] > 0 for p in check["points"])
+    errors = sorted(abs(p["error_pct"]) for p in check["points"])
+    assert errors[0] <= check["median_abs_error_pct"] <= errors[-1]

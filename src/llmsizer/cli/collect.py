@@ -127,10 +127,10 @@ def collect(
     for name, value in result.calibration.factors.items():
         t.add_row(name, f"{value:.4g}")
     out.print(t)
-    if result.check:
-        median = data["fitted_on"]["decode_check"]["median_abs_error_pct"]
-        out.print(
-            f"end-to-end decode check: median |error| {median:.1f} % over "
-            f"{len(result.check)} points"
-        )
+    for key in ("decode_check", "prefill_check"):
+        if "points" in (done := data["fitted_on"].get(key, {})):
+            out.print(
+                f"end-to-end {key.replace('_', ' ')}: median |error| "
+                f"{done['median_abs_error_pct']:.1f} % over {len(done['points'])} points"
+            )
     err.print(f"wrote {out_path} and {timings_path(out_path)}", highlight=False)

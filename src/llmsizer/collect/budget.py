@@ -67,14 +67,16 @@ class Budget:
         remaining = self.weights[self.stage :]
         return left * remaining[0] / max(1, sum(remaining))
 
-    def run(self, points: Iterable[T]) -> Iterator[T]:
+    def run(self, points: Iterable[T], *, cut: bool = True) -> Iterator[T]:
         """The stage's points until its share is spent (always the first), then the next
-        stage's turn."""
+        stage's turn. `cut=False`: a stage that keeps to its share itself and measures its
+        points before yielding the first (the all-reduce); every one is kept."""
         self.deadline = self.clock() + self.share_s()
         try:
             for n, point in enumerate(points):
                 yield point
-                if n + 1 < self.weights[self.stage] and self.clock() >= self.deadline:
+                over = cut and self.clock() >= self.deadline
+                if n + 1 < self.weights[self.stage] and over:
                     return
         finally:
             self.stage += 1

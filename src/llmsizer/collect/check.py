@@ -1,4 +1,4 @@
-"""The end-to-end check: a real decode loop against the prediction from collected factors.
+"""The end-to-end check: a real decode loop and prefill against the collected factors.
 
 `DecodeModel` is the model's decoder in plain PyTorch at its shapes (random weights, a
 static KV cache, `num_layers` of them): per layer RMS norm, the fused QKV projection,
@@ -7,13 +7,17 @@ gated MLP, residual; then the final norm and the output projection of every sequ
 step decodes one token for each of `batch` sequences at KV length `context`. An MoE model's
 MLP is its router (GEMM and top-k), the routed copies permuted to the experts they hit (as
 many as perf's `expected_experts_touched`, each an equal share: uniform routing, as the step
-model prices it), the experts' gated MLPs as batched matmuls, the copies summed back, and
-the shared experts. On a GPU the step is replayed from a CUDA graph (`kernels.Timer`).
+model prices it), the experts' gated MLPs as batched matmuls, each token's copies summed
+(a reduction, as vLLM's `moe_sum`: PyTorch's `index_add_` took 29 % of an MoE prefill on
+the H100 in bf16 atomics), and the shared experts. `DecodeModel.prefill` runs whole prompts
+from an empty cache through the same layers with causal attention (the KV write left out:
+under 1 % of its bytes). On a GPU each step is replayed from a CUDA graph (`kernels.Timer`).
 
 The prediction is `perf.StepModel` for the same model (with `num_layers` layers) on the
 collected device with the collected factors, without the engine's host step overhead
-(this loop has no scheduler or sampler): `check_decode` times steps at a few batch sizes
-and lengths and reports each error and their median absolute value.
+(this loop has no scheduler or sampler): `check_decode` times decode steps at a few batch
+sizes and lengths, `check_prefill` prefill steps of a few prompts and lengths; each point
+has its error, and each check the median absolute value.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import statistics
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -30,7 +35,7 @@ import torch.nn.functional as F
 from llmsizer.collect.kernels import Timer, rotate_half
 from llmsizer.collect.shapes import ExpertGemm
 from llmsizer.perf import Deployment, EfficiencyFactors, StepModel
-from llmsizer.perf.batch_shape import decode_batch
+from llmsizer.perf.batch_shape import decode_batch, prefill_batch
 from llmsizer.specs import GpuSpec, ModelSpec, Precision
 from llmsizer.specs.model_parts import MoeSpec
 
@@ -43,6 +48,7 @@ class CheckPoint:
     context: int
     measured_s: float
     predicted_s: float
+    prompt: bool = False  # a prefill step of `batch` prompts of `context` tokens
 
     @property
     def error_pct(self) -> float:
@@ -130,12 +136,36 @@ class DecodeModel:
                 q, k_cache[:, :, : pos + 1], v_cache[:, :, : pos + 1], enable_gqa=True
             )
             x = x + F.linear(att.reshape(b, -1), w_o)
-            y = F.rms_norm(x, (h,), self.norm)
-            if w_down.shape[1]:  # a dense MLP, or an MoE layer's shared experts
-                x = x + self._mlp(y, w_up, w_down)
-            if self.experts:
-                x = x + self._experts(y, *self.experts[n])
+            x = x + self._ffn(x, n, w_up, w_down)
         return F.linear(F.rms_norm(x, (h,), self.norm), self.lm_head)
+
+    def prefill(self, x: torch.Tensor) -> torch.Tensor:
+        """One prefill step of `x` (prompts, tokens, hidden) from position 0, causal
+        attention over each prompt; returns the logits of each prompt's last token."""
+        m = self.m
+        p, n, h, d = x.shape[0], x.shape[1], m.hidden_size, m.head_dim
+        angles = torch.arange(n, device=x.device)[:, None] * self.inv_freq
+        cos = torch.cat((angles.cos(), angles.cos()), dim=-1).to(torch.bfloat16)
+        sin = torch.cat((angles.sin(), angles.sin()), dim=-1).to(torch.bfloat16)
+        x = x.reshape(p * n, h)
+        for i, (w_qkv, w_o, w_up, w_down) in enumerate(self.layers):
+            qkv = F.linear(F.rms_norm(x, (h,), self.norm), w_qkv)
+            q, k, v = (
+                t.view(p, n, -1, d).transpose(1, 2)
+                for t in qkv.split((m.q_dim, m.kv_dim, m.kv_dim), dim=-1)
+            )
+            q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+            att = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+            x = x + F.linear(att.transpose(1, 2).reshape(p * n, -1), w_o)
+            x = x + self._ffn(x, i, w_up, w_down)
+        last = x.view(p, n, h)[:, -1]
+        return F.linear(F.rms_norm(last, (h,), self.norm), self.lm_head)
+
+    def _ffn(self, x: torch.Tensor, layer: int, w_up: torch.Tensor, w_down: torch.Tensor) -> Any:
+        """The layer's MLP after its norm: dense, or shared plus routed experts."""
+        y = F.rms_norm(x, (self.m.hidden_size,), self.norm)
+        out = self._mlp(y, w_up, w_down) if w_down.shape[1] else 0
+        return out + self._experts(y, *self.experts[layer]) if self.experts else out
 
     def _mlp(self, x: torch.Tensor, w_up: torch.Tensor, w_down: torch.Tensor) -> torch.Tensor:
         gate_up = F.linear(x, w_up)
@@ -154,11 +184,12 @@ class DecodeModel:
         torch.topk(F.linear(x, router), k, dim=-1)  # the router's choice (its cost)
         share = ExpertGemm("experts", 0, 0, moe.num_experts, k)  # the timed GEMMs' routing
         hit, rows = share.experts_hit(b), share.rows_per_expert(b)
-        route = torch.arange(hit * rows, device=x.device) % b
+        route = torch.arange(hit * rows, device=x.device) % b  # copy j is token j mod b
         copies = x.index_select(0, route).view(hit, rows, -1)
         gate, up = torch.bmm(copies, gate_up[:hit]).chunk(2, dim=-1)
         out = torch.bmm(F.silu(gate) * up, down[:hit]).view(hit * rows, -1)
-        return torch.zeros_like(x).index_add_(0, route, out)
+        # each token's k copies summed (vLLM's moe_sum; the copies past b x k pad the rows)
+        return out[: b * k].view(k, b, -1).sum(dim=0)
 
 
 def check_skipped(model: ModelSpec, precision: str) -> str | None:
@@ -168,6 +199,20 @@ def check_skipped(model: ModelSpec, precision: str) -> str | None:
     if model.mla is not None or model.num_linear_attention_layers:
         return "the decode loop is built for MHA / GQA attention (no MLA, no linear attention)"
     return None
+
+
+def _check_setup(
+    model: ModelSpec, gpu: GpuSpec, factors: EfficiencyFactors, num_layers: int, timer: Timer
+) -> tuple[StepModel, DecodeModel]:
+    """The step model of `num_layers` of `model` (all MoE layers in an MoE model, no sliding
+    window: as the loop runs them) without host overhead, and the loop itself."""
+    moe = None if model.moe is None else dataclasses.replace(model.moe, num_moe_layers=num_layers)
+    small = dataclasses.replace(
+        model, num_layers=num_layers, num_sliding_window_layers=0, sliding_window=None, moe=moe
+    )
+    deployment = Deployment(model=small, gpu=gpu, precision=Precision.BF16)
+    predict = StepModel(deployment, factors.replace(step_overhead_s=0.0))
+    return predict, DecodeModel(model, num_layers, timer.device)
 
 
 def check_decode(
@@ -180,13 +225,7 @@ def check_decode(
     timer: Timer,
 ) -> Iterator[CheckPoint]:
     """Measured against predicted decode step times at each (batch, context) of `points`."""
-    moe = None if model.moe is None else dataclasses.replace(model.moe, num_moe_layers=num_layers)
-    small = dataclasses.replace(
-        model, num_layers=num_layers, num_sliding_window_layers=0, sliding_window=None, moe=moe
-    )
-    deployment = Deployment(model=small, gpu=gpu, precision=Precision.BF16)
-    predict = StepModel(deployment, factors.replace(step_overhead_s=0.0))
-    decoder = DecodeModel(model, num_layers, timer.device)
+    predict, decoder = _check_setup(model, gpu, factors, num_layers, timer)
     with torch.inference_mode():
         for batch, context in points:
             cache = decoder.cache(batch, context)
@@ -195,3 +234,24 @@ def check_decode(
             predicted = predict(decode_batch(batch, context + 1))
             del cache
             yield CheckPoint(batch, context, measured, predicted)
+
+
+def check_prefill(
+    model: ModelSpec,
+    gpu: GpuSpec,
+    factors: EfficiencyFactors,
+    *,
+    num_layers: int,
+    points: tuple[tuple[int, int], ...],
+    timer: Timer,
+) -> Iterator[CheckPoint]:
+    """Measured against predicted prefill step times for each (prompts, tokens) of
+    `points`: whole prompts from an empty cache, as a step without chunking runs them."""
+    predict, decoder = _check_setup(model, gpu, factors, num_layers, timer)
+    with torch.inference_mode():
+        for prompts, tokens in points:
+            shape = (prompts, tokens, model.hidden_size)
+            x = torch.randn(*shape, device=timer.device, dtype=torch.bfloat16)
+            measured = timer(partial(decoder.prefill, x))
+            predicted = predict(prefill_batch(prompts, tokens))
+            yield CheckPoint(prompts, tokens, measured, predicted, prompt=True)

@@ -75,24 +75,35 @@ def provenance(
 
 
 def check_summary(points: list[CheckPoint], layers: int, skipped: str | None) -> dict[str, Any]:
-    """The end-to-end check for `fitted_on`: its points, or why it did not run."""
+    """The end-to-end checks for `fitted_on`: decode and prefill points, or why they did
+    not run."""
     if skipped is not None:
         return {"decode_check": {"skipped": skipped}}
-    rows = [
-        {
-            "batch": p.batch,
-            "context": p.context,
-            "measured_ms": round(p.measured_s * 1e3, 4),
-            "predicted_ms": round(p.predicted_s * 1e3, 4),
-            "error_pct": round(p.error_pct, 2),
-        }
-        for p in points
-    ]
-    return {
-        "decode_check": {
-            "what": f"plain PyTorch decode loop, {layers} layers at the model's shapes, "
-            "random weights, static KV cache; predicted without the host step overhead",
-            "median_abs_error_pct": round(median_abs_error_pct(points), 2),
+    loop = f"{layers} layers at the model's shapes, random weights"
+    what = {
+        "decode_check": f"plain PyTorch decode loop, {loop}, static KV cache; "
+        "predicted without the host step overhead",
+        "prefill_check": f"plain PyTorch prefill of whole prompts, {loop}, causal attention; "
+        "predicted without the host step overhead",
+    }
+    summary: dict[str, Any] = {}
+    for key, prompt in (("decode_check", False), ("prefill_check", True)):
+        these = [p for p in points if p.prompt is prompt]
+        if not these:
+            continue
+        rows = [
+            {
+                ("prompts" if prompt else "batch"): p.batch,
+                ("prompt_tokens" if prompt else "context"): p.context,
+                "measured_ms": round(p.measured_s * 1e3, 4),
+                "predicted_ms": round(p.predicted_s * 1e3, 4),
+                "error_pct": round(p.error_pct, 2),
+            }
+            for p in these
+        ]
+        summary[key] = {
+            "what": what[key],
+            "median_abs_error_pct": round(median_abs_error_pct(these), 2),
             "points": rows,
         }
-    }
+    return summary

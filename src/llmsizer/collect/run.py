@@ -19,13 +19,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
+from itertools import chain
 
 import torch
 
 from llmsizer.collect.allreduce import AllReduceFit, fit_allreduce, time_allreduce
 from llmsizer.collect.attention import time_decode_attention, time_prefill_attention
 from llmsizer.collect.budget import Budget
-from llmsizer.collect.check import CheckPoint, check_decode, check_skipped
+from llmsizer.collect.check import CheckPoint, check_decode, check_prefill, check_skipped
 from llmsizer.collect.device import Device, device_entry
 from llmsizer.collect.fit import Peaks, fit_factors, measured_peaks
 from llmsizer.collect.kernels import (
@@ -54,6 +55,7 @@ from llmsizer.specs.gpus import gpu_from_entry
 Say = Callable[[str], None]
 # (label, planned rows, the rows as they are timed)
 Stage = tuple[str, int, Callable[[], Iterator[Timing]]]
+ALLREDUCE = "all-reduce"  # its stage's label
 DEFAULT_BUDGET_S = 300.0  # the issue's "under 5 minutes on one GPU", by construction
 
 
@@ -136,8 +138,8 @@ def collect(
         stages.append(_allreduce_stage(model, grid, device, ranks, lambda: budget.share_s()))
     check_layers = min(grid.check_layers, model.num_layers)
     skip = check_skipped(model, precision) if check else "not asked for (--no-check)"
-    # the check's share: a decode step runs ~7 timed kernels' worth of work a layer (norms,
-    # four projections, attention, activation), so it weighs as many rows a point
+    # the check's share: a decode step runs ~7 timed kernels' work a layer, so it weighs as
+    # many rows a point (its decode points: counting the prefill's starved the stages on an H100)
     check_weight = 7 * check_layers * len(grid.check_points) if skip is None else 0
     budget = Budget(budget_s, [n for _, n, _ in stages] + [check_weight])
     timings = _run_stages(stages, budget, say)
@@ -157,10 +159,12 @@ def collect(
     if skip is None:
         efficiency = default_efficiency(engine).replace(**factors)
         timer = make_timer(device.torch_device, grid.warmup, grid.repeats, lambda: budget.deadline)
-        run = check_decode(
-            model, gpu, efficiency, num_layers=check_layers, points=grid.check_points, timer=timer
+        args = (model, gpu, efficiency)
+        decode = check_decode(*args, num_layers=check_layers, points=grid.check_points, timer=timer)
+        prefill = check_prefill(
+            *args, num_layers=check_layers, points=grid.prefill_check_points, timer=timer
         )
-        points = list(budget.run(_reported(run, say)))
+        points = list(budget.run(_reported(chain(decode, prefill), say)))
     else:
         say(f"decode check: skipped ({skip})")
     say(f"collected in {budget.elapsed_s:.0f} s (budget {budget_s:.0f} s)")
@@ -195,8 +199,13 @@ def _ranks(device: Device, num_devices: int | None) -> int:
 
 def _reported(points: Iterator[CheckPoint], say: Say) -> Iterator[CheckPoint]:
     for point in points:
+        what = (
+            f"{point.batch} x {point.context}-token prefill"
+            if point.prompt
+            else f"batch {point.batch}, context {point.context}"
+        )
         say(
-            f"check: batch {point.batch}, context {point.context}: "
+            f"check: {what}: "
             f"{point.measured_s * 1e3:.2f} ms measured, {point.predicted_s * 1e3:.2f} ms "
             f"predicted ({point.error_pct:+.1f} %)"
         )
@@ -210,7 +219,8 @@ def _run_stages(stages: list[Stage], budget: Budget, say: Say) -> list[Timing]:
         for i, (label, planned, stage) in enumerate(stages, start=1):
             start = budget.elapsed_s
             try:
-                rows = list(budget.run(stage()))
+                # the all-reduce keeps to its share itself (`time_allreduce(seconds=)`)
+                rows = list(budget.run(stage(), cut=not label.startswith(ALLREDUCE)))
             except torch.OutOfMemoryError as e:
                 first = str(e).split(".")[0]
                 raise ValueError(f"{label}: the device ran out of memory ({first})") from None
@@ -237,7 +247,7 @@ def _allreduce_stage(
             seconds=share_s(),
         )
 
-    return (f"all-reduce over {ranks} devices", len(grid.gemm_tokens), rows)
+    return (f"{ALLREDUCE} over {ranks} devices", len(grid.gemm_tokens), rows)
 
 
 def allreduce_note(ranks: int, fit: AllReduceFit | None, gpu: GpuSpec) -> str:

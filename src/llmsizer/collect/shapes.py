@@ -91,6 +91,7 @@ class Grid:
     repeats: int
     check_points: tuple[tuple[int, int], ...]
     check_layers: int
+    prefill_check_points: tuple[tuple[int, int], ...] = ()  # (prompts, tokens each)
 
 
 # The default covers what a server sees: 1 to 16k tokens a step (vLLM's chunked prefill
@@ -107,6 +108,7 @@ FULL = Grid(
     repeats=10,
     check_points=((1, 1024), (8, 1024), (32, 2048), (64, 4096), (128, 1024), (256, 512)),
     check_layers=8,
+    prefill_check_points=((1, 512), (1, 2048), (1, 8192), (4, 2048)),
 )
 # Seconds on a CPU: the shape of the full run at sizes a CPU finishes quickly (tests, CI).
 QUICK = Grid(
@@ -120,6 +122,7 @@ QUICK = Grid(
     repeats=5,
     check_points=((1, 64), (4, 64), (1, 256), (4, 256)),
     check_layers=2,
+    prefill_check_points=((1, 64), (2, 128)),
 )
 
 
