@@ -84,6 +84,7 @@ class StepConstants:
     prefill_layers_overhead_s: float
     indexer_overhead_s: float
     stage_fraction: float
+    sequence_overhead_s: float
 
 
 def build_constants(d: Deployment, eff: EfficiencyFactors) -> StepConstants:
@@ -164,6 +165,7 @@ def build_constants(d: Deployment, eff: EfficiencyFactors) -> StepConstants:
         prefill_layers_overhead_s=m.num_layers * eff.prefill_layer_overhead_s,
         indexer_overhead_s=_indexer_layers(d) * eff.indexer_overhead_s,
         stage_fraction=math.ceil(m.num_layers / pp) / m.num_layers,
+        sequence_overhead_s=eff.sequence_overhead_s,
     )
 
 
