@@ -11,6 +11,7 @@ sample a token, one GPU of a tensor-parallel group spends, over all layers:
     lm_head        max(2 V h S / tp / F16,  (V h 2 / tp + logits S) / B)
     prefill attn   max(pairs * f_pair / F_att,  (KV read + Q/O) / B_att)          causal pairs
     decode attn    max(context * f_pair / F_att,  context * kv_bytes / B_att)     reads each KV
+                   (+ 2 * state / B_att per sequence: linear attention's state, read and written)
     elementwise    norms, residuals, activations, rotary: bytes / B
     communication  2 L ring all-reduces of T h bytes (tp > 1), pp - 1 activation sends:
                    link time plus one hop latency per ring step or send
@@ -127,7 +128,9 @@ def step_terms(c: StepConstants, a: Aggregates, graphs: CudaGraphs | None = None
         keys = full * keys_full + windowed * keys_window
         decode_compute_s = keys * c.decode_flops_per_pair / c.decode_attention_flops_per_s
         decode_memory_s = (
-            keys * c.kv_bytes_per_token_per_layer + num_decode * c.attention_act_bytes_per_token
+            keys * c.kv_bytes_per_token_per_layer
+            + num_decode * c.attention_act_bytes_per_token
+            + num_decode * c.linear_state_bytes_per_seq
         ) / c.attention_bytes_per_s
     return (
         t * c.dense_flops_per_token / c.linear_flops_per_s,
