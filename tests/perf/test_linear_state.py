@@ -42,7 +42,8 @@ def test_the_state_adds_a_context_independent_memory_time_per_sequence():
             keys = c.full_layers * n * context
             no_state = keys * c.kv_bytes_per_token_per_layer + n * c.attention_act_bytes_per_token
             extra = t.decode_attention_memory_s - no_state / c.attention_bytes_per_s
-            assert extra == pytest.approx(n * c.linear_state_bytes_per_seq / c.attention_bytes_per_s)
+            state_s = n * c.linear_state_bytes_per_seq / c.attention_bytes_per_s
+            assert extra == pytest.approx(state_s)
     # 256 sequences at TP4 move ~24.6 GB a step: ~4 ms at 0.77 of B200's 8 TB/s
     assert 256 * c.linear_state_bytes_per_seq == pytest.approx(24.6e9, rel=0.01)
 
