@@ -63,12 +63,8 @@ PROMPT = ("experts_compute_efficiency",)
 SPLIT = ("experts_bandwidth_efficiency", "decode_attention_compute_efficiency")
 # kinds of work only some models have (GLM-5's indexer, W4A16 experts): zero elsewhere
 KINDS = ("indexer_overhead_s", "experts_dequant_efficiency")
-# the per-sequence cost of a step (`EfficiencyFactors.sequence_overhead_s`): 0 in the general
-# fits, so the AIC fit starts it, and holds it by its prior, at SEQUENCE_PRIOR_S: the host's
-# per-request scheduling and output processing, vLLM's update_from_output alone ~1.1 us a
-# request (vllm-project/vllm PR 46112: 0.287 ms at a batch of 256), schedule() about as much
-SEQUENCE = ("sequence_overhead_s",)
-SEQUENCE_PRIOR_S = 2e-6
+# a step's cost per sequence, 0 in the general fits: the AIC fit's prior 2 us (vLLM PR 46112)
+SEQUENCE, SEQUENCE_PRIOR_S = ("sequence_overhead_s",), 2e-6
 FIT = (*DEFAULT_FIT_FACTORS, "interconnect_efficiency", "first_token_delay_s", *KINDS, *SEQUENCE,
        *PROMPT, *SPLIT)  # fmt: skip
 Group = tuple[str, str]  # (engine, GPU architecture)
@@ -304,12 +300,9 @@ class Recorded:
 
 
 def fit_start(engine: str) -> EfficiencyFactors:
-    """Where an AIC fit of `engine` starts, and its prior's centre: the engine's general fit,
-    with the per-sequence cost at `SEQUENCE_PRIOR_S` where that fit has none."""
+    """An AIC fit's start and prior centre: the general fit, its per-sequence cost if set."""
     general = calibrated_efficiency(engine)
-    if general.sequence_overhead_s > 0:
-        return general
-    return general.replace(sequence_overhead_s=SEQUENCE_PRIOR_S)
+    return general.replace(sequence_overhead_s=general.sequence_overhead_s or SEQUENCE_PRIOR_S)
 
 
 def _abs_log_errors(case: AicCase, predicted: dict[str, float]) -> float:
