@@ -52,6 +52,7 @@ from llmsizer.calibrate.aic_fit import (
     ships,
 )
 from llmsizer.calibrate.aic_prior import FitPrior
+from llmsizer.calibrate.features import NUM_FEATURES
 from llmsizer.calibrate.gpu_fit import calibration_file
 from llmsizer.calibrate.measurements import load_measurements
 from llmsizer.calibrate.replay import ScheduleTrace
@@ -328,7 +329,8 @@ def _recorded(cases: Sequence[AicCase], workers: Sweep, cache: Path | None) -> R
     """The cases' recorded schedules: from `cache` for every row it holds with the same spec
     (by id and spec), the rest recorded and added to it. A closed loop's schedule does not
     depend on the factors, but the features do depend on the step formula: the cache is the
-    user's to delete when `llmsizer.perf` changes."""
+    user's to delete when `llmsizer.perf` changes (a row recorded with another number of
+    feature columns, a `StepTerms` column added since, is recorded again)."""
     held: dict[str, tuple[PredictSpec, ScheduleTrace]] = {}
     if cache is not None and cache.exists():
         recorded = pickle.loads(cache.read_bytes())
@@ -336,7 +338,7 @@ def _recorded(cases: Sequence[AicCase], workers: Sweep, cache: Path | None) -> R
             held = {
                 c.row_id: (c.spec, t) for c, t in zip(recorded.cases, recorded.traces, strict=True)
             }
-    fresh = [c for c in cases if c.row_id not in held or not _same(held[c.row_id][0], c.spec)]
+    fresh = [c for c in cases if c.row_id not in held or not _current(held[c.row_id], c.spec)]
     say(f"{len(cases) - len(fresh)} rows from the cache, recording {len(fresh)}")
     if fresh:
         new = Recorded.record(fresh, workers)
@@ -344,6 +346,11 @@ def _recorded(cases: Sequence[AicCase], workers: Sweep, cache: Path | None) -> R
         if cache is not None:
             cache.write_bytes(pickle.dumps(Recorded(tuple(cases), _traces(cases, held))))
     return Recorded(tuple(cases), _traces(cases, held))
+
+
+def _current(held: tuple[PredictSpec, ScheduleTrace], spec: PredictSpec) -> bool:
+    """A cached row still valid: the same spec, recorded with today's feature columns."""
+    return _same(held[0], spec) and held[1].features.shape[-1] == NUM_FEATURES
 
 
 def _same(a: PredictSpec, b: PredictSpec) -> bool:

@@ -82,7 +82,10 @@ BUDGET = {
     + 75
     # + 65: a model's own MTP head (one layer with its experts) without a step overhead of
     # its own, its verify steps replayed from CUDA graphs (issue 10, mtp9)
-    + 65,
+    + 65
+    # + 45: a step's cost per sampled sequence and linear attention's state read and
+    # written per decoding sequence, with their sources (issue 10, tpotbatch10)
+    + 45,
     "sim": 1760  # + 110: decode-only steps in a row and their compact step log (issue 13)
     # + 50: delay batching in the continuous scheduler (merged from main, unbudgeted there)
     # + 120: quiet decode runs priced at once, a refused first waiting request kept on the

@@ -102,8 +102,10 @@ def test_the_count_columns_count_hops_layers_and_steps(tp, pp):
     featurize = StepFeaturizer(step.deployment)
     layers = step.deployment.model.num_layers
     allreduce_hops = (2 * layers) * 2 if tp > 1 else 0  # two per layer, 2 hops on NVSwitch
-    for batch, prompt_layers in ((decode_batch(8, 1000), 0), (prefill_batch(1, 100), layers)):
+    cases = ((decode_batch(8, 1000), 0, 8), (prefill_batch(1, 100), layers, 1))
+    for batch, prompt_layers, sampled in cases:
         row = dict(zip(FEATURES, featurize(batch), strict=True))
+        assert row["sequences_overhead_s"] == sampled  # rows that sample a token
         assert row["allreduce_latency_s"] == allreduce_hops
         assert row["send_latency_s"] == pp - 1
         assert row["step_overhead_s"] == 1

@@ -63,8 +63,10 @@ PROMPT = ("experts_compute_efficiency",)
 SPLIT = ("experts_bandwidth_efficiency", "decode_attention_compute_efficiency")
 # kinds of work only some models have (GLM-5's indexer, W4A16 experts): zero elsewhere
 KINDS = ("indexer_overhead_s", "experts_dequant_efficiency")
-FIT = (*DEFAULT_FIT_FACTORS, "interconnect_efficiency", "first_token_delay_s", *KINDS, *PROMPT,
-       *SPLIT)  # fmt: skip
+# a step's cost per sequence, 0 in the general fits: the AIC fit's prior 2 us (vLLM PR 46112)
+SEQUENCE, SEQUENCE_PRIOR_S = ("sequence_overhead_s",), 2e-6
+FIT = (*DEFAULT_FIT_FACTORS, "interconnect_efficiency", "first_token_delay_s", *KINDS, *SEQUENCE,
+       *PROMPT, *SPLIT)  # fmt: skip
 Group = tuple[str, str]  # (engine, GPU architecture)
 Memo = dict[tuple[str, tuple[int, ...], FitPrior], FitResult]  # (engine, rows, prior) -> fit
 MIN_FIT_ROWS = 30  # fewer AIC rows: the engine's other architectures (module docstring)
@@ -152,7 +154,7 @@ class Recorded:
         return fit_factors(
             traces,
             targets,
-            calibrated_efficiency(engine),
+            fit_start(engine),
             fit,
             prior_sigma=prior.sigmas(fit),
             robust_scale=ROBUST_SCALE,
@@ -295,6 +297,12 @@ class Recorded:
                     chosen[(engine, architecture, value)] = prior
                 out |= self.predict(test, factors)
         return out
+
+
+def fit_start(engine: str) -> EfficiencyFactors:
+    """An AIC fit's start and prior centre: the general fit, its per-sequence cost if set."""
+    general = calibrated_efficiency(engine)
+    return general.replace(sequence_overhead_s=general.sequence_overhead_s or SEQUENCE_PRIOR_S)
 
 
 def _abs_log_errors(case: AicCase, predicted: dict[str, float]) -> float:

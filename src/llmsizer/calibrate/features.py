@@ -15,6 +15,7 @@ column (`column_scale`, `price`):
           + n_layers * layer_overhead_s
           + n_prefill_layers * prefill_layer_overhead_s      (steps with prompt work)
           + n_indexer_layers * indexer_overhead_s + D_w4a16 / experts_dequant_efficiency
+          + n_sampled * sequence_overhead_s                  (rows that sample a token)
 
 The columns are the `StepTerms` in order: C_p and M_p are part p's compute and memory times
 at 100 % of peak, L the bandwidth time of all the step's all-reduces or sends at full link
@@ -69,6 +70,7 @@ _FACTOR_OF: dict[str, str] = {
     "prefill_layers_overhead_s": "prefill_layer_overhead_s",
     "indexer_overhead_s": "indexer_overhead_s",
     "experts_dequant_s": "experts_dequant_efficiency",
+    "sequences_overhead_s": "sequence_overhead_s",
 }
 FEATURES = StepTerms._fields
 NUM_FEATURES = len(FEATURES)
@@ -101,6 +103,7 @@ _UNIT = EfficiencyFactors(
     step_overhead_s=_UNIT_S,
     indexer_overhead_s=_UNIT_S,
     experts_dequant_efficiency=1.0,
+    sequence_overhead_s=_UNIT_S,
 )
 
 

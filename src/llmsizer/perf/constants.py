@@ -84,6 +84,8 @@ class StepConstants:
     prefill_layers_overhead_s: float
     indexer_overhead_s: float
     stage_fraction: float
+    sequence_overhead_s: float
+    linear_state_bytes_per_seq: float
 
 
 def build_constants(d: Deployment, eff: EfficiencyFactors) -> StepConstants:
@@ -164,6 +166,8 @@ def build_constants(d: Deployment, eff: EfficiencyFactors) -> StepConstants:
         prefill_layers_overhead_s=m.num_layers * eff.prefill_layer_overhead_s,
         indexer_overhead_s=_indexer_layers(d) * eff.indexer_overhead_s,
         stage_fraction=math.ceil(m.num_layers / pp) / m.num_layers,
+        sequence_overhead_s=eff.sequence_overhead_s,
+        linear_state_bytes_per_seq=_linear_state_io_bytes(d),
     )
 
 
@@ -184,6 +188,21 @@ def _collectives(d: Deployment, eff: EfficiencyFactors) -> tuple[int, float, flo
     hops = (d.allreduce_hops(world) + d.allreduce_hops(tp)) / per_layer
     seconds = (per_token_s(world, dp) + per_token_s(tp, 1)) / per_layer
     return per_layer * m.num_layers, hops, seconds
+
+
+def _linear_state_io_bytes(d: Deployment) -> float:
+    """Bytes one decoding sequence moves per step through the linear-attention layers of
+    one GPU: its recurrent and convolution state read and written back (the Gated DeltaNet
+    decode kernel loads each sequence's state, updates it and stores it: fla
+    `fused_recurrent_gated_delta_rule` with the state updated in place, as SGLang's and
+    vLLM's Qwen3-Next / Qwen3.5 layers run it), in the config's state dtype (Qwen3.5:
+    `mamba_ssm_dtype` float32, 4.2 MB a layer), the value heads split over tp."""
+    la = d.model.linear_attention
+    if la is None:
+        return 0.0
+    heads = la.num_value_heads
+    share = -(-heads // d.tensor_parallel_size) / heads
+    return 2.0 * d.model.linear_state_bytes_per_sequence(d.activation_precision) * share
 
 
 def _indexer_layers(d: Deployment) -> int:

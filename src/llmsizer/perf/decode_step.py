@@ -46,6 +46,7 @@ class DecodeAttention:
         "flops_per_s",
         "full_layers",
         "kv_bytes_per_token_per_layer",
+        "state_bytes_per_seq",
         "window",
         "window_layers",
     )
@@ -58,6 +59,7 @@ class DecodeAttention:
         self.flops_per_s: float = c.decode_attention_flops_per_s
         self.kv_bytes_per_token_per_layer: float = c.kv_bytes_per_token_per_layer
         self.act_bytes_per_token: float = c.attention_act_bytes_per_token
+        self.state_bytes_per_seq: float = c.linear_state_bytes_per_seq
         self.bytes_per_s: float = c.attention_bytes_per_s
         self.attention_dp_size: int = c.attention_dp_size
 
@@ -73,7 +75,9 @@ class DecodeAttention:
         keys = self.full_layers * keys_full + self.window_layers * keys_window
         compute_s = keys * self.flops_per_pair / self.flops_per_s
         memory_s = (
-            keys * self.kv_bytes_per_token_per_layer + n * self.act_bytes_per_token
+            keys * self.kv_bytes_per_token_per_layer
+            + n * self.act_bytes_per_token
+            + n * self.state_bytes_per_seq
         ) / self.bytes_per_s
         return compute_s, memory_s
 
@@ -89,7 +93,9 @@ class DecodeAttention:
         keys = self.full_layers * keys_full + self.window_layers * keys_window
         compute_s = keys * self.flops_per_pair / self.flops_per_s
         memory_s = (
-            keys * self.kv_bytes_per_token_per_layer + n * self.act_bytes_per_token
+            keys * self.kv_bytes_per_token_per_layer
+            + n * self.act_bytes_per_token
+            + n * self.state_bytes_per_seq
         ) / self.bytes_per_s
         return compute_s, memory_s
 

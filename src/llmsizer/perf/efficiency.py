@@ -74,6 +74,15 @@ calibration set by `bench/validate_perf.py --fit`. The priors:
   on H200 against 109 us for DeepSeek-V3.1's FP8 ones (vllm-project/vllm issue 32832,
   2026-01-22), i.e. ~340 MB of INT4 expert weights per GPU at 1.46 TB/s, 0.30 of the
   H200's 4.8 TB/s; with the experts' bandwidth prior 0.75, 1 / 0.30 - 1 / 0.75 = 1 / 0.5.
+- `sequence_overhead_s` 0: the time a step spends per sequence that samples a token beyond
+  the roofline: on the host, the scheduler's and output processor's Python per request
+  (vLLM v1 `Scheduler.schedule` and `update_from_output`, the latter 0.287 ms at a batch of
+  256, ~1.1 us a request: vllm-project/vllm PR 46112, 2026-06; SGLang's
+  `process_batch_result_decode`), which an engine scheduling one step ahead hides only up
+  to the GPU's step time; on the GPU, the sampler over B x V logits. It grows with the
+  batch and is what keeps TPOT rising past the point where the experts' weight reads stop
+  growing. 0 here, so every fitted file without it prices as before; the AIC fit starts it
+  at `aic_fit.SEQUENCE_PRIOR_S` (docs/tpot_residuals.md, "Per-sequence cost").
 - `first_token_delay_s` 0: time the serving front end adds to each stream's first chunk and
   the engine never spends: HTTP and tokenisation before the request reaches the scheduler,
   detokenisation and a stream interval after (`llmsizer.sim.delivery`). Not a step cost;
@@ -150,6 +159,7 @@ class EfficiencyFactors:
     decode_attention_compute_efficiency: float | None = None  # None: attention_compute_...
     indexer_overhead_s: float = 100 * US
     experts_dequant_efficiency: float = 0.5
+    sequence_overhead_s: float = 0.0
 
     def __post_init__(self) -> None:
         for name, (low, high) in _BOUNDS.items():
@@ -211,6 +221,7 @@ _BOUNDS: Mapping[str, tuple[float, float]] = MappingProxyType(
         "decode_attention_compute_efficiency": (0.0, 1.0),
         "indexer_overhead_s": (0.0, 1_000 * US),
         "experts_dequant_efficiency": (0.0, 1.0),
+        "sequence_overhead_s": (0.0, 200 * US),
     }
 )
 

@@ -25,7 +25,8 @@ def stage_interval_s(c: StepConstants, t: StepTerms) -> float:
     )
     one_send_s = t.send_latency_s + t.send_link_s if c.num_pipeline_sends else 0.0
     lm_head_s = max(t.lm_head_compute_s, t.lm_head_memory_s)
-    return layers_s * c.stage_fraction + lm_head_s + one_send_s + t.step_overhead_s
+    host_s = t.step_overhead_s + t.sequences_overhead_s
+    return layers_s * c.stage_fraction + lm_head_s + one_send_s + host_s
 
 
 def step_parts(
@@ -51,6 +52,7 @@ def step_parts(
     overhead_s = (
         (t.step_overhead_s + t.layers_overhead_s) + t.prefill_layers_overhead_s
     ) + t.indexer_overhead_s
+    overhead_s += t.sequences_overhead_s
     return (
         *layer_parts,
         PartCost("elementwise", t.elementwise_s, 0.0, elementwise_bytes, Bound.MEMORY),

@@ -11,6 +11,7 @@ sample a token, one GPU of a tensor-parallel group spends, over all layers:
     lm_head        max(2 V h S / tp / F16,  (V h 2 / tp + logits S) / B)
     prefill attn   max(pairs * f_pair / F_att,  (KV read + Q/O) / B_att)          causal pairs
     decode attn    max(context * f_pair / F_att,  context * kv_bytes / B_att)     reads each KV
+                   (+ 2 * state / B_att per sequence: linear attention's state, read and written)
     elementwise    norms, residuals, activations, rotary: bytes / B
     communication  2 L ring all-reduces of T h bytes (tp > 1), pp - 1 activation sends:
                    link time plus one hop latency per ring step or send
@@ -20,6 +21,7 @@ sample a token, one GPU of a tensor-parallel group spends, over all layers:
     overhead       step_overhead + L * layer_overhead (+ L * prefill_layer_overhead when
                    the step is launched eagerly, not from a full CUDA graph: `cuda_graphs`)
                    + L_dsa * indexer_overhead (layers with a sparse-attention indexer)
+                   + S * sequence_overhead (per sampled sequence: host and sampler)
     CUDA graphs    a graphed step runs the layers' parts (not attention, not the output
                    projection) at its padded token count; without a `CudaGraphs`, decode-only
                    steps are graphed unpadded and steps with prompt work are eager
@@ -126,7 +128,9 @@ def step_terms(c: StepConstants, a: Aggregates, graphs: CudaGraphs | None = None
         keys = full * keys_full + windowed * keys_window
         decode_compute_s = keys * c.decode_flops_per_pair / c.decode_attention_flops_per_s
         decode_memory_s = (
-            keys * c.kv_bytes_per_token_per_layer + num_decode * c.attention_act_bytes_per_token
+            keys * c.kv_bytes_per_token_per_layer
+            + num_decode * c.attention_act_bytes_per_token
+            + num_decode * c.linear_state_bytes_per_seq
         ) / c.attention_bytes_per_s
     return (
         t * c.dense_flops_per_token / c.linear_flops_per_s,
@@ -149,6 +153,7 @@ def step_terms(c: StepConstants, a: Aggregates, graphs: CudaGraphs | None = None
         prefill_overhead_s,
         c.indexer_overhead_s,
         dequant_s,
+        sampled * c.sequence_overhead_s,
     )
 
 
@@ -156,7 +161,7 @@ def step_time_s(c: StepConstants, terms: Terms) -> float:
     """The step's latency: every part in turn, each roofline part at its longer time."""
     (lin_c, lin_m, exp_c, exp_m, head_c, head_m, pre_c, pre_m, dec_c, dec_m,
      elementwise_s, ar_link_s, ar_latency_s, send_link_s, send_latency_s,
-     step_s, layers_s, prefill_layers_s, indexer_s, dequant_s) = terms  # fmt: skip
+     step_s, layers_s, prefill_layers_s, indexer_s, dequant_s, seqs_s) = terms  # fmt: skip
     # `x if x >= y else y` is max(x, y) without a call: this runs once per engine step. The
     # order of the sum is kept to the bit: committed example plans hold full-precision results.
     layer_work = (
@@ -171,7 +176,7 @@ def step_time_s(c: StepConstants, terms: Terms) -> float:
         send_latency_s + send_link_s
     )
     lm_head_s = head_c if head_c >= head_m else head_m
-    return layer_work + lm_head_s + communication + ((step_s + layers_s) + indexer_s)
+    return layer_work + lm_head_s + communication + (((step_s + layers_s) + indexer_s) + seqs_s)
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,7 +240,7 @@ class StepModel:
         (lin_c, lin_m, exp_c, exp_m, head_c, head_m, pre_c, pre_m, _, _,
          elementwise_s, ar_link_s, ar_latency_s, send_link_s, send_latency_s,
          step_s, layers_s, prefill_layers_s, indexer_s,
-         dequant_s) = step_terms(c, no_context, graphs)  # fmt: skip
+         dequant_s, seqs_s) = step_terms(c, no_context, graphs)  # fmt: skip
         work = step_terms(c, no_context)  # the real tokens' work, for MFU and MBU
         flops = memory = 0.0
         for i, (flops_per_s, bytes_per_s) in enumerate(self.part_rates[:4]):
@@ -250,7 +255,7 @@ class StepModel:
             lm_head_s=head_c if head_c >= head_m else head_m,
             communication_s=c.num_allreduces * (ar_latency_s + ar_link_s)
             + c.num_pipeline_sends * (send_latency_s + send_link_s),
-            overhead_s=(step_s + layers_s) + indexer_s,
+            overhead_s=((step_s + layers_s) + indexer_s) + seqs_s,
             flops_before=flops,
             bytes_before=memory,
             elementwise_bytes=work[ELEMENTWISE] * c.gemm_bytes_per_s,

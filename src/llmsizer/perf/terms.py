@@ -28,7 +28,8 @@ class StepTerms(NamedTuple):
     the sparse-attention indexers of the layers that have one (zero without:
     `EfficiencyFactors.indexer_overhead_s`). Last, the weight-only (W4A16) experts'
     dequantisation, an extra pass over the expert weights they read (zero for other
-    precisions: `EfficiencyFactors.experts_dequant_efficiency`).
+    precisions: `EfficiencyFactors.experts_dequant_efficiency`). After it, the per-sequence
+    cost of the rows that sample a token (`EfficiencyFactors.sequence_overhead_s`).
     """
 
     linear_compute_s: float
@@ -51,6 +52,7 @@ class StepTerms(NamedTuple):
     prefill_layers_overhead_s: float
     indexer_overhead_s: float
     experts_dequant_s: float
+    sequences_overhead_s: float
 
 
 # The formula's values travel as plain tuples, named by `BatchAggregates` and `StepTerms`:

@@ -147,7 +147,7 @@ def verify_step(
         terms = graphed_verify_terms(c, decoding, terms, graphs)
     (lin_c, lin_m, exp_c, exp_m, head_c, head_m, _, _, _, _,
      elementwise_s, ar_link_s, ar_latency_s, send_link_s, send_latency_s,
-     step_s, layers_s, prefill_layers_s, indexer_s, dequant_s) = terms  # fmt: skip
+     step_s, layers_s, prefill_layers_s, indexer_s, dequant_s, seqs_s) = terms  # fmt: skip
     dp, num_prefill = c.attention_dp_size, a[2]
     share = 1.0
     if dp > 1:  # as busiest_rank counts chunks: every sampled row but the decoding ones
@@ -169,5 +169,5 @@ def verify_step(
         lm_head_s=head_c if head_c >= head_m else head_m,
         communication_s=c.num_allreduces * (ar_latency_s + ar_link_s)
         + c.num_pipeline_sends * (send_latency_s + send_link_s),
-        overhead_s=(step_s + layers_s) + indexer_s,
+        overhead_s=((step_s + layers_s) + indexer_s) + seqs_s,
     )
