@@ -5,6 +5,8 @@ sample a token, one GPU of a tensor-parallel group spends, over all layers:
 
     linear         max(2 P_dense T / tp / F,  (P_dense w / tp + a_lin T) / B)   weights read once
     experts        per MoE layer: max(2 k P_e T / tp / F,  (E_hit(T) P_e w / tp + a_e T) / B);
+                   in a step with prompt work the FLOPs are those of the padded tiles the
+                   grouped GEMM computes, k T rows padded per expert (`padded_rows`);
                    with expert parallelism over ep ranks, E_hit P_e w / tp becomes the
                    busiest rank's distinct experts times P_e w / (tp / ep); weight-only
                    (W4A16) experts add E_hit P_e w / tp / B_dequant, their dequantisation
@@ -102,9 +104,15 @@ def step_terms(c: StepConstants, a: Aggregates, graphs: CudaGraphs | None = None
         if c.experts_per_rank:  # expert parallel: the busiest rank's (expected_max_normal)
             n, hit = c.experts_per_rank, touched / c.num_experts
             touched = min(n, n * hit + c.expert_max_z * math.sqrt(n * hit * (1.0 - hit)))
-        experts_compute_s = c.num_moe_layers * (
-            run_tokens * c.expert_flops_per_token / c.experts_flops_per_s
-        )
+        if num_prefill:  # prompt work: the grouped GEMM in whole tiles (`padded_rows`)
+            rows = padded_rows(c, run_tokens * c.expert_rows_per_token, touched)
+            experts_compute_s = c.num_moe_layers * (
+                rows * c.expert_flops_per_row / c.experts_flops_per_s
+            )
+        else:
+            experts_compute_s = c.num_moe_layers * (
+                run_tokens * c.expert_flops_per_token / c.experts_flops_per_s
+            )
         experts_memory_s = c.num_moe_layers * (
             (touched * c.expert_weight_bytes + run_tokens * c.expert_act_bytes_per_token)
             / c.experts_bytes_per_s
@@ -150,6 +158,31 @@ def step_terms(c: StepConstants, a: Aggregates, graphs: CudaGraphs | None = None
         c.indexer_overhead_s,
         dequant_s,
     )
+
+
+def padded_rows(c: StepConstants, rows: float, touched: float) -> float:
+    """The rows one GPU's grouped expert GEMM computes in a step with prompt work: its
+    `rows` routed copies of tokens spread over the `touched` experts it holds, each expert's
+    padded to whole tiles of `c.expert_tile_rows` (`EfficiencyFactors.experts_tile_rows`).
+
+    Every touched expert computes at least one tile; past half a tile of rows, an expert's
+    padding is the unfilled part of its last tile, half a tile less half a row on average
+    (its row count spread over residues by the routing):
+
+        padded = max(touched x tile,  rows + touched x (tile - 1) / 2)
+
+    continuous and non-decreasing in `rows` and `touched`, never below `rows`. Where every
+    expert gets every token (`expert_miss_per_token` 0: top-k = experts) the counts are
+    exact, not spread: each expert pads its rows / touched to the next whole tile.
+    """
+    tile = c.expert_tile_rows
+    if touched <= 0.0:
+        return rows
+    if c.expert_miss_per_token == 0.0:
+        return touched * tile * math.ceil(rows / touched / tile)
+    spread = rows + touched * (tile - 1.0) / 2.0
+    floor = touched * tile
+    return floor if floor >= spread else spread
 
 
 def step_time_s(c: StepConstants, terms: Terms) -> float:
