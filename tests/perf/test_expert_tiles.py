@@ -128,3 +128,17 @@ def test_each_engine_has_its_kernels_tile() -> None:
     ]
     with pytest.raises(ValueError, match="experts_tile_rows"):
         EfficiencyFactors(experts_tile_rows=0.5)
+
+
+def test_mfu_counts_the_real_rows_not_the_tiles() -> None:
+    """`breakdown` and `measure` count the real rows' FLOPs (as they leave out CUDA-graph
+    padding); the step's time is the padded tiles'."""
+    step = make_step_model("qwen3-30b-a3b", "h100-sxm", "bf16", BASE)
+    c, batch = step.constants, prefill_batch(1, 1024)
+    experts = next(p for p in step.breakdown(batch).parts if p.name == "experts")
+    real = c.num_moe_layers * 1024 * c.expert_flops_per_token
+    assert experts.flops == pytest.approx(real, rel=1e-12)
+    time_s, flops, _ = step.measure(batch)
+    assert time_s == step(batch)
+    assert flops == pytest.approx(sum(p.flops for p in step.breakdown(batch).parts), rel=1e-12)
+    assert terms(step, 1024).experts_compute_s * c.experts_flops_per_s > 1.4 * real

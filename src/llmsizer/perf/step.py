@@ -79,9 +79,13 @@ from llmsizer.perf.terms import NUM_ROOFLINE_TERMS as NUM_ROOFLINE_TERMS  # re-e
 from llmsizer.perf.terms import ROOFLINE_PARTS as ROOFLINE_PARTS
 
 
-def step_terms(c: StepConstants, a: Aggregates, graphs: CudaGraphs | None = None) -> Terms:
+def step_terms(
+    c: StepConstants, a: Aggregates, graphs: CudaGraphs | None = None, tiles: bool = True
+) -> Terms:
     """The terms (`StepTerms` order) of the step whose `BatchAggregates` are `a`, run as
-    `graphs` says (padded, eager: module docstring); all zero for an empty batch."""
+    `graphs` says (padded, eager: module docstring); all zero for an empty batch. Without
+    `tiles`, the experts' FLOPs are the real rows' (the work MFU counts), not the padded
+    tiles' (`padded_rows`)."""
     (t, sampled, num_prefill, pairs_full, pairs_window, kv_full, kv_window,
      num_decode, keys_full, keys_window) = a  # fmt: skip
     if t == 0:
@@ -104,7 +108,7 @@ def step_terms(c: StepConstants, a: Aggregates, graphs: CudaGraphs | None = None
         if c.experts_per_rank:  # expert parallel: the busiest rank's (expected_max_normal)
             n, hit = c.experts_per_rank, touched / c.num_experts
             touched = min(n, n * hit + c.expert_max_z * math.sqrt(n * hit * (1.0 - hit)))
-        if num_prefill:  # prompt work: the grouped GEMM in whole tiles (`padded_rows`)
+        if num_prefill and tiles:  # prompt work: the grouped GEMM in whole tiles
             rows = padded_rows(c, run_tokens * c.expert_rows_per_token, touched)
             experts_compute_s = c.num_moe_layers * (
                 rows * c.expert_flops_per_row / c.experts_flops_per_s
@@ -308,9 +312,10 @@ class StepModel:
         if n and not batch.prefill_chunks:  # decode only, as in `__call__`
             return self.measure_decode(n, batch.num_decode_context_tokens)
         a = aggregate(batch, c.window)
-        terms = work = step_terms(c, a)  # the real tokens' work, for MFU and MBU
-        if self.cuda_graphs is not None:
-            terms = step_terms(c, a, self.cuda_graphs)
+        terms = step_terms(c, a, self.cuda_graphs)
+        work = terms  # the real tokens' work, for MFU and MBU: no graph or tile padding
+        if self.cuda_graphs is not None or (c.num_moe_layers and a[2]):
+            work = step_terms(c, a, tiles=False)
         flops = memory = 0.0
         for i, (flops_per_s, bytes_per_s) in enumerate(self.part_rates):
             flops += work[2 * i] * flops_per_s
@@ -355,6 +360,6 @@ class StepModel:
         if a.num_tokens == 0:
             return StepBreakdown(0.0, 0.0, (), 0)
         terms = StepTerms._make(step_terms(c, a, self.cuda_graphs))
-        work = StepTerms._make(step_terms(c, a))
+        work = StepTerms._make(step_terms(c, a, tiles=False))
         parts = step_parts(c, a, terms, work)
         return StepBreakdown(step_time_s(c, terms), stage_interval_s(c, terms), parts, a.num_tokens)
