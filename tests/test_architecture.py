@@ -83,9 +83,9 @@ BUDGET = {
     # + 65: a model's own MTP head (one layer with its experts) without a step overhead of
     # its own, its verify steps replayed from CUDA graphs (issue 10, mtp9)
     + 65
-    # + 65: a prompt step's routed experts in whole grouped-GEMM tiles, the engines' tile
-    # rows with their kernels' sources (issue 10, moeprompt10)
-    + 65,
+    # + 70: a prompt step's routed experts in whole grouped-GEMM tiles, the engines' tile
+    # rows with their kernels' sources, MFU of the real rows (issue 10, moeprompt10)
+    + 70,
     "sim": 1760  # + 110: decode-only steps in a row and their compact step log (issue 13)
     # + 50: delay batching in the continuous scheduler (merged from main, unbudgeted there)
     # + 120: quiet decode runs priced at once, a refused first waiting request kept on the
