@@ -380,6 +380,8 @@ def _factors_text(factors: dict[str, float]) -> str:
     return ", ".join(
         f"{k.removesuffix('_efficiency')} {v:.3g}"
         if k.endswith("efficiency")
+        else f"{k.removesuffix('_rows')} {v:.0f} rows"  # a kernel's tile, not a time
+        if k.endswith("_rows")
         else f"{k.removesuffix('_s')} {v * 1e6:.0f} us"
         for k, v in factors.items()
     )

@@ -85,7 +85,10 @@ BUDGET = {
     + 65
     # + 45: a step's cost per sampled sequence and linear attention's state read and
     # written per decoding sequence, with their sources (issue 10, tpotbatch10)
-    + 45,
+    + 45
+    # + 70: a prompt step's routed experts in whole grouped-GEMM tiles, the engines' tile
+    # rows with their kernels' sources, MFU of the real rows (issue 10, moeprompt10)
+    + 70,
     "sim": 1760  # + 110: decode-only steps in a row and their compact step log (issue 13)
     # + 50: delay batching in the continuous scheduler (merged from main, unbudgeted there)
     # + 120: quiet decode runs priced at once, a refused first waiting request kept on the
@@ -189,7 +192,10 @@ BUDGET = {
     + 30
     # + 75: MTP speculative decoding as launched: each sweep's draft tokens, the rows an
     # MTP sweep ran speculating in their decode pool, the acceptance prior (issue 10, mtp9)
-    + 75,
+    + 75
+    # + 10: the featurizer takes the engine's grouped-GEMM tile, the per-sequence prior
+    # (issue 10, moeprompt10 and tpotbatch10 merged)
+    + 10,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run

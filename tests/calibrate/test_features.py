@@ -35,6 +35,7 @@ def random_factors(rng: random.Random) -> EfficiencyFactors:
     values = {
         name: rng.uniform(0.05, 1.0) if name.endswith("efficiency") else rng.uniform(0, high)
         for name, (_, high) in EfficiencyFactors.bounds().items()
+        if name != "experts_tile_rows"  # the engine's kernel, fixed in the features
     }
     return EfficiencyFactors(**values)
 

@@ -42,7 +42,7 @@ def test_a_converted_trace_equals_a_fresh_recording(
     )  # fmt: skip
     fresh = record.record_trace(spec)
     with monkeypatch.context() as m:  # recorded as before: features without the graphs
-        m.setattr(record, "StepFeaturizer", lambda d, graphs=None: StepFeaturizer(d))
+        m.setattr(record, "StepFeaturizer", lambda d, graphs=None, **_: StepFeaturizer(d))
         old = record.record_trace(spec)
     inst = make_instance(spec, max_model_len=spec.isl + spec.osl)
     converted = regraph(old, StepFeaturizer(inst.deployment, inst.step.cuda_graphs))

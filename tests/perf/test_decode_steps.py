@@ -15,11 +15,12 @@ def general(step: StepModel, batch: BatchShape | Batch) -> tuple[float, float, f
     """(time, FLOPs, bytes) by the general formula, as `measure` sums them without the table."""
     c = step.constants
     terms = step_terms(c, aggregate(batch, c.window))
+    work = step_terms(c, aggregate(batch, c.window), tiles=False)  # the real expert rows
     flops = memory = 0.0
     for i, (flops_per_s, bytes_per_s) in enumerate(step.part_rates):
-        flops += terms[2 * i] * flops_per_s
-        memory += terms[2 * i + 1] * bytes_per_s
-    memory += terms[10] * c.gemm_bytes_per_s
+        flops += work[2 * i] * flops_per_s
+        memory += work[2 * i + 1] * bytes_per_s
+    memory += work[10] * c.gemm_bytes_per_s
     return step_time_s(c, terms), flops, memory
 
 

@@ -115,11 +115,16 @@ class StepFeaturizer:
 
     deployment: Deployment
     cuda_graphs: CudaGraphs | None = None
+    # not a factor but the engine's kernel (`EfficiencyFactors.experts_tile_rows`): the rows
+    # a prompt step's grouped expert GEMM computes, fixed when the features are
+    experts_tile_rows: float = _UNIT.experts_tile_rows
     _unit: StepConstants = field(init=False, repr=False, compare=False)
     _to_features: np.ndarray = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        c = build_constants(self.deployment, _UNIT)
+        c = build_constants(
+            self.deployment, _UNIT.replace(experts_tile_rows=self.experts_tile_rows)
+        )
         # The terms price one all-reduce and one send: the row counts all of the step's.
         per_step = {
             "allreduce_link_s": c.num_allreduces,

@@ -49,7 +49,8 @@ def record_trace(
     """
     setup = simulation_setup(spec, efficiency)  # exactly what `predict` simulates
     inst, num_engines = setup.instance, setup.num_engines
-    featurizer = StepFeaturizer(inst.deployment, inst.step.cuda_graphs)
+    tile = inst.step.efficiency.experts_tile_rows
+    featurizer = StepFeaturizer(inst.deployment, inst.step.cuda_graphs, experts_tile_rows=tile)
     recorder = _Recorder(inst.step, featurizer)
     result = Engine(setup.engine, recorder).run(setup.workload)
     records = result.records

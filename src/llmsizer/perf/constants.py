@@ -64,6 +64,9 @@ class StepConstants:
     expert_flops_per_token: float
     expert_act_bytes_per_token: float
     expert_dequant_bytes: float
+    expert_tile_rows: float
+    expert_rows_per_token: float
+    expert_flops_per_row: float
     experts_dequant_bytes_per_s: float
     lm_head_weight_bytes: float
     lm_head_flops_per_seq: float
@@ -139,6 +142,11 @@ def build_constants(d: Deployment, eff: EfficiencyFactors) -> StepConstants:
         expert_dequant_bytes=m.expert_params * w / moe_tp if d.precision.is_weight_only else 0.0,
         experts_dequant_bytes_per_s=d.gpu.hbm_bytes_per_s * eff.experts_dequant_efficiency,
         expert_flops_per_token=2.0 * top_k * m.expert_params / world,
+        # the grouped GEMM in whole tiles (`step_terms`): a rank's rows (routed copies) per
+        # token, one row's FLOPs through one expert's shard
+        expert_tile_rows=eff.experts_tile_rows,
+        expert_rows_per_token=top_k / ep,
+        expert_flops_per_row=2.0 * m.expert_params / moe_tp,
         # per routed copy: read h, write 2I/moe_tp (gate, up), read I/moe_tp, write h; under
         # expert parallelism a rank serves 1/ep of the copies
         expert_act_bytes_per_token=act * top_k * (2 * h + 3 * expert_width / moe_tp) / ep,

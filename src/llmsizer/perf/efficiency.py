@@ -83,6 +83,16 @@ calibration set by `bench/validate_perf.py --fit`. The priors:
   batch and is what keeps TPOT rising past the point where the experts' weight reads stop
   growing. 0 here, so every fitted file without it prices as before; the AIC fit starts it
   at `aic_fit.SEQUENCE_PRIOR_S` (docs/tpot_residuals.md, "Per-sequence cost").
+- `experts_tile_rows`: not fitted; the rows (M) of one tile of the routed experts' grouped
+  GEMM in a step with prompt work. Each expert's rows are padded to whole tiles (vLLM
+  `moe_align_block_size` pads every expert's tokens to `BLOCK_SIZE_M`; DeepGEMM's contiguous
+  layout aligns each expert's rows to `get_m_alignment_for_contiguous_layout()`, 128; a
+  CUTLASS grouped GEMM runs whole CTA tiles of 128 rows per problem), so an expert that gets
+  a few rows computes a whole tile (`perf.step`, docs/aic_measurement.md section 18). vLLM
+  64: `fused_moe.get_default_config`, `BLOCK_SIZE_M` 64 for M > E and for block-FP8
+  (vllm-project/vllm `model_executor/layers/fused_moe/fused_moe.py` @ 000d1458); SGLang 128
+  (DeepGEMM's alignment, its FP8-block MoE path on Hopper and Blackwell); TensorRT-LLM 128
+  (its CUTLASS MoE GEMM's 128-row CTA tiles).
 - `first_token_delay_s` 0: time the serving front end adds to each stream's first chunk and
   the engine never spends: HTTP and tokenisation before the request reaches the scheduler,
   detokenisation and a stream interval after (`llmsizer.sim.delivery`). Not a step cost;
@@ -160,6 +170,7 @@ class EfficiencyFactors:
     indexer_overhead_s: float = 100 * US
     experts_dequant_efficiency: float = 0.5
     sequence_overhead_s: float = 0.0
+    experts_tile_rows: float = 64.0  # rows, not fitted: the engine's grouped-GEMM tile
 
     def __post_init__(self) -> None:
         for name, (low, high) in _BOUNDS.items():
@@ -222,6 +233,7 @@ _BOUNDS: Mapping[str, tuple[float, float]] = MappingProxyType(
         "indexer_overhead_s": (0.0, 1_000 * US),
         "experts_dequant_efficiency": (0.0, 1.0),
         "sequence_overhead_s": (0.0, 200 * US),
+        "experts_tile_rows": (1.0, 512.0),
     }
 )
 
@@ -239,6 +251,14 @@ _STEP_OVERHEAD_S = MappingProxyType(
 )
 
 
+_EXPERTS_TILE_ROWS = MappingProxyType(
+    {EnginePreset.VLLM: 64.0, EnginePreset.TRTLLM: 128.0, EnginePreset.SGLANG: 128.0}
+)
+
+
 def default_efficiency(engine: EnginePreset | str = EnginePreset.VLLM) -> EfficiencyFactors:
     """The unfitted priors for `engine` (module docstring); replaced by fitted values later."""
-    return EfficiencyFactors(step_overhead_s=_STEP_OVERHEAD_S[EnginePreset.parse(engine)])
+    preset = EnginePreset.parse(engine)
+    return EfficiencyFactors(
+        step_overhead_s=_STEP_OVERHEAD_S[preset], experts_tile_rows=_EXPERTS_TILE_ROWS[preset]
+    )

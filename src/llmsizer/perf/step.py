@@ -5,6 +5,8 @@ sample a token, one GPU of a tensor-parallel group spends, over all layers:
 
     linear         max(2 P_dense T / tp / F,  (P_dense w / tp + a_lin T) / B)   weights read once
     experts        per MoE layer: max(2 k P_e T / tp / F,  (E_hit(T) P_e w / tp + a_e T) / B);
+                   in a step with prompt work the FLOPs are those of the padded tiles the
+                   grouped GEMM computes, k T rows padded per expert (`padded_rows`);
                    with expert parallelism over ep ranks, E_hit P_e w / tp becomes the
                    busiest rank's distinct experts times P_e w / (tp / ep); weight-only
                    (W4A16) experts add E_hit P_e w / tp / B_dequant, their dequantisation
@@ -79,9 +81,13 @@ from llmsizer.perf.terms import NUM_ROOFLINE_TERMS as NUM_ROOFLINE_TERMS  # re-e
 from llmsizer.perf.terms import ROOFLINE_PARTS as ROOFLINE_PARTS
 
 
-def step_terms(c: StepConstants, a: Aggregates, graphs: CudaGraphs | None = None) -> Terms:
+def step_terms(
+    c: StepConstants, a: Aggregates, graphs: CudaGraphs | None = None, tiles: bool = True
+) -> Terms:
     """The terms (`StepTerms` order) of the step whose `BatchAggregates` are `a`, run as
-    `graphs` says (padded, eager: module docstring); all zero for an empty batch."""
+    `graphs` says (padded, eager: module docstring); all zero for an empty batch. Without
+    `tiles`, the experts' FLOPs are the real rows' (the work MFU counts), not the padded
+    tiles' (`padded_rows`)."""
     (t, sampled, num_prefill, pairs_full, pairs_window, kv_full, kv_window,
      num_decode, keys_full, keys_window) = a  # fmt: skip
     if t == 0:
@@ -104,9 +110,15 @@ def step_terms(c: StepConstants, a: Aggregates, graphs: CudaGraphs | None = None
         if c.experts_per_rank:  # expert parallel: the busiest rank's (expected_max_normal)
             n, hit = c.experts_per_rank, touched / c.num_experts
             touched = min(n, n * hit + c.expert_max_z * math.sqrt(n * hit * (1.0 - hit)))
-        experts_compute_s = c.num_moe_layers * (
-            run_tokens * c.expert_flops_per_token / c.experts_flops_per_s
-        )
+        if num_prefill and tiles:  # prompt work: the grouped GEMM in whole tiles
+            rows = padded_rows(c, run_tokens * c.expert_rows_per_token, touched)
+            experts_compute_s = c.num_moe_layers * (
+                rows * c.expert_flops_per_row / c.experts_flops_per_s
+            )
+        else:
+            experts_compute_s = c.num_moe_layers * (
+                run_tokens * c.expert_flops_per_token / c.experts_flops_per_s
+            )
         experts_memory_s = c.num_moe_layers * (
             (touched * c.expert_weight_bytes + run_tokens * c.expert_act_bytes_per_token)
             / c.experts_bytes_per_s
@@ -155,6 +167,31 @@ def step_terms(c: StepConstants, a: Aggregates, graphs: CudaGraphs | None = None
         dequant_s,
         sampled * c.sequence_overhead_s,
     )
+
+
+def padded_rows(c: StepConstants, rows: float, touched: float) -> float:
+    """The rows one GPU's grouped expert GEMM computes in a step with prompt work: its
+    `rows` routed copies of tokens spread over the `touched` experts it holds, each expert's
+    padded to whole tiles of `c.expert_tile_rows` (`EfficiencyFactors.experts_tile_rows`).
+
+    Every touched expert computes at least one tile; past half a tile of rows, an expert's
+    padding is the unfilled part of its last tile, half a tile less half a row on average
+    (its row count spread over residues by the routing):
+
+        padded = max(touched x tile,  rows + touched x (tile - 1) / 2)
+
+    continuous and non-decreasing in `rows` and `touched`, never below `rows`. Where every
+    expert gets every token (`expert_miss_per_token` 0: top-k = experts) the counts are
+    exact, not spread: each expert pads its rows / touched to the next whole tile.
+    """
+    tile = c.expert_tile_rows
+    if touched <= 0.0:
+        return rows
+    if c.expert_miss_per_token == 0.0:
+        return touched * tile * math.ceil(rows / touched / tile)
+    spread = rows + touched * (tile - 1.0) / 2.0
+    floor = touched * tile
+    return floor if floor >= spread else spread
 
 
 def step_time_s(c: StepConstants, terms: Terms) -> float:
@@ -280,9 +317,10 @@ class StepModel:
         if n and not batch.prefill_chunks:  # decode only, as in `__call__`
             return self.measure_decode(n, batch.num_decode_context_tokens)
         a = aggregate(batch, c.window)
-        terms = work = step_terms(c, a)  # the real tokens' work, for MFU and MBU
-        if self.cuda_graphs is not None:
-            terms = step_terms(c, a, self.cuda_graphs)
+        terms = step_terms(c, a, self.cuda_graphs)
+        work = terms  # the real tokens' work, for MFU and MBU: no graph or tile padding
+        if self.cuda_graphs is not None or (c.num_moe_layers and a[2]):
+            work = step_terms(c, a, tiles=False)
         flops = memory = 0.0
         for i, (flops_per_s, bytes_per_s) in enumerate(self.part_rates):
             flops += work[2 * i] * flops_per_s
@@ -327,6 +365,6 @@ class StepModel:
         if a.num_tokens == 0:
             return StepBreakdown(0.0, 0.0, (), 0)
         terms = StepTerms._make(step_terms(c, a, self.cuda_graphs))
-        work = StepTerms._make(step_terms(c, a))
+        work = StepTerms._make(step_terms(c, a, tiles=False))
         parts = step_parts(c, a, terms, work)
         return StepBreakdown(step_time_s(c, terms), stage_interval_s(c, terms), parts, a.num_tokens)
