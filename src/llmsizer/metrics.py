@@ -74,9 +74,12 @@ def median(values: np.ndarray) -> float:
     if n == 0 or np.isnan(values).any():
         return math.nan
     k = n // 2
+    # two order statistics for an odd n too: numpy's introselect for one kth took 15x as
+    # long on a sample with a large block of equal values (a speculating run's pooled ITL,
+    # 60 % zero gaps inside streamed chunks: 80-130 ms against 3-7 ms), the same value
+    part = np.partition(values, (max(k - 1, 0), k))
     if n % 2:
-        return float(np.partition(values, k)[k])
-    part = np.partition(values, (k - 1, k))
+        return float(part[k])
     return float((part[k - 1] + part[k]) / 2)
 
 
@@ -154,8 +157,14 @@ class WeightedSample:
 
 
 def _itl_pooled(ok: Sequence[RequestRecord]) -> np.ndarray:
-    gaps = [np.diff(r.token_times_s) for r in ok if r.num_output_tokens > 1]
-    return np.concatenate(gaps) if gaps else np.zeros(0)
+    """Every record's consecutive gaps, record after record: the differences of all their
+    times in one array, less those across two records (a diff per record cost 10-16 ms
+    over a speculating probe's 2,700 records; the same values in the same order)."""
+    spans = [r.token_times_s for r in ok if r.num_output_tokens > 1]
+    if not spans:
+        return np.zeros(0)
+    ends = np.cumsum([s.shape[0] for s in spans])
+    return np.delete(np.diff(np.concatenate(spans)), ends[:-1] - 1)
 
 
 def _latency_arrays(ok: Sequence[RequestRecord]) -> dict[str, np.ndarray | WeightedSample]:
