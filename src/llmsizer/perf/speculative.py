@@ -282,6 +282,9 @@ class SpeculativeStepCost:
         return v
 
     def __call__(self, batch: BatchLike) -> float:
+        n = batch.num_decode_seqs
+        if n and not batch.prefill_chunks:  # decode only, as `StepModel` does: the same float
+            return self.decode_step_s(n, batch.num_decode_context_tokens)
         c = self.target.constants
         return step_time_s(c, self._verify_terms(batch)) + self.draft_time_s(batch)
 
