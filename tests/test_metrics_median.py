@@ -75,3 +75,25 @@ def test_pooled_itl_is_every_records_gaps_in_order() -> None:
     pooled = _itl_pooled(records)
     assert pooled.tolist() == expected.tolist()
     assert _itl_pooled(records[:1]).size == 0
+
+
+@pytest.mark.parametrize("num_records", [3, 4])
+def test_a_summary_reads_median_and_percentiles_from_one_partition(num_records: int) -> None:
+    """`summarize` takes each latency's median and percentiles from one partition: numpy's
+    values still, on a pooled ITL sample that is mostly zero gaps (tokens of one chunk)."""
+    from llmsizer.metrics import summarize
+    from llmsizer.records import RequestRecord
+
+    rng = np.random.default_rng(num_records)
+    records = []
+    for i in range(num_records):
+        steps = np.cumsum(rng.exponential(0.03, 50)) + i
+        times = np.repeat(steps, rng.integers(1, 4, 50))  # 1-3 tokens a step
+        records.append(RequestRecord(i, float(i), 8, times.size, times, finish_s=times[-1]))
+    out = summarize(records, percentiles=(50.0, 95.0, 99.0))
+    itl_ms = np.concatenate([np.diff(r.token_times_s) for r in records]) * 1e3
+    assert out["median_itl_ms"] == float(np.median(itl_ms))
+    for p in (50.0, 95.0, 99.0):
+        assert out[f"p{p:g}_itl_ms"] == float(np.percentile(itl_ms, p))
+    ttft_ms = np.array([(r.token_times_s[0] - r.arrival_s) * 1e3 for r in records])
+    assert out["median_ttft_ms"] == float(np.median(ttft_ms))
