@@ -234,14 +234,8 @@ class SpeculativeStepCost:
         the drafter's passes the step before priced are not priced again (`_last`)."""
         n, context = num_decode_seqs, num_decode_context_tokens
         verify = self._verify.get(n) or self._verify_step(n)
-        last_n, last_context, last = self._last[0]
-        if last_n == n and last_context + n == context:  # `_draft_passes`, inline: per step
-            drafts = (*last[1:], self.draft.decode_step_s(n, context + (self._passes - 1) * n))
-            self._last[0] = (n, context, drafts)
-        else:
-            drafts = self._draft_passes(n, context)
         drafting = 0.0
-        for d in drafts:  # `draft_time_s`'s sum, in its order
+        for d in self._draft_passes(n, context):  # `draft_time_s`'s sum, in its order
             drafting += d
         return verify.time_s(context) + drafting
 
@@ -271,20 +265,17 @@ class SpeculativeStepCost:
         for i in range(1, passes):
             drafting = drafting + drafts[i : i + num_steps]
         contexts = context + n * np.arange(num_steps, dtype=np.int64)
-        out: np.ndarray = verify.times_s(contexts) + drafting
-        return out
+        return verify.times_s(contexts) + drafting
 
     def _verify_step(self, n: int) -> VerifyStep:
         t, spec = self.target, self.spec
         k = spec.num_speculative_tokens
-        v = verify_step(t.constants, n, k, t.cuda_graphs, spec.graphed_verify)
-        self._verify[n] = v
+        v = self._verify[n] = verify_step(t.constants, n, k, t.cuda_graphs, spec.graphed_verify)
         return v
 
     def __call__(self, batch: BatchLike) -> float:
-        n = batch.num_decode_seqs
-        if n and not batch.prefill_chunks:  # decode only, as `StepModel` does: the same float
-            return self.decode_step_s(n, batch.num_decode_context_tokens)
+        if batch.num_decode_seqs and not batch.prefill_chunks:  # decode only, as `StepModel`
+            return self.decode_step_s(batch.num_decode_seqs, batch.num_decode_context_tokens)
         c = self.target.constants
         return step_time_s(c, self._verify_terms(batch)) + self.draft_time_s(batch)
 

@@ -7,7 +7,7 @@ engine's most common step when it speculates (`SpeculativeStepCost.decode_step_s
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -79,20 +79,9 @@ class VerifyStep:
     lm_head_s: float
     communication_s: float
     overhead_s: float
-    # without a sliding window or attention DP: the constants `time_s` reads, in one tuple
-    plain: tuple[float, ...] | None = None
 
     def time_s(self, context_tokens: int) -> float:
         """Seconds of the step when the sequences' contexts sum to `context_tokens`."""
-        if self.plain is not None:  # the operations below without the terms that are 0
-            (full_layers, n, own_pairs, seqs_n, flops_per_pair, flops_per_s, kv_bytes,
-             act_bytes, bytes_per_s, before_s, elementwise_s, lm_head_s, communication_s,
-             overhead_s) = self.plain  # fmt: skip
-            keys = float(context_tokens)
-            pre_c = full_layers * (n * keys + own_pairs) * flops_per_pair / flops_per_s
-            pre_m = (full_layers * (keys + seqs_n) * kv_bytes + act_bytes) / bytes_per_s
-            layer_work = before_s + (pre_c if pre_c >= pre_m else pre_m) + elementwise_s
-            return layer_work + lm_head_s + communication_s + overhead_s
         c, n, seqs = self.constants, self.num_new, self.num_seqs
         keys_full = float(context_tokens)
         keys_window = min(keys_full, float(seqs * c.window)) if c.window else 0.0
@@ -166,7 +155,7 @@ def verify_step(
         share = -(-chunks // dp) / chunks
         num_prefill = busiest_rank(a, dp)[2]
     n = k + 1
-    step = VerifyStep(
+    return VerifyStep(
         constants=c,
         num_seqs=num_seqs,
         num_new=n,
@@ -182,15 +171,3 @@ def verify_step(
         + c.num_pipeline_sends * (send_latency_s + send_link_s),
         overhead_s=(step_s + layers_s) + indexer_s,
     )
-    if c.window or dp > 1:
-        return step
-    # `time_s`'s reads in one tuple (a verify step of a speculating run's every decode step
-    # read 25 attributes: 0.48 us of its 1.7 us); products of constants kept as computed
-    plain = (
-        c.full_layers, n, step.own_pairs, num_seqs * n, c.prefill_flops_per_pair,
-        c.attention_flops_per_s, c.kv_bytes_per_token_per_layer,
-        num_prefill * c.attention_act_bytes_per_token, c.attention_bytes_per_s,
-        step.layers_before_s, elementwise_s, step.lm_head_s, step.communication_s,
-        step.overhead_s,
-    )  # fmt: skip
-    return replace(step, plain=plain)
