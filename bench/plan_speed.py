@@ -6,6 +6,8 @@ stay within 2x of the plan before it) and on `llama3_8b_3gpus` (issue 13: `plan`
 
     .venv/bin/python bench/plan_speed.py [--no-levers | --levers-cost [--repeat N]]
         [--workers N] [NAME ...]
+    .venv/bin/python bench/plan_speed.py --levers-cost [--repeat N] [--rounds R] [NAME ...]
+        --against PYTHONPATH ...
     .venv/bin/python bench/plan_speed.py --by-kind [--no-levers] [NAME ...]
     .venv/bin/python bench/plan_speed.py --cli [--repeat K] [PYTHONPATH ...]
 
@@ -14,6 +16,11 @@ separate its cost from the rest of the plan's. `--levers-cost` runs each example
 and prints the lever table's cost (issue 11: at most 2x): engine steps and CPU seconds with
 the table over without it; `--repeat N` runs N pairs interleaved and gives the median CPU
 and the spread of the pairs' ratios (CPU on a shared machine moves +-20 % run to run).
+`--against PYTHONPATH ...` (the last flag, with `--levers-cost`) compares builds: each
+example's `--levers-cost` run in a fresh process on this `PYTHONPATH` and on each one given
+(an earlier commit's `src`: `git archive <commit> src | tar -x -C /tmp/base`), `--rounds R`
+rounds (default 2), the order alternating, with the load average: before and after in one
+run.
 `--by-kind` runs one plan of each example and prints where its engine steps went: per part
 (the lever table's searches, or the rest of the plan), configuration, and kind of run
 (capacity, plain, watched for an early stop; speculating), the most first.
@@ -231,6 +238,22 @@ def levers_cost(names: list[str], steps: StepCount, repeats: int = 1) -> None:
         print(row, flush=True)
 
 
+def against(names: list[str], others: list[str], rounds: int, repeats: int) -> None:
+    """`--levers-cost` of each example in fresh processes, on this build and on each of
+    `others` (`PYTHONPATH`s), alternated within each of `rounds` rounds."""
+    builds = {"this build": os.environ.get("PYTHONPATH", ""), **{p: p for p in others}}
+    for name in names:
+        for i in range(rounds):
+            order = list(builds.items()) if i % 2 == 0 else list(builds.items())[::-1]
+            for label, path in order:
+                load = os.getloadavg()[0]
+                args = ["--levers-cost", "--repeat", str(repeats), name]
+                command = [sys.executable, str(Path(__file__).resolve()), *args]
+                env = {**os.environ, "PYTHONPATH": path}
+                out = subprocess.run(command, check=True, capture_output=True, text=True, env=env)
+                print(f"{label:<24} round {i + 1} load {load:5.1f}  {out.stdout.splitlines()[-1]}")
+
+
 def _option(args: list[str], flag: str, default: int) -> tuple[int, list[str]]:
     """The value of `flag N` in `args` (else `default`), and `args` without it."""
     if flag not in args:
@@ -242,6 +265,10 @@ def _option(args: list[str], flag: str, default: int) -> tuple[int, list[str]]:
 def main(args: list[str]) -> None:
     workers, args = _option(args, "--workers", 1)
     repeat, args = _option(args, "--repeat", 0)  # 0: the mode's default
+    rounds, args = _option(args, "--rounds", 2)
+    others: list[str] = []
+    if "--against" in args:  # the last flag: the builds' PYTHONPATHs follow it
+        others, args = args[args.index("--against") + 1 :], args[: args.index("--against")]
     levers = "--no-levers" not in args
     names = [a for a in args if not a.startswith("--")]
     os.chdir(EXAMPLES)
@@ -252,6 +279,9 @@ def main(args: list[str]) -> None:
     steps = count_steps()
     if "--by-kind" in args:
         by_kind(names or list(NAMES), steps, levers)
+        return
+    if "--levers-cost" in args and others:
+        against(names or list(NAMES), [str(Path(p).resolve()) for p in others], rounds, repeat or 1)
         return
     if "--levers-cost" in args:
         levers_cost(names or list(NAMES), steps, repeat or 1)

@@ -265,17 +265,17 @@ class SpeculativeStepCost:
         for i in range(1, passes):
             drafting = drafting + drafts[i : i + num_steps]
         contexts = context + n * np.arange(num_steps, dtype=np.int64)
-        out: np.ndarray = verify.times_s(contexts) + drafting
-        return out
+        return verify.times_s(contexts) + drafting
 
     def _verify_step(self, n: int) -> VerifyStep:
         t, spec = self.target, self.spec
         k = spec.num_speculative_tokens
-        v = verify_step(t.constants, n, k, t.cuda_graphs, spec.graphed_verify)
-        self._verify[n] = v
+        v = self._verify[n] = verify_step(t.constants, n, k, t.cuda_graphs, spec.graphed_verify)
         return v
 
     def __call__(self, batch: BatchLike) -> float:
+        if batch.num_decode_seqs and not batch.prefill_chunks:  # decode only, as `StepModel`
+            return self.decode_step_s(batch.num_decode_seqs, batch.num_decode_context_tokens)
         c = self.target.constants
         return step_time_s(c, self._verify_terms(batch)) + self.draft_time_s(batch)
 
