@@ -102,7 +102,10 @@ BUDGET = {
     + 110
     # + 45: the engine's CUDA-graph fields, vLLM's names (issue 10, cudagraph8); + 5: the
     # overlap scheduler's fetched requests found by bisection
-    + 50,
+    + 50
+    # + 10: the vllm and sglang presets' one-step-ahead defaults, with the engine versions and
+    # code that set them (issue 10, presets10)
+    + 10,
     "workload": 1300,
     "bench": 2700,
     "report": 2100,
@@ -122,7 +125,10 @@ BUDGET = {
     + 60
     # + 60: a disaggregated decode pool that speculates, its records mapped back to tokens
     # (issue 10, mtp9: the AIC rows an InferenceX MTP sweep ran)
-    + 80,
+    + 60
+    # + 15: a deployment's features turn its preset's one-step-ahead scheduling off where
+    # they do in the engine (`deployment.one_step_ahead`, issue 10, presets10)
+    + 15,
     "sizing": 3650  # the plan pipeline only; + levers, arrivals, price models (issue 11), ETA
     # + the probe cache and quick plans the studio needs (issue 15); fleet check (issue 12)
     # + 120: the search's parts on a sweep (`search_parts`, issue 13)
@@ -195,7 +201,10 @@ BUDGET = {
     + 75
     # + 10: the featurizer takes the engine's grouped-GEMM tile, the per-sequence prior
     # (issue 10, moeprompt10 and tpotbatch10 merged)
-    + 10,
+    + 10
+    # + 20: measurements.csv's vLLM rows by version (async scheduling from 0.14), SGLang MTP
+    # pools one step ahead as their recipes ran them (issue 10, presets10)
+    + 20,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run
@@ -216,10 +225,13 @@ BUDGET = {
     # + 342: `llmsizer day` and plan --disaggregated / --kv-link / --pd-ratio (issue 12)
     # + 10: collect --devices / --budget-s (issue 16); the sweep imported on use (issue 13)
     # + 36: `--help` listed from the commands' summaries, none imported (issue 13)
+    # + 7: calibrate --overlap-scheduler (a CPU vLLM schedules each step after the last;
+    # issue 10, presets10)
     + 70
     + 342
     + 10
-    + 36,
+    + 36
+    + 7,
     "serve": 1300,  # the studio: form, jobs, views, uploads, app (templates not counted)
 }
 MAX_MODULE_LINES = 400

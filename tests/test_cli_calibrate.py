@@ -214,7 +214,8 @@ def test_calibrate_on_the_real_server(tmp_path: Path) -> None:
                             "--records", str(tmp_path / "sweep.jsonl")])  # fmt: skip
     assert r.exit_code == 0, r.output
     cal = tmp_path / "cal.yaml"
-    r = runner.invoke(app, ["calibrate", str(sweep), "--out", str(cal), "--no-context-term"])
+    flags = ["--no-context-term", "--no-overlap-scheduler"]  # vLLM on a CPU: not one step ahead
+    r = runner.invoke(app, ["calibrate", str(sweep), "--out", str(cal), *flags])
     assert r.exit_code == 0, r.output
     assert max(abs(x.error_pct) for x in load_step_calibration(cal).residuals) < 50
 

@@ -21,13 +21,13 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 READING = """Reading it (hand-written, for the committed run): a TP4 prefill worker turns 8k prompts
-into first tokens at 1.66 req/s within the TTFT limit (a TP2 one at just under 0.8, so six
-of them would be needed, a tie in GPUs), and one TP4 decode worker carries 5.8 req/s of
-256-token answers within 40 ms a token, because its steps never carry prompt chunks;
-aggregated TP4 instances must fit both into the same steps and stop at 0.8 req/s each (0.83)
-on the TPOT limit. Disaggregation pays off from ~4k-token prompts at 4 req/s (from 2k at 16
-req/s, where rounding the two pools up costs less), and fades at 32k, where the prefill
-dominates both forms.
+into first tokens at 1.81 req/s within the TTFT limit, a TP2 one at 0.89 (five of them, 10
+GPUs, against three TP4, 12), and one TP4 decode worker carries 7.1 req/s of 256-token
+answers within 40 ms a token, because its steps never carry prompt chunks; aggregated TP4
+instances must fit both into the same steps and stop at 0.88 req/s each on the TPOT limit.
+Disaggregation pays off from ~4k-token prompts at 4 req/s (from 2k at 8 req/s, where
+rounding the two pools up costs less), and fades at 32k, where the prefill dominates both
+forms.
 """
 
 

@@ -1,7 +1,7 @@
 """Scheduling one step ahead on the AIC rows as launched (`llmsizer.calibrate.aic_launch`):
 every TensorRT-LLM row ran the PyTorch backend, where the overlap scheduler is on by default;
 every vLLM row with async scheduling (the default since vllm-project/vllm#27614, set by the
-Llama scripts), every SGLang row with the overlap schedule (the default)."""
+Llama scripts), every SGLang row with the overlap schedule (the default): as the presets."""
 
 from __future__ import annotations
 
@@ -41,11 +41,11 @@ def test_vllm_and_sglang_launches_schedule_one_step_ahead_too(
     assert settings(engine, model, inferencex)["overlap_scheduler"] is True
 
 
-@pytest.mark.parametrize("engine", ["vllm", "sglang"])
-def test_the_vllm_and_sglang_presets_leave_it_off_for_the_measurements_tables(engine: str) -> None:
-    """`measurements.csv`'s vLLM and SGLang tables ran engines before these defaults: their
-    presets keep it off (the `trtllm` preset runs it and turns it off row by row)."""
-    assert not EngineConfig(engine=engine).overlap_scheduler
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
+def test_the_presets_run_as_the_rows_were_launched(engine: str) -> None:
+    """Each preset is its engine's default (`llmsizer.sim.config`), so a prediction is
+    simulated under the scheduler its factors were fitted under."""
+    assert EngineConfig(engine=engine).overlap_scheduler is True
 
 
 def test_the_tensorrt_llm_preset_runs_it_too() -> None:

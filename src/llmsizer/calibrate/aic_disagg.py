@@ -296,10 +296,14 @@ def _memory_fraction(
 
 def _mtp(row: Mapping[str, str], model: str) -> dict[str, Any]:
     """The decode pool's MTP speculative decoding where an MTP sweep ran the row
-    (`llmsizer.calibrate.aic_launches`)."""
+    (`llmsizer.calibrate.aic_launches`). SGLang speculates one step ahead only with
+    `SGLANG_ENABLE_SPEC_V2` (`llmsizer.sim.config`), which the DeepSeek-R1 MTP recipes set
+    (InferenceX `srt-slurm-recipes/sglang/dsr1/*/mtp/*.yaml` @ 843c6254f)."""
     if row.get("mtp") != "1":
         return {}
-    return {"speculative": mtp_speculation(row["backend"], model, row.get("mtp_tokens", ""))}
+    spec = mtp_speculation(row["backend"], model, row.get("mtp_tokens", ""))
+    ahead = {"overlap_scheduler": True} if row["backend"] == "sglang" else {}
+    return {"speculative": spec, **ahead}
 
 
 def _batch(row: Mapping[str, str], column: str) -> dict[str, int]:

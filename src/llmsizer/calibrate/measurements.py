@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -179,7 +180,10 @@ def _map(row: Mapping[str, str]) -> tuple[PredictSpec, dict[str, float]]:
         spec = PredictSpec.model_validate(
             {**base, "osl": _need(osl), "num_requests": _ONLINE_NUM_REQUESTS, **load}
             | runtime_settings(
-                row["engine"], preset["max_num_seqs"], preset["max_num_batched_tokens"]
+                row["engine"],
+                preset["max_num_seqs"],
+                preset["max_num_batched_tokens"],
+                row["engine_version"],
             )
         )
     else:
@@ -197,7 +201,7 @@ def _map(row: Mapping[str, str]) -> tuple[PredictSpec, dict[str, float]]:
                 "max_num_seqs": batch,
                 "max_num_batched_tokens": tokens,
                 "gpu_memory_utilization": 0.95,
-                **runtime_settings(row["engine"], batch, tokens),
+                **runtime_settings(row["engine"], batch, tokens, row["engine_version"]),
             }
         )
     try:
@@ -269,21 +273,34 @@ def pytorch_graph_sizes(sizes: tuple[int, ...], max_batch: int, max_tokens: int)
     return kept if kept and kept[-1] == top else (*kept, top)
 
 
-def runtime_settings(engine: str, max_num_seqs: int, max_num_tokens: int) -> dict[str, Any]:
-    """How a row's runtime ran its steps (`EngineConfig` fields), by its engine label
-    (sources: docs/aic_measurement.md section 15). trtllm-bench on the PyTorch backend (v1.0):
+def runtime_settings(
+    engine: str, max_num_seqs: int, max_num_tokens: int, version: str = ""
+) -> dict[str, Any]:
+    """How a row's runtime ran its steps (`EngineConfig` fields), by its engine label and
+    version (sources: docs/aic_measurement.md section 15). vLLM: the preset's, but async
+    scheduling only from 0.14.0, its first default (`llmsizer.sim.config`); a row naming no
+    version or an older one (the table's is a June 2023 blog) ran without it.
+    trtllm-bench on the PyTorch backend (v1.0):
     padded CUDA graphs of `TRTLLM_BENCH_GRAPH_SIZES` and the overlap scheduler (the preset's).
     The C++ runtime (every other row) had neither: no CUDA graphs (`cuda_graph_mode` False in
     trtllm-bench's engine path, gptManagerBenchmark and gptSessionBenchmark). Its TensorRT
     engine enqueues its fused kernels from C++ ahead of the GPU, not kernel by kernel from
     Python, so its decode steps are priced at their own size without the eager launch cost
     (priced eager and refitted, the online ITL went from 9.7 to 37 % MdAPE)."""
+    if engine.startswith("vLLM"):
+        return {} if _version(version) >= (0, 14) else {"overlap_scheduler": False}
     if "PyTorch backend" in engine:
         sizes = pytorch_graph_sizes(TRTLLM_BENCH_GRAPH_SIZES, max_num_seqs, max_num_tokens)
         return {"cudagraph_padding": True, "cudagraph_capture_sizes": sizes}
     every = tuple(range(1, max_num_seqs + 1))
     return {"cudagraph_mode": "FULL_DECODE_ONLY", "cudagraph_capture_sizes": every,
             "cudagraph_padding": False, "overlap_scheduler": False}  # fmt: skip
+
+
+def _version(text: str) -> tuple[int, ...]:
+    """`0.14.1` -> (0, 14, 1); the leading numbers of a label like `1.0 (docs)`; () if none."""
+    parts = re.match(r"\d+(\.\d+)*", text.strip())
+    return tuple(int(x) for x in parts.group().split(".")) if parts else ()
 
 
 def _bench_spec(base: dict[str, Any], osl: int, engine: str) -> PredictSpec:

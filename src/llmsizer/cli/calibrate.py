@@ -89,6 +89,13 @@ def calibrate(
     num_gpu_blocks: Annotated[
         int | None, typer.Option(help=field_help(E, "num_gpu_blocks"))
     ] = None,
+    overlap_scheduler: Annotated[
+        bool | None,
+        typer.Option(
+            "--overlap-scheduler/--no-overlap-scheduler",
+            help=field_help(E, "overlap_scheduler") + " Unset: the preset's (vLLM on a CPU: off).",
+        ),
+    ] = None,
     first_token_delay: Annotated[
         bool,
         typer.Option(
@@ -117,7 +124,7 @@ def calibrate(
         "engine": engine, "max_num_seqs": max_num_seqs,
         "max_num_batched_tokens": max_num_batched_tokens,
         "enable_chunked_prefill": chunked_prefill, "block_size": block_size,
-        "num_gpu_blocks": num_gpu_blocks,
+        "num_gpu_blocks": num_gpu_blocks, "overlap_scheduler": overlap_scheduler,
     }  # fmt: skip
     try:
         config = EngineConfig.model_validate({k: v for k, v in settings.items() if v is not None})

@@ -113,6 +113,19 @@ class HardwareSpec(BaseModel):
         return self.tensor_parallel_size * self.pipeline_parallel_size * self.attention_dp_size
 
 
+def one_step_ahead(preset: object, data: dict[str, Any]) -> bool:
+    """False where a deployment's features (raw input `data`) turn its preset's one-step-ahead
+    scheduling off in the engine (sources: `llmsizer.sim.config`): vLLM with a draft model,
+    SGLang with speculation or pipeline stages, TensorRT-LLM with pipeline stages
+    (`PyExecutor.__init__`: `pp_size > 1` runs `_executor_loop_pp`); True otherwise."""
+    spec, pp = data.get("speculative"), data.get("pipeline_parallel_size", data.get("pp"))
+    method = spec.get("method", "head") if isinstance(spec, dict) else getattr(spec, "method", None)
+    staged = isinstance(pp, int) and pp > 1
+    if preset == "vllm":
+        return method != "draft_model"
+    return not (staged or (preset == "sglang" and spec is not None))
+
+
 class DeploymentSpec(HardwareSpec):
     """A model on GPUs: parallelism, precisions, memory share and the engine's scheduler."""
 
@@ -137,6 +150,8 @@ class DeploymentSpec(HardwareSpec):
             engine = {"engine": engine or "vllm"}
         if isinstance(engine, dict):
             engine = {**engine, **flat}
+            if "overlap_scheduler" not in engine and not one_step_ahead(engine.get("engine"), data):
+                engine["overlap_scheduler"] = False
         rest = {k: v for k, v in data.items() if k not in _ENGINE_KEYS}
         return {**rest, "engine": engine}
 

@@ -8,7 +8,11 @@ Presets (`engine:`) fill the fields a user did not set:
   with chunked prefill, `max_num_seqs` 1024, `max_num_batched_tokens` 8192 (vLLM's
   `EngineArgs` defaults for the OpenAI server on GPUs with >= 70 GiB; 256 / 2048 on
   smaller GPUs), KV blocks allocated as tokens are scheduled, recompute preemption, prefix
-  caching on, `block_size` 16.
+  caching on, `block_size` 16, async scheduling (`overlap_scheduler`): `async_scheduling`
+  None resolved on by `VllmConfig.__post_init__` since 0.14.0 (vllm-project/vllm#27614;
+  False in 0.13.0; read in the 0.13.0, 0.14.0, 0.17 and 0.19 wheels), off with a draft
+  model (not EAGLE/MTP: until vllm#48341), with pipeline parallelism in 0.14 only
+  (vllm#32359), on a Ray executor, and on the CPU (vllm#31525, `CpuPlatform`).
 - `trtllm`: TensorRT-LLM's in-flight batching with the LLM API defaults: context and
   generation in one step, chunked context off, `max_batch_size` 2048, `max_num_tokens` 8192,
   and the GUARANTEED_NO_EVICT capacity policy (KV for prompt plus maximum output reserved at
@@ -19,7 +23,11 @@ Presets (`engine:`) fill the fields a user did not set:
   (prefill-first, mixed chunks off), `chunked_prefill_size` 8192, radix prefix cache on,
   retraction (preemption) when KV runs out, page size 1 (`block_size` 1 here is exact but
   slower; 16 is used as an accounting granularity), `max_running_requests` left to memory
-  (1024 here).
+  (1024 here), the overlap schedule (`event_loop_overlap`; `disable_overlap_schedule` False in
+  `ServerArgs` 0.5.9), off with pipeline parallelism (`_handle_pipeline_parallelism`) and with
+  speculative decoding unless `SGLANG_ENABLE_SPEC_V2` (False in `environ.py` 0.5.9).
+A deployment's draft model, speculation and pipeline stages turn it off as those engines do
+(`llmsizer.instance.deployment.one_step_ahead`) unless `overlap_scheduler` is given.
 
 CUDA graphs (`cudagraph_*` fields, resolved per engine by `llmsizer.perf.cuda_graphs`, which
 cites each engine's code): vLLM `FULL_AND_PIECEWISE` over its default sizes (up to
@@ -47,6 +55,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "kv_reservation": "incremental",
         "enable_prefix_caching": True,
         "block_size": 16,
+        "overlap_scheduler": True,
     },
     "trtllm": {
         "batching": "continuous",
@@ -68,6 +77,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "kv_reservation": "incremental",
         "enable_prefix_caching": True,
         "block_size": 16,
+        "overlap_scheduler": True,
     },
 }
 
