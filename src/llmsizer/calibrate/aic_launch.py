@@ -62,6 +62,14 @@ The drafter is one decoder layer of the target, its experts kept, run k times
 head's KV (one layer's) shares the cache. Acceptance: `MTP_ACCEPTANCE`, a per-token rate
 in Leviathan et al.'s geometric model (`perf.speculative`), one per model family.
 
+Agg rows of MTP sweeps (`agg_mtp_speculation`; `docs/aic_measurement.md` section 17): the
+export marks no agg row as speculative, but InferenceX ran TensorRT-LLM image 1.2.0rc6.post3
+only in its MTP configs while these rows were measured: `dsr1-fp8-b200-trt-mtp` from
+5d517074c (2026-02-05) and `dsr1-fp4-b200-trt-mtp` from 0aae52d4c (2026-02-06), while the plain
+`dsr1-fp{4,8}-b200-trt` kept 1.2.0rc6.post2 up to 2e9cecf91 (2026-04-19), after the rows
+(`.github/configs/nvidia-master.yaml`). Their scripts (`dsr1_fp{8,4}_b200_trt_mtp.sh` at those
+commits) set `num_nextn_predict_layers` 3, 1 under attention data parallelism.
+
 CUDA graphs (`cuda_graph_settings`; the engines' defaults in `llmsizer.perf.cuda_graphs`):
 - vLLM MiniMax-M2.5 `--max-cudagraph-capture-size 2048` (`minimaxm2.5_fp8_b200.sh` @
   20073baf; vLLM drops sizes above the token budget); Llama-3.3-70B on B200
@@ -90,6 +98,7 @@ SGLANG_LARGE_GPU_BYTES = 160 * GB  # server_args.py: >= 160 GB gets chunked_pref
 # text: 0.85-0.90 (DeepSeek-V3 report, section 5.4.3). Others: the default (EAGLE).
 MTP_ACCEPTANCE = {"deepseek": 0.68}
 MTP_TOKENS = {"trtllm": 3, "sglang": 2}  # a sweep that does not name k (module docstring)
+TRT_MTP_SWEEP_IMAGE = "1.2.0rc6.post3"  # run only by InferenceX's MTP configs (docstring)
 
 
 def launch_settings(
@@ -208,6 +217,16 @@ def mtp_speculation(engine: str, model: str, tokens: str) -> dict[str, Any]:
     settings: dict[str, Any] = {"num_speculative_tokens": k, "method": "mtp"}
     acceptance = MTP_ACCEPTANCE.get(_family(model))
     return settings if acceptance is None else settings | {"acceptance_rate": acceptance}
+
+
+def agg_mtp_speculation(
+    engine: str, model: str, version: str, attention_dp: int = 1
+) -> dict[str, Any] | None:
+    """The `speculative` setting of an agg row an InferenceX MTP sweep ran (module
+    docstring: TensorRT-LLM image 1.2.0rc6.post3), else None."""
+    if engine != "trtllm" or version != TRT_MTP_SWEEP_IMAGE:
+        return None
+    return mtp_speculation(engine, model, "1" if attention_dp > 1 else "3")
 
 
 def _family(model: str) -> str:
