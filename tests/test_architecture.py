@@ -187,10 +187,10 @@ BUDGET = {
     # + 75: MTP speculative decoding as launched: each sweep's draft tokens, the rows an
     # MTP sweep ran speculating in their decode pool, the acceptance prior (issue 10, mtp9)
     + 75
-    # + 155: the agg rows an MTP sweep ran (TensorRT-LLM image 1.2.0rc6.post3) speculating
+    # + 170: the agg rows an MTP sweep ran (TensorRT-LLM image 1.2.0rc6.post3) speculating
     # as their scripts launched them, their verify steps re-priced in the recorded-schedule
     # fit (spec_features: one feature row per part of a step) (issue 10, hold10)
-    + 155,
+    + 170,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run

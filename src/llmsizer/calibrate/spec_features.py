@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from llmsizer.calibrate.features import NUM_FEATURES, STEPS, StepFeaturizer
-from llmsizer.perf.batch_shape import BatchLike
+from llmsizer.perf.batch_shape import BatchAggregates, BatchLike
 from llmsizer.perf.speculative import SpeculativeStepCost, verify_aggregates
 from llmsizer.perf.terms import PREFILL_LAYERS
 
@@ -73,20 +73,33 @@ class SpeculativeFeaturizer:
         """The parts' rows of one step."""
         return self.features(np.array(self.aggregates(batch)))
 
-    def _parts(self, a: np.ndarray) -> np.ndarray:
-        k, window = self.num_speculative_tokens, self.window
-        verify = self.verify.features(np.array(verify_aggregates(tuple(a), k, window)))[0]
-        if self.graphed_verify and not a[2]:
+    def _parts(self, row: np.ndarray) -> np.ndarray:
+        k, a = self.num_speculative_tokens, BatchAggregates._make(row.tolist())
+        verify = self.verify.features(np.array(verify_aggregates(a, k, self.window)))[0]
+        if self.graphed_verify and not a.num_prefill_tokens:
             graphs = self.plain.cuda_graphs
-            if graphs is None or not self.plain.features(a)[0][PREFILL_LAYERS]:
+            if graphs is None or not self.plain.features(row)[0][PREFILL_LAYERS]:
                 verify[PREFILL_LAYERS] = 0.0
-        n, keys, chunks = a[7], a[8], a[1] - a[7]
-        drafts = np.zeros((self.num_draft_passes + 1, a.shape[0]))
-        for i in range(self.num_draft_passes if n else 0):  # decode passes: n rows, i n more keys
-            drafts[i] = (n, n, 0, 0, 0, 0, 0, n, keys + i * n, 0)
+        n, chunks = a.num_decode_seqs, a.num_sampled - a.num_decode_seqs
+        drafts = [_NONE] * (self.num_draft_passes + 1)
+        for i in range(self.num_draft_passes if n else 0):  # pass i reads i x n more keys
+            keys = a.decode_keys_full + i * n
+            drafts[i] = _NONE._replace(
+                num_tokens=n, num_sampled=n, num_decode_seqs=n, decode_keys_full=keys
+            )
         if chunks:  # the pass over new prompt tokens: the batch without its decodes
-            drafts[-1] = (a[2], chunks, a[2], a[3], 0, a[5], 0, 0, 0, 0)
-        drafting = self.draft.features(drafts)
-        drafting[~drafts.any(axis=1)] = 0.0  # no pass, no step
+            drafts[-1] = _NONE._replace(
+                num_tokens=a.num_prefill_tokens,
+                num_sampled=chunks,
+                num_prefill_tokens=a.num_prefill_tokens,
+                prefill_pairs_full=a.prefill_pairs_full,
+                prefill_kv_full=a.prefill_kv_full,
+            )
+        drafting = self.draft.features(np.array(drafts, dtype=np.float64))
+        drafting[[d == _NONE for d in drafts]] = 0.0  # no pass, no step
         drafting[:, STEPS] = 0.0  # inside the target's step (module docstring)
         return np.vstack([verify, drafting])
+
+
+# an empty batch's aggregates; the drafter (one layer, no sliding window) counts no window
+_NONE = BatchAggregates(0, 0, 0, 0.0, 0.0, 0.0, 0.0, 0, 0.0, 0.0)
