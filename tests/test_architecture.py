@@ -204,7 +204,12 @@ BUDGET = {
     + 10
     # + 20: measurements.csv's vLLM rows by version (async scheduling from 0.14), SGLang MTP
     # pools one step ahead as their recipes ran them (issue 10, presets10)
-    + 20,
+    + 20
+    # + 170: the agg rows an MTP sweep ran (TensorRT-LLM image 1.2.0rc6.post3) speculating
+    # as their scripts launched them, their verify steps re-priced in the recorded-schedule
+    # fit (spec_features: one feature row per part of a step) (issue 10, hold10); + 5: its
+    # featurizers take the engine's grouped-GEMM tile (merged with moeprompt10)
+    + 175,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run

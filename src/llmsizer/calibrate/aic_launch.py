@@ -62,6 +62,19 @@ The drafter is one decoder layer of the target, its experts kept, run k times
 head's KV (one layer's) shares the cache. Acceptance: `MTP_ACCEPTANCE`, a per-token rate
 in Leviathan et al.'s geometric model (`perf.speculative`), one per model family.
 
+Agg rows of MTP sweeps (`agg_mtp_speculation`; `docs/aic_measurement.md` section 17): the
+export marks no agg row as speculative, but InferenceX ran TensorRT-LLM image 1.2.0rc6.post3
+only in its MTP configs while these rows were measured: `dsr1-fp8-b200-trt-mtp` from
+5d517074c (2026-02-05) and `dsr1-fp4-b200-trt-mtp` from 0aae52d4c (2026-02-06), while the plain
+`dsr1-fp{4,8}-b200-trt` kept 1.2.0rc6.post2 up to 2e9cecf91 (2026-04-19), after the rows
+(`.github/configs/nvidia-master.yaml`). Their scripts (`dsr1_fp{8,4}_b200_trt_mtp.sh` at those
+commits) set `num_nextn_predict_layers` 3, 1 under attention data parallelism, a batch of
+CONC (CONC / DP under it), `max_num_tokens` ceil64((k + 1) x batch + ISL + 64) with no 8192
+floor, KV fraction 0.8 (0.7 for FP8 under attention DP), no delay batching, and the
+balancing under attention DP as the plain scripts. They speculate as the disaggregated MTP
+rows do (below); the recorded-schedule fit prices their verify steps
+(`llmsizer.calibrate.spec_features`).
+
 CUDA graphs (`cuda_graph_settings`; the engines' defaults in `llmsizer.perf.cuda_graphs`):
 - vLLM MiniMax-M2.5 `--max-cudagraph-capture-size 2048` (`minimaxm2.5_fp8_b200.sh` @
   20073baf; vLLM drops sizes above the token budget); Llama-3.3-70B on B200
@@ -90,6 +103,7 @@ SGLANG_LARGE_GPU_BYTES = 160 * GB  # server_args.py: >= 160 GB gets chunked_pref
 # text: 0.85-0.90 (DeepSeek-V3 report, section 5.4.3). Others: the default (EAGLE).
 MTP_ACCEPTANCE = {"deepseek": 0.68}
 MTP_TOKENS = {"trtllm": 3, "sglang": 2}  # a sweep that does not name k (module docstring)
+TRT_MTP_SWEEP_IMAGE = "1.2.0rc6.post3"  # run only by InferenceX's MTP configs (docstring)
 
 
 def launch_settings(
@@ -155,13 +169,9 @@ def launch_settings(
             if chat and tp < 8:
                 settings.update(batch_wait_timeout_iters=20, batch_wait_max_tokens_ratio=0.9)
         elif family == "deepseek":
-            early = not version or version.startswith(("1.0", "1.1"))  # docstring
-            tokens = max(0 if early else 8192, -(-(concurrency + isl + 64) // 64) * 64)
-            settings.update(
-                max_num_batched_tokens=tokens, max_num_seqs=concurrency, gpu_memory_utilization=0.8
-            )
-            delayed = precision.startswith("fp8") and not early
-            if chat and delayed and concurrency >= 64:
+            mtp = agg_mtp_speculation(engine, model, version, attention_dp)
+            settings |= _trtllm_deepseek(precision, concurrency, isl, version, attention_dp, mtp)
+            if mtp is None and chat and concurrency >= 64 and _trtllm_delayed(precision, version):
                 settings.update(batch_wait_timeout_iters=40, batch_wait_max_tokens_ratio=0.8)
             if attention_dp > 1:
                 balance = {"enable_balance": True, "timeout_iters": 60, "batching_wait_iters": 0}
@@ -208,6 +218,55 @@ def mtp_speculation(engine: str, model: str, tokens: str) -> dict[str, Any]:
     settings: dict[str, Any] = {"num_speculative_tokens": k, "method": "mtp"}
     acceptance = MTP_ACCEPTANCE.get(_family(model))
     return settings if acceptance is None else settings | {"acceptance_rate": acceptance}
+
+
+def agg_mtp_speculation(
+    engine: str, model: str, version: str, attention_dp: int = 1
+) -> dict[str, Any] | None:
+    """The `speculative` setting of an agg row an InferenceX MTP sweep ran (module
+    docstring: TensorRT-LLM image 1.2.0rc6.post3), else None."""
+    if engine != "trtllm" or version != TRT_MTP_SWEEP_IMAGE:
+        return None
+    return mtp_speculation(engine, model, "1" if attention_dp > 1 else "3")
+
+
+def _trtllm_deepseek(
+    precision: str,
+    concurrency: int,
+    isl: int,
+    version: str,
+    attention_dp: int,
+    mtp: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """The DeepSeek scripts' token budget, batch and KV fraction (module docstring); an MTP
+    sweep's scripts: ceil64((k + 1) x batch + ISL + 64) tokens with no floor, KV 0.7 for FP8
+    under attention DP, else 0.8, and its speculation."""
+    if mtp is not None:
+        k, rank = mtp["num_speculative_tokens"], max(1, concurrency // attention_dp)
+        fp8_dp = attention_dp > 1 and precision.startswith("fp8")
+        return {
+            "speculative": mtp,
+            "max_num_batched_tokens": -(-((k + 1) * rank + isl + 64) // 64) * 64,
+            "max_num_seqs": concurrency,
+            "gpu_memory_utilization": 0.7 if fp8_dp else 0.8,
+        }
+    early = _trtllm_early(version)
+    tokens = max(0 if early else 8192, -(-(concurrency + isl + 64) // 64) * 64)
+    return {
+        "max_num_batched_tokens": tokens,
+        "max_num_seqs": concurrency,
+        "gpu_memory_utilization": 0.8,
+    }
+
+
+def _trtllm_early(version: str) -> bool:
+    """A DeepSeek row measured before the 8192-token floor (module docstring)."""
+    return not version or version.startswith(("1.0", "1.1"))
+
+
+def _trtllm_delayed(precision: str, version: str) -> bool:
+    """Delay batching in the FP8 script since the move to 1.2.0rc6 (module docstring)."""
+    return precision.startswith("fp8") and not _trtllm_early(version)
 
 
 def _family(model: str) -> str:

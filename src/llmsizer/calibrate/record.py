@@ -14,9 +14,11 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from llmsizer.calibrate.features import NUM_AGGREGATES, StepFeaturizer
-from llmsizer.calibrate.replay import ScheduleTrace, StepRecord
+from llmsizer.calibrate.replay import Featurizer, ScheduleTrace, StepRecord
+from llmsizer.calibrate.spec_features import SpeculativeFeaturizer
 from llmsizer.instance import PredictSpec, simulation_setup
-from llmsizer.perf import EfficiencyFactors
+from llmsizer.instance.speculation import kv_fraction_of, run_instance, step_cost_of
+from llmsizer.perf import EfficiencyFactors, StepModel
 from llmsizer.sim import Batch, Engine
 from llmsizer.sweep import Sweep, open_sweep
 
@@ -28,7 +30,7 @@ Case = tuple[PredictSpec, Mapping[str, float]]
 class _Recorder:
     """A step cost that prices like `step` and records each batch's aggregates."""
 
-    def __init__(self, step: Callable[[Batch], float], featurizer: StepFeaturizer) -> None:
+    def __init__(self, step: Callable[[Batch], float], featurizer: Featurizer) -> None:
         self.step = step
         self.featurizer = featurizer
         self.aggregates: list[tuple[float, ...]] = []
@@ -48,11 +50,17 @@ def record_trace(
     factors too. Without `latencies` the trace is smaller and gives throughputs only.
     """
     setup = simulation_setup(spec, efficiency)  # exactly what `predict` simulates
-    inst, num_engines = setup.instance, setup.num_engines
+    inst, num_engines, speculative = setup.instance, setup.num_engines, spec.speculative
+    step = step_cost_of(speculative, inst.step)  # a speculating engine's: in verify steps
     tile = inst.step.efficiency.experts_tile_rows
-    featurizer = StepFeaturizer(inst.deployment, inst.step.cuda_graphs, experts_tile_rows=tile)
-    recorder = _Recorder(inst.step, featurizer)
-    result = Engine(setup.engine, recorder).run(setup.workload)
+    featurizer: Featurizer = (
+        StepFeaturizer(inst.deployment, inst.step.cuda_graphs, experts_tile_rows=tile)
+        if isinstance(step, StepModel)
+        else SpeculativeFeaturizer.of(step)
+    )
+    recorder = _Recorder(step, featurizer)
+    share = kv_fraction_of(speculative, inst.step, inst.memory.kv_cache_bytes)
+    result = run_instance(Engine(setup.engine, recorder), setup.workload, speculative, share)
     records = result.records
     run = StepRecord(
         aggregates=np.array(recorder.aggregates).reshape(-1, NUM_AGGREGATES),

@@ -26,7 +26,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from llmsizer.calibrate.features import SHAPE_COLUMNS, StepFeaturizer, price
+from llmsizer.calibrate.spec_features import SpeculativeFeaturizer
 from llmsizer.perf.efficiency import EfficiencyFactors
+
+Featurizer = StepFeaturizer | SpeculativeFeaturizer  # a plain or a speculating engine's steps
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -80,7 +83,7 @@ class ScheduleTrace:
     def from_record(
         cls,
         run: StepRecord,
-        featurizer: StepFeaturizer,
+        featurizer: Featurizer,
         *,
         latencies: bool,
         throughput_scale: int = 1,
@@ -145,17 +148,19 @@ def _step_index(times: np.ndarray, wanted: np.ndarray) -> np.ndarray:
 
 
 def _group_rows(
-    aggregates: np.ndarray, segment_of_step: np.ndarray, featurizer: StepFeaturizer
+    aggregates: np.ndarray, segment_of_step: np.ndarray, featurizer: Featurizer
 ) -> tuple[np.ndarray, np.ndarray]:
     """Features of the steps of each (segment, shape), rows sorted by segment: the count
-    times the features of the mean aggregates (exact: features are affine in them)."""
+    times the features of the mean aggregates (exact: features are affine in them); a
+    speculating step's parts are rows of their own (`spec_features`)."""
     key = np.column_stack([segment_of_step, aggregates[:, SHAPE_COLUMNS]])
     unique, inverse, counts = np.unique(key, axis=0, return_inverse=True, return_counts=True)
     inverse = inverse.reshape(-1)
     sums = np.zeros((unique.shape[0], aggregates.shape[1]))
     np.add.at(sums, inverse, aggregates)
-    rows = featurizer.features(sums / counts[:, None]) * counts[:, None]
-    return rows, unique[:, 0].astype(np.int64)
+    parts = featurizer.parts if isinstance(featurizer, SpeculativeFeaturizer) else 1
+    rows = featurizer.features(sums / counts[:, None]) * np.repeat(counts, parts)[:, None]
+    return rows, np.repeat(unique[:, 0].astype(np.int64), parts)
 
 
 def replay(trace: ScheduleTrace, eff: EfficiencyFactors) -> dict[str, float]:
