@@ -2,12 +2,21 @@
 
 A request is routed to a prefill instance, which computes its prompt and its first token
 (the request runs there with one output token). Its KV cache then crosses the link
-(`KvTransfer`); the first token reaches the client with it, through the decode worker that
-streams the rest (SGLang and Dynamo stream from the decode side). The decode pool admits the
-request only when the transfer is done, with the prompt's KV already in place: its prompt is
-the original prompt plus the first token, of which all but that token is computed, so its
-first step computes the first token's KV (as an aggregated engine's first decode step does)
-and yields token 1.
+(`KvTransfer`). The decode pool admits the request only when the transfer is done, with the
+prompt's KV already in place: its prompt is the original prompt plus the first token, of
+which all but that token is computed, so its first step computes the first token's KV (as an
+aggregated engine's first decode step does) and yields token 1.
+
+The first token reaches the client when a decode worker admits the request (the start of
+its first decode step), not when the prefill ends: the decode worker streams the whole
+answer, the prefill's token included (Dynamo's disaggregated flow: the prefill worker returns
+only transfer metadata, `disaggregated_params`, to the router, and the decode worker streams
+the tokens, `docs/design_docs/disagg_serving.md`; TensorRT-LLM's own disaggregated server
+stamps the first token from the generation server's response, `on_first_token(gen_server)`
+in `tensorrt_llm/serve/openai_disagg_server.py`; SGLang's decode worker sends the prefill's
+token from its batch of transferred requests). So a request that waits for a decode slot
+(`max_num_seqs` or KV blocks full) waits before its first token, in TTFT, not between its
+first two tokens (docs/aic_measurement.md section 20).
 
 Both pools are `sim.Engine` runs on one clock. The loop takes events in time order (ties:
 arrivals first): an arrival is routed; an instance runs until the next event's time (at
@@ -201,7 +210,8 @@ def _join(
     handoff_s: float,
     first_token_delay_s: float,
 ) -> RequestRecord:
-    """The client's view: prefill's record, the first token at the handoff, then decode's
+    """The client's view: prefill's record, the first token when decode admits it (module
+    docstring; never before the handoff), then decode's
     (`decoded`: its record and decode instance), the first chunk held by the prefill
     engine's front end (`Engine.first_token_delay_s`, as `hold_first_token` holds it; a
     one-token answer is prefill's record, already held). One record built per request: the
@@ -209,7 +219,8 @@ def _join(
     if decoded is None:
         return p
     d, instance_id = decoded
-    times = np.concatenate(([handoff_s], d.token_times_s))
+    admitted_s = handoff_s if d.scheduled_s is None else max(handoff_s, d.scheduled_s)
+    times = np.concatenate(([admitted_s], d.token_times_s))
     finish_s = d.finish_s
     if first_token_delay_s < 0:
         raise ValueError(f"first_token_delay_s must be >= 0, got {first_token_delay_s}")
