@@ -86,6 +86,12 @@ def test_a_busy_decode_pool_delays_the_first_token_not_the_stream() -> None:
     assert np.mean([r.ttft_s for r in dis]) > 20 * alone
     tpot = np.mean([r.tpot_s for r in agg if r.tpot_s])
     assert np.mean([r.tpot_s for r in dis]) == pytest.approx(tpot, rel=0.2)
+    # at the handoff instead (a decode probe's view): TTFT the prefill's, the wait in TPOT
+    handoff = simulate_disaggregated([_engine()] * 4, tight, w, first_token_at="handoff").records
+    assert max(r.ttft_s for r in handoff) < 0.05
+    assert np.mean([r.tpot_s for r in handoff]) > 5 * tpot
+    for a, b in zip(dis, handoff, strict=True):  # the same schedule, told two ways
+        assert a.finish_s == b.finish_s and a.token_times_s[0] >= b.token_times_s[0]
 
 
 def test_a_closed_loop_on_fewer_decode_slots_than_clients_obeys_littles_law() -> None:

@@ -32,6 +32,7 @@ import heapq
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
@@ -80,6 +81,7 @@ class DisaggResult:
 
 
 _ARRIVAL, _HANDOFF, _INSTANCE = 0, 1, 2
+FirstTokenAt = Literal["admission", "handoff"]
 
 
 class _Disagg:
@@ -91,11 +93,12 @@ class _Disagg:
         transfer: KvTransfer,
         routers: tuple[str, str],
         seed: int,
+        first_token_at: FirstTokenAt = "admission",
     ) -> None:
         check_fleet(prefill, _open(workload))
         check_fleet(decode, _open(workload))
         rng = np.random.default_rng(seed)
-        self.w, self.transfer = workload, transfer
+        self.w, self.transfer, self.first_token_at = workload, transfer, first_token_at
         self.prefill_engines = list(prefill)
         isl, osl = workload.num_prompt_tokens, workload.num_output_tokens
         one = np.ones_like(osl)
@@ -185,7 +188,9 @@ class _Disagg:
                 then[r.request_id] = (r, offset + j)
         delays = [e.first_token_delay_s for e in self.prefill_engines]
         records = [
-            _join(p, d, self.handoff_s[p.request_id], delays[p.instance_id or 0])
+            _join(
+                p, d, self.handoff_s[p.request_id], delays[p.instance_id or 0], self.first_token_at
+            )
             for p, d in zip(first, then, strict=True)
         ]
         return DisaggResult(records=records, prefill=pre, decode=dec)
@@ -209,6 +214,7 @@ def _join(
     decoded: tuple[RequestRecord, int] | None,
     handoff_s: float,
     first_token_delay_s: float,
+    first_token_at: FirstTokenAt = "admission",
 ) -> RequestRecord:
     """The client's view: prefill's record, the first token when decode admits it (module
     docstring; never before the handoff), then decode's
@@ -219,7 +225,9 @@ def _join(
     if decoded is None:
         return p
     d, instance_id = decoded
-    admitted_s = handoff_s if d.scheduled_s is None else max(handoff_s, d.scheduled_s)
+    admitted_s = handoff_s
+    if first_token_at == "admission" and d.scheduled_s is not None:
+        admitted_s = max(handoff_s, d.scheduled_s)
     times = np.concatenate(([admitted_s], d.token_times_s))
     finish_s = d.finish_s
     if first_token_delay_s < 0:
@@ -256,8 +264,13 @@ def simulate_disaggregated(
     prefill_router: str = "least_outstanding",
     decode_router: str = "least_outstanding",
     seed: int = 0,
+    first_token_at: FirstTokenAt = "admission",
 ) -> DisaggResult:
     """Run `workload` (open or closed loop) on a prefill pool and a decode pool joined by
-    `transfer` (module docstring). `seed` seeds the routers' own random choices."""
+    `transfer` (module docstring). `seed` seeds the routers' own random choices.
+    `first_token_at`: when the client sees the first token, `admission` (the decode worker
+    streams it, module docstring) or `handoff` (the transfer's end: a decode pool's wait for
+    a slot then lands between the first two tokens, in TPOT, as a probe of one decode
+    worker's TPOT limit wants it)."""
     routers = (prefill_router, decode_router)
-    return _Disagg(prefill, decode, workload, transfer, routers, seed).run()
+    return _Disagg(prefill, decode, workload, transfer, routers, seed, first_token_at).run()

@@ -111,7 +111,9 @@ class DecodeProbe(Probe):
         n = arrival_s.shape[0]
         idx = np.arange(n) % self.lengths.num_requests
         workload = Workload(self.lengths.prompt[idx], self.lengths.output[idx], arrival_s=arrival_s)
-        res = simulate_disaggregated([_instant(self.engine, self.lengths)], [self.engine], workload)
+        res = simulate_disaggregated(
+            [_instant(self.engine, self.lengths)], [self.engine], workload, first_token_at="handoff"
+        )  # the wait for a decode slot counts in the TPOT the worker is sized on
         return dataclasses.replace(res.decode[0], records=res.records)
 
 
