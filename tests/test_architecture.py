@@ -186,7 +186,10 @@ BUDGET = {
     + 30
     # + 75: MTP speculative decoding as launched: each sweep's draft tokens, the rows an
     # MTP sweep ran speculating in their decode pool, the acceptance prior (issue 10, mtp9)
-    + 75,
+    + 75
+    # + 50: each TensorRT-LLM sweep's decode max_batch_size read from its recipe's name, for
+    # the rows it launched and the dump rows it ran (issue 10, disagg10)
+    + 50,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run
