@@ -72,11 +72,14 @@ def parts(case: AicDisaggCase) -> str:
         "admit": d_sched - handoff,
         "hold": first - d_sched,
     }
+    d_end = np.array([dec[r.request_id].finish_s for r in both], dtype=np.float64)
     ends = np.array([r.finish_s for r in result.records if r.ok], dtype=np.float64)
     span = float(ends.max() - min(r.arrival_s for r in result.records))
     throughput = len(ends) / span
     out_mean = float(np.mean([r.num_output_tokens for r in both]))
     little = throughput * (ttft.mean() + (out_mean - 1) * tpot.mean())
+    slots = case.num_decode * case.decode.attention_dp_size * case.decode.engine.max_num_seqs
+    busy = float((d_end - d_sched).sum()) / span  # decode requests in flight, time average
     measured = case.measured
     return (
         f"{case.row_id} c={spec.concurrency} P {case.num_prefill}x b{spec.engine.max_num_seqs} "
@@ -85,7 +88,8 @@ def parts(case: AicDisaggCase) -> str:
         f"TPOT {measured['mean_tpot_ms']:.1f} ms; simulated {1e3 * ttft.mean():.0f} ms, "
         f"{1e3 * tpot.mean():.1f} ms; TTFT = "
         + " + ".join(f"{name} {1e3 * v.mean():.0f}" for name, v in split.items())
-        + f" ms; Little: {throughput:.2f} req/s x E2E = {little:.0f} clients"
+        + f" ms; Little: {throughput:.2f} req/s x E2E = {little:.0f} clients; decode "
+        f"{busy:.0f} of {slots} slots busy"
     )
 
 

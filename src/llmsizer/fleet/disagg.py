@@ -22,7 +22,11 @@ Both pools are `sim.Engine` runs on one clock. The loop takes events in time ord
 arrivals first): an arrival is routed; an instance runs until the next event's time (at
 least one step), and what it finished becomes new events, a handoff arrival at the decode
 pool after the transfer, or in a closed loop the client's next request. An instance never
-runs a step past the earliest time another could send it work, so no request is late.
+runs a step past the earliest time another could send it work, so no request is late; in a
+closed loop its own finishes bring work back (the client's next request, through the prefill
+pool), so with no other event waiting it runs one step at a time (it once ran on to the end
+of its work: a decode pool with fewer slots than twice the clients left slots idle for a
+whole request, docs/aic_measurement.md section 20).
 """
 
 from __future__ import annotations
@@ -159,6 +163,8 @@ class _Disagg:
     def _run_instance(self, t: float, what: int) -> None:
         pool, i = (self.prefill, what) if what >= 0 else (self.decode, ~what)
         until = self.events[0][0] if self.events else None
+        if until is None and self.w.arrival_s is None:
+            until = t  # a closed loop: a finish brings the client's next request back
         if until is not None and until <= t:
             until = math.nextafter(t, math.inf)  # at least the step starting now
         pool.advance(i, until)
