@@ -209,7 +209,10 @@ BUDGET = {
     # as their scripts launched them, their verify steps re-priced in the recorded-schedule
     # fit (spec_features: one feature row per part of a step) (issue 10, hold10); + 5: its
     # featurizers take the engine's grouped-GEMM tile (merged with moeprompt10)
-    + 175,
+    + 175
+    # + 50: each TensorRT-LLM sweep's decode max_batch_size read from its recipe's name, for
+    # the rows it launched and the dump rows it ran (issue 10, disagg10)
+    + 50,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run

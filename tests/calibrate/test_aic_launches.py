@@ -9,7 +9,11 @@ import pytest
 from llmsizer.calibrate.aic import AicSkipped
 from llmsizer.calibrate.aic_disagg import AicDisaggCase, map_disagg_row
 from llmsizer.calibrate.aic_launch import MTP_ACCEPTANCE, mtp_speculation
-from llmsizer.calibrate.aic_launches import inferencex_sweep, with_inferencex_launches
+from llmsizer.calibrate.aic_launches import (
+    inferencex_sweep,
+    recipe_decode_batch,
+    with_inferencex_launches,
+)
 from llmsizer.calibrate.aic_sweeps import Pool, Sweep, find_sweep
 
 MODELS = {"dsr1": "deepseek-ai/DeepSeek-R1", "kimi": "moonshotai/Kimi-K2.5"}
@@ -176,3 +180,40 @@ def test_mtp_draft_tokens_come_from_the_launch_or_the_engines_recipes() -> None:
     assert mtp_speculation("trtllm", "deepseek-r1", "")["num_speculative_tokens"] == 3
     # a family without a published MTP acceptance keeps the speculative default
     assert "acceptance_rate" not in mtp_speculation("trtllm", "glm-5", "1")
+
+
+def test_a_trtllm_recipe_names_its_decode_workers_batch() -> None:
+    # srt-slurm's `ctx1dep4_gen1dep16_batch32_eplb0_mtp3.yaml` sets decode max_batch_size 32
+    name = "recipes/trtllm/h100-fp8/1k1k/stp/ctx1_gen3_tep16_batch16_eplb0_mtp0.yaml"
+    assert recipe_decode_batch("trtllm", name) == 16
+    assert recipe_decode_batch("trtllm", "recipes/b200-fp8/1k1k/mtp/max-tpt-dep8-1p5d.yaml") is None
+    assert recipe_decode_batch("sglang", "x/ctx1_gen3_tep16_batch16_eplb0_mtp0.yaml") is None
+
+
+def test_a_launched_row_gets_its_recipes_decode_batch_per_rank() -> None:
+    r = row("gb300", "trtllm", "fp8", "1024x1024", 8, "2026-02-07T19:53:37Z", 4, 8)
+    sweep = inferencex_sweep(r)
+    assert isinstance(sweep, Sweep) and sweep.decode_batch is not None
+    assert launched(r).decode.engine.max_num_seqs == sweep.decode_batch
+
+
+def test_a_dump_rows_derived_decode_batch_gives_way_to_its_launch() -> None:
+    # dsr1_h100_trtllm_fp8_disagg_1024x1024_c6_cfg494: AIC wrote 6 clients // 3 workers = 2;
+    # the sweep that ran 6 clients on 1 x DEP16 + 3 x TEP16 is `..._gen3_tep16_batch1_...`
+    r = row("h100_sxm", "trtllm", "fp8", "1024x1024", 6, "2026-02-08T00:00:00.000Z", 16, 16)
+    r |= {
+        "silicon_data_source": "db-dump/2026-04-27; config_id=494; silicon_concurrency=6; "
+        "measured=2026-02-08T00:00:00.000Z; workflow_run_id=269",
+        "model_path": "deepseek-ai/DeepSeek-V3",
+        "prefill_batch_size": "1", "prefill_num_workers": "1", "prefill_tp_size": "1",
+        "prefill_attention_dp_size": "16", "prefill_moe_tp_size": "1", "prefill_moe_ep_size": "16",
+        "decode_batch_size": "2", "decode_num_workers": "3", "decode_tp_size": "16",
+        "decode_attention_dp_size": "1", "decode_moe_tp_size": "1", "decode_moe_ep_size": "16",
+    }  # fmt: skip
+    (out,) = with_inferencex_launches([r])
+    assert out["decode_batch_size"] == "1" and out["launch"] == ""
+    case = map_disagg_row(out)
+    assert isinstance(case, AicDisaggCase) and case.decode.engine.max_num_seqs == 1
+    sglang = {**r, "backend": "sglang"}  # no SGLang recipe names its batch: left as written
+    (kept,) = with_inferencex_launches([sglang])
+    assert kept["decode_batch_size"] == "2"

@@ -72,16 +72,50 @@ def test_a_closed_loop_keeps_its_concurrency_across_both_pools() -> None:
     assert sum(len(d.records) for d in res.decode) == n
 
 
-def test_a_busy_decode_pool_delays_tokens_not_the_prefill() -> None:
-    """One decode slot for many requests: TTFT stays the prefill's, TPOT grows."""
+def test_a_busy_decode_pool_delays_the_first_token_not_the_stream() -> None:
+    """One decode slot for many requests: the decode worker streams the first token when it
+    admits the request, so the wait for the slot is in TTFT and TPOT stays the decode
+    step's (module docstring of `llmsizer.fleet.disagg`)."""
     rng = np.random.default_rng(3)
     n = 200
     w = make_workload(500, rng.integers(50, 100, n), arrival_s=np.cumsum(rng.exponential(0.05, n)))
     tight = [make_engine(COST, max_num_seqs=1)]
     dis = simulate_disaggregated([_engine()] * 4, tight, w).records
     agg = _engine().run(_isolated()).records
-    assert max(r.ttft_s for r in dis) < 0.05
-    assert np.mean([r.tpot_s for r in dis]) > 5 * np.mean([r.tpot_s for r in agg if r.tpot_s])
+    alone = max(r.ttft_s for r in agg if r.ttft_s is not None)
+    assert np.mean([r.ttft_s for r in dis]) > 20 * alone
+    tpot = np.mean([r.tpot_s for r in agg if r.tpot_s])
+    assert np.mean([r.tpot_s for r in dis]) == pytest.approx(tpot, rel=0.2)
+    # at the handoff instead (a decode probe's view): TTFT the prefill's, the wait in TPOT
+    handoff = simulate_disaggregated([_engine()] * 4, tight, w, first_token_at="handoff").records
+    assert max(r.ttft_s for r in handoff) < 0.05
+    assert np.mean([r.tpot_s for r in handoff]) > 5 * tpot
+    for a, b in zip(dis, handoff, strict=True):  # the same schedule, told two ways
+        assert a.finish_s == b.finish_s and a.token_times_s[0] >= b.token_times_s[0]
+
+
+@pytest.mark.parametrize(("clients", "slots", "rel"), [(12, 4, 0.03), (24, 16, 0.1)])
+def test_a_closed_loop_on_fewer_decode_slots_than_clients_obeys_littles_law(
+    clients: int, slots: int, rel: float
+) -> None:
+    """N clients, K < N decode slots, every step tau: the decode pool is the bottleneck and
+    finishes K requests every (n - 1) steps, so by Little's law a request spends
+    N (n - 1) tau / K from sending to its last token. Its stream after the first token is
+    n - 1 steps (TPOT tau), so TTFT = (N / K - 1)(n - 1) tau: the wait for a slot. With
+    N < 2K a finished cohort's clients come back while the rest decode, and must be
+    admitted then (a returning request waits at most a step for the one in flight)."""
+    n_out, tau = 50, 0.010
+    w = make_workload(100, n_out, n=40 * clients, concurrency=clients)
+    prefill = [make_engine(max_num_seqs=64, max_num_batched_tokens=4096)] * 2
+    decode = [make_engine(max_num_seqs=1)] * slots  # FixedTicks(tau)
+    records = simulate_disaggregated(prefill, decode, w).records
+    assert np.mean([r.tpot_s for r in records]) == pytest.approx(tau, rel=1e-6)
+    wait = (clients / slots - 1) * (n_out - 1) * tau
+    span = max(r.finish_s or 0.0 for r in records)
+    assert len(records) / span == pytest.approx(slots / ((n_out - 1) * tau), rel=rel)
+    assert np.mean([r.ttft_s for r in records]) == pytest.approx(
+        wait, rel=rel, abs=rel * tau * n_out
+    )
 
 
 @pytest.mark.parametrize(

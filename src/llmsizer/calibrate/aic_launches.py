@@ -29,11 +29,25 @@ commit). A row's sweep (`llmsizer.calibrate.aic_sweeps.find_sweep`):
   launch label says how many fit.
 
 A row no sweep names keeps one worker of each pool (`workers_given` False).
+
+**Decode batch.** A TensorRT-LLM sweep's srt-slurm recipe is named
+`ctx{P}_gen{D}_{layout}_batch{N}_eplb{E}_mtp{K}.yaml`, `N` its decode workers'
+`max_batch_size` (per attention-DP rank: InferenceX `ctx1dep4_gen1dep16_batch32_...yaml`
+sets `decode: max_batch_size: 32, enable_attention_dp: true` and runs 615 clients on its
+16 x 32 = 512 slots; `ctx1dep4_gen5tep4_batch1_...yaml`, `max_batch_size: 1`). A row that
+sweep ran gets it as `decode_batch_size`: the launched rows, whose cell is empty, and the
+dump rows (and their exported twins), whose cell is not the launch's but AIConfigurator's
+`concurrency // (workers x attention DP)` (`sdk/config_adapter/inferencex.py`: "InferenceX
+disaggregated prefill batch defaults to 1", decode batch the clients spread over the ranks),
+when a sweep with their worker counts and GPUs ran their clients. InferenceX runs more
+clients than decode slots (6 on 3 x 1, 60 on 3 x 16, 615 on 512): the rest wait for a slot
+(`llmsizer.fleet.disagg`: before their first token). docs/aic_measurement.md section 19.
 """
 
 from __future__ import annotations
 
 import csv
+import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from functools import cache
@@ -44,6 +58,7 @@ from llmsizer.calibrate.aic_sweeps import (
     Sweep,
     Versions,
     clients,
+    decode_batch_columns,
     find_sweep,
     measured_at,
     mtp_columns,
@@ -56,6 +71,15 @@ SYSTEMS = {"b200_sxm": "b200", "b300_sxm": "b300", "gb200": "gb200", "gb300": "g
 MODELS = {"deepseek-ai/DeepSeek-R1": "dsr1", "moonshotai/Kimi-K2.5": "kimik2.5",
           "zhipuai/GLM-5": "glm5"}  # fmt: skip
 Key = tuple[str, str, str, str, int, int]  # engine, system, model prefix, precision, isl, osl
+DUMP_MODELS = {**MODELS, "deepseek-ai/DeepSeek-V3": "dsr1"}  # the dump names dsr1 runs V3
+_RECIPE_BATCH = re.compile(r"_batch(\d+)_eplb")
+
+
+def recipe_decode_batch(engine: str, recipe: str) -> int | None:
+    """The decode `max_batch_size` a TensorRT-LLM srt-slurm recipe's name carries (module
+    docstring), or None."""
+    found = _RECIPE_BATCH.search(recipe.rsplit("/", 1)[-1]) if engine == "trtllm" else None
+    return int(found.group(1)) if found else None
 
 
 def _pool(line: Mapping[str, str], role: str) -> Pool:
@@ -82,6 +106,7 @@ def inferencex_sweeps() -> dict[Key, list[Versions]]:
             mtp=line["mtp"] == "1",
             source=f"{line['config']} @{line['commit']}",
             mtp_tokens=int(line["mtp_tokens"]) if line["mtp_tokens"] else None,
+            decode_batch=recipe_decode_batch(line["engine"], line["recipe"]),
         )
         by_since = configs[key].setdefault(line["config"], {})
         by_since.setdefault(line["since"], []).append(sweep)
@@ -95,20 +120,25 @@ def _smallest(found: list[Sweep]) -> Sweep:
     return min(found, key=lambda s: s.num_gpus)  # min keeps the first of equals
 
 
-def inferencex_sweep(row: Mapping[str, str]) -> Sweep | str:
+def inferencex_sweep(row: Mapping[str, str], workers: tuple[int, int] | None = None) -> Sweep | str:
     """The sweep that launched an exported row without worker counts (module docstring), or
-    why none can be named."""
-    key = (row["backend"], SYSTEMS.get(row["system"], ""), MODELS.get(row["model_path"], ""),
+    why none can be named; `workers` (prefill, decode): a dump row's, read as its
+    workers' GPUs (`tp x attention DP`) and counts."""
+    models = MODELS if workers is None else DUMP_MODELS
+    key = (row["backend"], SYSTEMS.get(row["system"], ""), models.get(row["model_path"], ""),
            row["precision"], int(row["isl"]), int(row["osl"]))  # fmt: skip
     configs = inferencex_sweeps().get(key)
     measured, concurrency = measured_at(row), clients(row)
     if configs is None or measured is None or concurrency is None:
         return "no InferenceX config for this engine, system, model, precision and lengths"
     gpus = (int(row["prefill_tp_size"]), int(row["decode_tp_size"]))
+    if workers is not None:
+        gpus = (_gpus(row, "prefill"), _gpus(row, "decode"))
     for mtp in (False, True):
 
         def fits(s: Sweep, mtp: bool = mtp) -> bool:
-            return s.mtp == mtp and (s.prefill.gpus, s.decode.gpus) == gpus
+            counts = workers is None or (s.prefill.workers, s.decode.workers) == workers
+            return s.mtp == mtp and (s.prefill.gpus, s.decode.gpus) == gpus and counts
 
         found = find_sweep(configs, measured, concurrency, fits, _smallest)
         if isinstance(found, Sweep):
@@ -134,6 +164,27 @@ def with_inferencex_launches(rows: Sequence[Mapping[str, str]]) -> list[dict[str
                 mtp = " MTP" if sweep.mtp else ""
                 row |= {"launch": f"{sweep.label}{mtp} ({sweep.source})"}
                 row |= sweep.prefill.columns("prefill") | sweep.decode.columns("decode")
-                row |= mtp_columns(sweep)
+                row |= mtp_columns(sweep) | decode_batch_columns(sweep)
+        elif r["mode"] == "disagg" and workers_given(r) and not row["launch"]:
+            row |= _launched_batch(r)
         out.append(row)
     return out
+
+
+def _int(row: Mapping[str, str], column: str) -> int:
+    text = row[column].strip()
+    return int(text) if text else 1
+
+
+def _gpus(row: Mapping[str, str], pool: str) -> int:
+    """One worker's GPUs of a row that gives its layout: `tp x attention DP`."""
+    return _int(row, f"{pool}_tp_size") * _int(row, f"{pool}_attention_dp_size")
+
+
+def _launched_batch(row: Mapping[str, str]) -> dict[str, str]:
+    """A dump row's decode batch as its sweep launched it (module docstring), else nothing."""
+    if row["backend"] != "trtllm":
+        return {}
+    workers = (_int(row, "prefill_num_workers"), _int(row, "decode_num_workers"))
+    sweep = inferencex_sweep(row, workers)
+    return decode_batch_columns(sweep) if isinstance(sweep, Sweep) else {}

@@ -68,6 +68,7 @@ class Sweep:
     mtp: bool = False
     source: str = ""
     mtp_tokens: int | None = None
+    decode_batch: int | None = None  # its decode workers' max batch per rank, where named
 
     @property
     def num_gpus(self) -> int:
@@ -89,6 +90,12 @@ def mtp_columns(sweep: Sweep) -> dict[str, str]:
         return {}
     tokens = "" if sweep.mtp_tokens is None else str(sweep.mtp_tokens)
     return {"mtp": "1", "mtp_tokens": tokens}
+
+
+def decode_batch_columns(sweep: Sweep) -> dict[str, str]:
+    """The `decode_batch_size` cell a row launched by `sweep` gets: its decode workers' most
+    requests per attention-DP rank where the launch names it, else nothing."""
+    return {} if sweep.decode_batch is None else {"decode_batch_size": str(sweep.decode_batch)}
 
 
 # a config's sweeps from each revision on, oldest first: [(in force from, sweeps)]

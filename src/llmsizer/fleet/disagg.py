@@ -2,18 +2,31 @@
 
 A request is routed to a prefill instance, which computes its prompt and its first token
 (the request runs there with one output token). Its KV cache then crosses the link
-(`KvTransfer`); the first token reaches the client with it, through the decode worker that
-streams the rest (SGLang and Dynamo stream from the decode side). The decode pool admits the
-request only when the transfer is done, with the prompt's KV already in place: its prompt is
-the original prompt plus the first token, of which all but that token is computed, so its
-first step computes the first token's KV (as an aggregated engine's first decode step does)
-and yields token 1.
+(`KvTransfer`). The decode pool admits the request only when the transfer is done, with the
+prompt's KV already in place: its prompt is the original prompt plus the first token, of
+which all but that token is computed, so its first step computes the first token's KV (as an
+aggregated engine's first decode step does) and yields token 1.
+
+The first token reaches the client when a decode worker admits the request (the start of
+its first decode step), not when the prefill ends: the decode worker streams the whole
+answer, the prefill's token included (Dynamo's disaggregated flow: the prefill worker returns
+only transfer metadata, `disaggregated_params`, to the router, and the decode worker streams
+the tokens, `docs/design_docs/disagg_serving.md`; TensorRT-LLM's own disaggregated server
+stamps the first token from the generation server's response, `on_first_token(gen_server)`
+in `tensorrt_llm/serve/openai_disagg_server.py`; SGLang's decode worker sends the prefill's
+token from its batch of transferred requests). So a request that waits for a decode slot
+(`max_num_seqs` or KV blocks full) waits before its first token, in TTFT, not between its
+first two tokens (docs/aic_measurement.md section 19).
 
 Both pools are `sim.Engine` runs on one clock. The loop takes events in time order (ties:
 arrivals first): an arrival is routed; an instance runs until the next event's time (at
 least one step), and what it finished becomes new events, a handoff arrival at the decode
 pool after the transfer, or in a closed loop the client's next request. An instance never
-runs a step past the earliest time another could send it work, so no request is late.
+runs a step past the earliest time another could send it work, so no request is late; in a
+closed loop its own finishes bring work back (the client's next request, through the prefill
+pool), so with no other event waiting it runs one step at a time (it once ran on to the end
+of its work: a decode pool with fewer slots than twice the clients left slots idle for a
+whole request, docs/aic_measurement.md section 19).
 """
 
 from __future__ import annotations
@@ -23,6 +36,7 @@ import heapq
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
@@ -71,6 +85,7 @@ class DisaggResult:
 
 
 _ARRIVAL, _HANDOFF, _INSTANCE = 0, 1, 2
+FirstTokenAt = Literal["admission", "handoff"]
 
 
 class _Disagg:
@@ -82,11 +97,12 @@ class _Disagg:
         transfer: KvTransfer,
         routers: tuple[str, str],
         seed: int,
+        first_token_at: FirstTokenAt = "admission",
     ) -> None:
         check_fleet(prefill, _open(workload))
         check_fleet(decode, _open(workload))
         rng = np.random.default_rng(seed)
-        self.w, self.transfer = workload, transfer
+        self.w, self.transfer, self.first_token_at = workload, transfer, first_token_at
         self.prefill_engines = list(prefill)
         isl, osl = workload.num_prompt_tokens, workload.num_output_tokens
         one = np.ones_like(osl)
@@ -147,6 +163,8 @@ class _Disagg:
     def _run_instance(self, t: float, what: int) -> None:
         pool, i = (self.prefill, what) if what >= 0 else (self.decode, ~what)
         until = self.events[0][0] if self.events else None
+        if until is None and self.w.arrival_s is None:
+            until = t  # a closed loop: a finish brings the client's next request back
         if until is not None and until <= t:
             until = math.nextafter(t, math.inf)  # at least the step starting now
         pool.advance(i, until)
@@ -176,7 +194,9 @@ class _Disagg:
                 then[r.request_id] = (r, offset + j)
         delays = [e.first_token_delay_s for e in self.prefill_engines]
         records = [
-            _join(p, d, self.handoff_s[p.request_id], delays[p.instance_id or 0])
+            _join(
+                p, d, self.handoff_s[p.request_id], delays[p.instance_id or 0], self.first_token_at
+            )
             for p, d in zip(first, then, strict=True)
         ]
         return DisaggResult(records=records, prefill=pre, decode=dec)
@@ -200,8 +220,10 @@ def _join(
     decoded: tuple[RequestRecord, int] | None,
     handoff_s: float,
     first_token_delay_s: float,
+    first_token_at: FirstTokenAt = "admission",
 ) -> RequestRecord:
-    """The client's view: prefill's record, the first token at the handoff, then decode's
+    """The client's view: prefill's record, the first token when decode admits it (module
+    docstring; never before the handoff), then decode's
     (`decoded`: its record and decode instance), the first chunk held by the prefill
     engine's front end (`Engine.first_token_delay_s`, as `hold_first_token` holds it; a
     one-token answer is prefill's record, already held). One record built per request: the
@@ -209,7 +231,10 @@ def _join(
     if decoded is None:
         return p
     d, instance_id = decoded
-    times = np.concatenate(([handoff_s], d.token_times_s))
+    admitted_s = handoff_s
+    if first_token_at == "admission" and d.scheduled_s is not None:
+        admitted_s = max(handoff_s, d.scheduled_s)
+    times = np.concatenate(([admitted_s], d.token_times_s))
     finish_s = d.finish_s
     if first_token_delay_s < 0:
         raise ValueError(f"first_token_delay_s must be >= 0, got {first_token_delay_s}")
@@ -245,8 +270,13 @@ def simulate_disaggregated(
     prefill_router: str = "least_outstanding",
     decode_router: str = "least_outstanding",
     seed: int = 0,
+    first_token_at: FirstTokenAt = "admission",
 ) -> DisaggResult:
     """Run `workload` (open or closed loop) on a prefill pool and a decode pool joined by
-    `transfer` (module docstring). `seed` seeds the routers' own random choices."""
+    `transfer` (module docstring). `seed` seeds the routers' own random choices.
+    `first_token_at`: when the client sees the first token, `admission` (the decode worker
+    streams it, module docstring) or `handoff` (the transfer's end: a decode pool's wait for
+    a slot then lands between the first two tokens, in TPOT, as a probe of one decode
+    worker's TPOT limit wants it)."""
     routers = (prefill_router, decode_router)
-    return _Disagg(prefill, decode, workload, transfer, routers, seed).run()
+    return _Disagg(prefill, decode, workload, transfer, routers, seed, first_token_at).run()

@@ -103,15 +103,15 @@ class DisaggSearch:
 
 
 class DecodeProbe(Probe):
-    """A decode worker alone: every request's prompt KV arrives with it (a stand-in
-    prefill worker whose steps take 1 ns, a free link), so its latencies are the decode
-    pool's own: TPOT and the wait for a decode slot."""
+    """A decode worker alone: every request's prompt KV arrives with it (a stand-in prefill
+    worker whose steps take 1 ns, a free link); its first token at the handoff, so its TPOT
+    holds the decode pool's own latencies: each step and the wait for a decode slot."""
 
     def _simulate(self, arrival_s: np.ndarray) -> SimResult:
-        n = arrival_s.shape[0]
-        idx = np.arange(n) % self.lengths.num_requests
+        idx = np.arange(arrival_s.shape[0]) % self.lengths.num_requests
         workload = Workload(self.lengths.prompt[idx], self.lengths.output[idx], arrival_s=arrival_s)
-        res = simulate_disaggregated([_instant(self.engine, self.lengths)], [self.engine], workload)
+        instant = _instant(self.engine, self.lengths)
+        res = simulate_disaggregated([instant], [self.engine], workload, first_token_at="handoff")
         return dataclasses.replace(res.decode[0], records=res.records)
 
 
