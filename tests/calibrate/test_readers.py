@@ -145,3 +145,14 @@ def test_guidellm_v04() -> None:
     cancelled = run.records[-1]
     assert cancelled.error == "guidellm incomplete: no error text"
     assert cancelled.num_output_tokens == 10
+
+
+def test_a_records_path_too_long_for_the_os_is_named_not_raised(tmp_path: Path) -> None:
+    """A results point whose records_path is a name the OS refuses (over 255 bytes; Python
+    3.11's `Path.exists` raises OSError on it) gets the reader's own message."""
+    from llmsizer.calibrate.readers.llmsizer import read_llmsizer
+
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps([{"records_path": "a" * 300}]))
+    with pytest.raises(ValueError, match="records_path .* is no file"):
+        read_llmsizer(path)

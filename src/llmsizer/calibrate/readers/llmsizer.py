@@ -29,9 +29,9 @@ def _point(d: dict[str, Any], path: Path) -> ImportedRun:
             "or records_path in its spec, to keep one record per request)"
         )
     records_path = Path(d["records_path"])
-    if not records_path.is_absolute() and not records_path.exists():
+    if not records_path.is_absolute() and not _is_file(records_path):
         records_path = path.parent / records_path
-    if not records_path.is_file():
+    if not _is_file(records_path):
         raise ValueError(f"{path}: a point's records_path {str(records_path)!r} is no file")
     return ImportedRun(
         source="llmsizer",
@@ -44,3 +44,11 @@ def _point(d: dict[str, Any], path: Path) -> ImportedRun:
         duration_s=float_or_none(d.get("duration_s")),
         raw_params=d,
     )
+
+
+def _is_file(path: Path) -> bool:
+    """`path.is_file()`, False for a name the OS refuses (too long: Python 3.11 raises)."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
