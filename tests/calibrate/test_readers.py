@@ -154,5 +154,5 @@ def test_a_records_path_too_long_for_the_os_is_named_not_raised(tmp_path: Path) 
 
     path = tmp_path / "results.json"
     path.write_text(json.dumps([{"records_path": "a" * 300}]))
-    with pytest.raises(ValueError, match="records_path .* is no file"):
+    with pytest.raises(ValueError, match=r"records_path .* is no file"):
         read_llmsizer(path)
