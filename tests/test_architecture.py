@@ -213,7 +213,9 @@ BUDGET = {
     # + 50: each TensorRT-LLM sweep's decode max_batch_size read from its recipe's name, for
     # the rows it launched and the dump rows it ran (issue 10, disagg10); + 10: its launch
     # settings beside hold10's MTP ones (merged)
-    + 60,
+    + 60
+    # + 10: a results point's records_path the OS refuses is the reader's message (fuzz)
+    + 10,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run
