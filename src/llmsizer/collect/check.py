@@ -59,6 +59,11 @@ def median_abs_error_pct(points: list[CheckPoint]) -> float:
     return statistics.median(abs(p.error_pct) for p in points)
 
 
+def _weight(device: torch.device, *shape: int) -> torch.Tensor:
+    """A random BF16 weight at an initialiser's scale."""
+    return torch.randn(*shape, device=device, dtype=torch.bfloat16) * 0.02
+
+
 class DecodeModel:
     """The decoder's kernels at the model's shapes (module docstring); weights random."""
 
@@ -67,9 +72,7 @@ class DecodeModel:
         h, d = model.hidden_size, model.head_dim
         qkv = model.q_dim + 2 * model.kv_dim
 
-        def w(*shape: int) -> torch.Tensor:
-            return torch.randn(*shape, device=device, dtype=torch.bfloat16) * 0.02
-
+        w = partial(_weight, device)
         moe = model.moe
         mlp = model.intermediate_size if moe is None else moe.shared_expert_intermediate_size
         up = mlp * (2 if model.gated_mlp else 1)
@@ -85,10 +88,7 @@ class DecodeModel:
 
     def _expert_weights(self, moe: MoeSpec) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         n, h, i = moe.num_experts, self.m.hidden_size, moe.expert_intermediate_size
-
-        def w(*shape: int) -> torch.Tensor:
-            return torch.randn(*shape, device=self.device, dtype=torch.bfloat16) * 0.02
-
+        w = partial(_weight, self.device)
         return w(n, h), w(n, h, 2 * i), w(n, i, h)
 
     def cache(self, batch: int, length: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
