@@ -15,8 +15,8 @@ under 1 % of its bytes). On a GPU each step is replayed from a CUDA graph (`kern
 
 The prediction is `perf.StepModel` for the same model (with `num_layers` layers) on the
 collected device with the collected factors, without the engine's host step overhead
-(this loop has no scheduler or sampler): `check_decode` times decode steps at a few batch
-sizes and lengths, `check_prefill` prefill steps of a few prompts and lengths; each point
+(this loop has no scheduler or sampler): `check_steps` times decode steps at a few batch
+sizes and lengths, then prefill steps of a few prompts and lengths; each point
 has its error, and each check the median absolute value.
 """
 
@@ -201,55 +201,37 @@ def check_skipped(model: ModelSpec, precision: str) -> str | None:
     return None
 
 
-def _check_setup(
-    model: ModelSpec, gpu: GpuSpec, factors: EfficiencyFactors, num_layers: int, timer: Timer
-) -> tuple[StepModel, DecodeModel]:
-    """The step model of `num_layers` of `model` (all MoE layers in an MoE model, no sliding
-    window: as the loop runs them) without host overhead, and the loop itself."""
+def check_steps(
+    model: ModelSpec,
+    gpu: GpuSpec,
+    factors: EfficiencyFactors,
+    *,
+    num_layers: int,
+    decode_points: tuple[tuple[int, int], ...],
+    prefill_points: tuple[tuple[int, int], ...],
+    timer: Timer,
+) -> Iterator[CheckPoint]:
+    """Measured against predicted step times: decode steps at each (batch, context) of
+    `decode_points`, then prefill steps of whole prompts from an empty cache, as a step
+    without chunking runs them, at each (prompts, tokens) of `prefill_points`. One loop and
+    one step model (`num_layers` of `model`, all MoE layers in an MoE model, no sliding
+    window: as the loop runs them, without host overhead) serve both."""
     moe = None if model.moe is None else dataclasses.replace(model.moe, num_moe_layers=num_layers)
     small = dataclasses.replace(
         model, num_layers=num_layers, num_sliding_window_layers=0, sliding_window=None, moe=moe
     )
     deployment = Deployment(model=small, gpu=gpu, precision=Precision.BF16)
     predict = StepModel(deployment, factors.replace(step_overhead_s=0.0))
-    return predict, DecodeModel(model, num_layers, timer.device)
-
-
-def check_decode(
-    model: ModelSpec,
-    gpu: GpuSpec,
-    factors: EfficiencyFactors,
-    *,
-    num_layers: int,
-    points: tuple[tuple[int, int], ...],
-    timer: Timer,
-) -> Iterator[CheckPoint]:
-    """Measured against predicted decode step times at each (batch, context) of `points`."""
-    predict, decoder = _check_setup(model, gpu, factors, num_layers, timer)
+    decoder = DecodeModel(model, num_layers, timer.device)
     with torch.inference_mode():
-        for batch, context in points:
+        for batch, context in decode_points:
             cache = decoder.cache(batch, context)
             x = torch.randn(batch, model.hidden_size, device=timer.device, dtype=torch.bfloat16)
             measured = timer(partial(decoder.step, x, context, cache, decoder.rotary(context)))
             predicted = predict(decode_batch(batch, context + 1))
             del cache
             yield CheckPoint(batch, context, measured, predicted)
-
-
-def check_prefill(
-    model: ModelSpec,
-    gpu: GpuSpec,
-    factors: EfficiencyFactors,
-    *,
-    num_layers: int,
-    points: tuple[tuple[int, int], ...],
-    timer: Timer,
-) -> Iterator[CheckPoint]:
-    """Measured against predicted prefill step times for each (prompts, tokens) of
-    `points`: whole prompts from an empty cache, as a step without chunking runs them."""
-    predict, decoder = _check_setup(model, gpu, factors, num_layers, timer)
-    with torch.inference_mode():
-        for prompts, tokens in points:
+        for prompts, tokens in prefill_points:
             shape = (prompts, tokens, model.hidden_size)
             x = torch.randn(*shape, device=timer.device, dtype=torch.bfloat16)
             measured = timer(partial(decoder.prefill, x))

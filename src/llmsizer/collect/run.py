@@ -19,14 +19,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
-from itertools import chain
 
 import torch
 
 from llmsizer.collect.allreduce import AllReduceFit, fit_allreduce, time_allreduce
 from llmsizer.collect.attention import time_decode_attention, time_prefill_attention
 from llmsizer.collect.budget import Budget
-from llmsizer.collect.check import CheckPoint, check_decode, check_prefill, check_skipped
+from llmsizer.collect.check import CheckPoint, check_skipped, check_steps
 from llmsizer.collect.device import Device, device_entry
 from llmsizer.collect.fit import Peaks, fit_factors, measured_peaks
 from llmsizer.collect.kernels import (
@@ -159,12 +158,16 @@ def collect(
     if skip is None:
         efficiency = default_efficiency(engine).replace(**factors)
         timer = make_timer(device.torch_device, grid.warmup, grid.repeats, lambda: budget.deadline)
-        args = (model, gpu, efficiency)
-        decode = check_decode(*args, num_layers=check_layers, points=grid.check_points, timer=timer)
-        prefill = check_prefill(
-            *args, num_layers=check_layers, points=grid.prefill_check_points, timer=timer
+        run = check_steps(
+            model,
+            gpu,
+            efficiency,
+            num_layers=check_layers,
+            decode_points=grid.check_points,
+            prefill_points=grid.prefill_check_points,
+            timer=timer,
         )
-        points = list(budget.run(_reported(chain(decode, prefill), say)))
+        points = list(budget.run(_reported(run, say)))
     else:
         say(f"decode check: skipped ({skip})")
     say(f"collected in {budget.elapsed_s:.0f} s (budget {budget_s:.0f} s)")
