@@ -4,6 +4,11 @@ a recipe read at the commit the runs used, and the settings reaching the fleet's
 
 from __future__ import annotations
 
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
 from llmsizer.calibrate.aic_disagg import AIC_SYSTEMS, AicDisaggCase, map_disagg_row
 from llmsizer.calibrate.aic_launches import inferencex_sweep, with_inferencex_launches
 from llmsizer.calibrate.aic_sglang_recipes import (
@@ -98,3 +103,39 @@ def test_a_dump_rows_derived_batches_give_way_to_the_recipe() -> None:
     trt = {**r, "backend": "trtllm"}  # a TensorRT-LLM row gets no SGLang recipe
     (kept,) = with_inferencex_launches([trt])
     assert "recipe" not in kept and kept["prefill_batch_size"] == "1"
+
+
+def _transcriber() -> ModuleType:
+    path = Path(__file__).resolve().parents[2] / "bench" / "srt_slurm_recipes.py"
+    spec = importlib.util.spec_from_file_location("srt_slurm_recipes", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_recipe_files_variants_merge_over_its_base_as_srt_slurm_does() -> None:
+    # `recipes/b200-fp4/1k1k.yaml:zip_override_stp_lowlat[1]`: the base with the i-th element
+    # of each list of the zip section; `:override_X` a plain merge over the base
+    t = _transcriber()
+
+    def decode(**cells: object) -> dict[str, object]:
+        return {"backend": {"sglang_config": {"decode": cells}}}
+
+    doc = {
+        "base": {"resources": {"decode_workers": 5, "gpus_per_node": 8},
+                 **decode(**{"max-running-requests": 512, "tensor-parallel-size": 8})},
+        "zip_override_lowlat": {"resources": {"decode_workers": [5, 6]}},
+        "override_maxtpt": decode(**{"dp-size": 8, "enable-dp-attention": True}),
+    }  # fmt: skip
+    second = t._variant(doc, "zip_override_lowlat[1]")
+    assert second["resources"] == {"decode_workers": 6, "gpus_per_node": 8}
+    merged = t._variant(doc, "override_maxtpt")["backend"]["sglang_config"]["decode"]
+    assert merged == {"max-running-requests": 512, "tensor-parallel-size": 8, "dp-size": 8,
+                      "enable-dp-attention": True}  # fmt: skip
+    # the server arguments' spellings: `dp-size` or `data-parallel-size`, booleans as 0 / 1
+    assert t._setting(merged, t.SETTINGS["dp_size"]) == "8"
+    assert t._setting({"data-parallel-size": 4}, t.SETTINGS["dp_size"]) == "4"
+    assert t._setting(merged, t.SETTINGS["dp_attention"]) == "1"
+    assert t._setting(merged, t.SETTINGS["cuda_graph_max_bs"]) == ""
