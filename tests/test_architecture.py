@@ -215,7 +215,11 @@ BUDGET = {
     # settings beside hold10's MTP ones (merged)
     + 60
     # + 10: a results point's records_path the OS refuses is the reader's message (fuzz)
-    + 10,
+    + 10
+    # + 160: the SGLang disaggregated rows' srt-slurm recipe settings per attention-DP rank
+    # (aic_sglang_recipes.py, its table read by bench/srt_slurm_recipes.py) given to their
+    # pools (issue 10, sgldisagg11)
+    + 160,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run
