@@ -66,35 +66,68 @@ class MissWatch:
         k = math.floor((self.num_judged - 1) * (self.limit.percentile / 100))
         return self.num_judged - max(k - 1, 0)
 
-    def certain_miss(self, finished: RecordTable) -> bool:
-        """Whether the requests finished so far already decide that the limit is missed."""
+    def misses(self, finished: RecordTable) -> tuple[int, int]:
+        """Judged requests finished so far, and how many of them are over the limit."""
         judged = finished.request_id >= self.warm
-        if int(judged.sum()) < self.needed:
-            return False
         end = finished.first_token_s() if self.limit.metric is Metric.TTFT else None
         if end is None:
             end = finished.last_token_s()
         over = (end - finished.arrival_s)[judged] > self.limit.limit_s * (1 + 1e-9)
-        return int(over.sum()) >= self.needed
+        return int(judged.sum()), int(over.sum())
+
+    def certain_miss(self, finished: RecordTable) -> bool:
+        """Whether the requests finished so far already decide that the limit is missed."""
+        return self.misses(finished)[1] >= self.needed
+
+
+class WatchedRun:
+    """`engine.run(workload)` a slice at a time, watched by `watch` (module docstring): a
+    run that can be put aside between slices and resumed (a lever search lets a probe that
+    looks like failing wait while its rivals run, `search._BranchAndBound`)."""
+
+    def __init__(self, engine: Engine, workload: Workload, watch: MissWatch) -> None:
+        assert workload.arrival_s is not None  # Poisson probes only
+        cfg = engine.config
+        arrivals = Arrivals(workload, cfg.block_size, cfg.enable_prefix_caching)
+        self.run, self.watch = engine.start(workload, arrivals), watch
+        self.num_requests = workload.num_requests
+        self.slice_s = float(workload.arrival_s[-1]) / SLICES or 1.0
+        self.num_slices = 0
+        self.judged, self.over = 0, 0  # at the last check: judged requests finished, over
+
+    @property
+    def num_steps(self) -> int:
+        """Engine steps simulated so far."""
+        return self.run.log.num_steps
+
+    @property
+    def failing(self) -> bool:
+        """Whether the requests judged so far miss the limit as often as a failing run's
+        must (`needed` of `num_judged`): a guess, which only orders the work."""
+        watch = self.watch
+        return self.over > 0 and self.over * watch.num_judged >= watch.needed * self.judged
+
+    def advance(self) -> tuple[SimResult, bool] | None:
+        """One more slice (they go on past the last arrival: an overloaded run ends much
+        later): the result so far and True once certain to miss, the whole run's and False
+        once every request finished, else `None`."""
+        self.num_slices += 1
+        self.run.advance(self.slice_s * self.num_slices)
+        partial = self.run.result()
+        assert isinstance(partial.records, RecordTable)
+        if len(partial.records) == self.num_requests:
+            return partial, False  # every request finished: the whole run's result
+        self.judged, self.over = self.watch.misses(partial.records)
+        return (partial, True) if self.over >= self.watch.needed else None
 
 
 def run_watched(engine: Engine, workload: Workload, watch: MissWatch) -> tuple[SimResult, bool]:
     """`engine.run(workload)`, stopped once `watch` is certain the limit is missed: the
     result so far (the requests finished) and True, or the whole run's result and False."""
-    assert workload.arrival_s is not None  # Poisson probes only
-    cfg = engine.config
-    run = engine.start(workload, Arrivals(workload, cfg.block_size, cfg.enable_prefix_caching))
-    step_s = float(workload.arrival_s[-1]) / SLICES or 1.0
-    i = 0
-    while True:  # slices go on past the last arrival: an overloaded run ends much later
-        i += 1
-        run.advance(step_s * i)
-        partial = run.result()
-        assert isinstance(partial.records, RecordTable)
-        if len(partial.records) == workload.num_requests:
-            return partial, False  # every request finished: the whole run's result
-        if watch.certain_miss(partial.records):
-            return partial, True
+    run = WatchedRun(engine, workload, watch)
+    while (outcome := run.advance()) is None:
+        pass
+    return outcome
 
 
 def judged_rows(records: RecordTable, warm: int) -> RecordTable:

@@ -40,6 +40,7 @@ from llmsizer.perf import DoesNotFitError, EfficiencyFactors
 from llmsizer.sizing.arrivals import POISSON, ArrivalPattern
 from llmsizer.sizing.capacity_bound import highest_rate
 from llmsizer.sizing.configuration import Sizing
+from llmsizer.sizing.early_stop import WatchedRun
 from llmsizer.sizing.limits import Binding, Limits, Metric
 from llmsizer.sizing.probe import Batch1, Lengths, Point, Probe
 from llmsizer.sizing.rate_search import GRID, Counts, RateSearch
@@ -206,6 +207,7 @@ class _BranchAndBound:
         self.searches: dict[DeploymentSpec, RateSearch] = {}
         self.heap: list[tuple[Key, float, int, DeploymentSpec, Key]] = []
         self.best: dict[Group | str, tuple[Key, DeploymentSpec]] = {}
+        self.aside: list[tuple[Key, float, int, DeploymentSpec, Key]] = []  # `_pause`
         for i, config in enumerate(space.configs):
             self.results[config], probe = _screen(space, config, efficiency, probes)
             if probe is not None:
@@ -216,7 +218,16 @@ class _BranchAndBound:
 
     def pop(self) -> bool:
         """One probe (or capacity run) of the most promising configuration, or drop it;
-        True when that configuration is settled."""
+        True when that configuration is settled. Probes put aside (`_pause`) come back to
+        the heap once no rival of their group waits there."""
+        settled = self._pop()
+        waiting = {self._incumbent_key(entry[3]) for entry in self.heap}
+        for entry in [e for e in self.aside if self._incumbent_key(e[3]) not in waiting]:
+            self.aside.remove(entry)
+            heapq.heappush(self.heap, entry)
+        return settled
+
+    def _pop(self) -> bool:
         priority, tie, i, config, bound = heapq.heappop(self.heap)
         incumbent = self.best.get(self._incumbent_key(config))
         if incumbent is not None and incumbent[1] != config and bound >= incumbent[0]:
@@ -237,7 +248,9 @@ class _BranchAndBound:
                 if later > priority:  # it waits while others test better (module doc)
                     heapq.heappush(self.heap, (later, tie, i, config, bound))
                     return False
-            search.step(beats)
+            if not search.step(beats, self._pause(config)):
+                self.aside.append((priority, tie, i, config, bound))  # its rivals first
+                return False
         if search.rate is not None:
             key = objective(self.space, config, search.rate)
             if incumbent is None or key < incumbent[0]:
@@ -250,6 +263,18 @@ class _BranchAndBound:
         refined = objective(self.space, config, search.upper_rate())
         heapq.heappush(self.heap, (refined, tie, i, config, refined))
         return False
+
+    def _pause(self, config: DeploymentSpec) -> Callable[[WatchedRun], bool] | None:
+        """In instance counts (the lever table's), a probe whose run looks like failing
+        (`WatchedRun.failing`, a guess) is put aside after a slice while a rival of its
+        group waits: a rival's pass may make its next probe the floor of a better bound
+        (`RateSearch.step`), whose failure decides as much. Only the order changes, and a
+        verdict is only ever a whole run's or a certain miss: the optimum is the same."""
+        if not self.space.settle_on_objective:
+            return None
+        mine = self._incumbent_key(config)
+        rivals = lambda: any(self._incumbent_key(e[3]) == mine for e in self.heap)  # noqa: E731
+        return lambda run: run.failing and rivals()
 
     def _incumbent_key(self, config: DeploymentSpec) -> Group | str:
         return group(config) if self.space.per_group else config.gpu
