@@ -253,7 +253,8 @@ def levers_cost(names: list[str], steps: StepCount, repeats: int = 1) -> None:
 def against(names: list[str], others: list[str], rounds: int, repeats: int) -> None:
     """`--levers-cost` of each example in fresh processes, on this build and on each of
     `others` (`PYTHONPATH`s), alternated within each of `rounds` rounds."""
-    builds = {"this build": os.environ.get("PYTHONPATH", ""), **{p: p for p in others}}
+    here = os.environ.get("PYTHONPATH", "")  # resolved before `main` moved to the examples
+    builds = {"this build": here, **{p: p for p in others}}
     for name in names:
         for i in range(rounds):
             order = list(builds.items()) if i % 2 == 0 else list(builds.items())[::-1]
@@ -283,6 +284,8 @@ def main(args: list[str]) -> None:
         others, args = args[args.index("--against") + 1 :], args[: args.index("--against")]
     levers = "--no-levers" not in args
     names = [a for a in args if not a.startswith("--")]
+    paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    os.environ["PYTHONPATH"] = os.pathsep.join(str(Path(p).resolve()) for p in paths if p)
     os.chdir(EXAMPLES)
     if "--cli" in args:
         cli(repeat or 5, names)

@@ -160,8 +160,9 @@ class RateSearch:
         if self.done:
             raise RuntimeError("the rate search is done")
         rate, move = self._next(beats)
-        point = self.probe.at_rate_or_pause(rate, self._stop_for, pause)
-        if point is None:
+        if pause is None:
+            point: Point | None = self.probe.at_rate(rate, self._stop_for)
+        elif (point := self.probe.at_rate_or_pause(rate, self._stop_for, pause)) is None:
             return False
         if move == "floor":
             self._up = [f for f in GRID[::-1] if f * self.capacity > rate]

@@ -267,12 +267,15 @@ class _BranchAndBound:
     def _pause(self, config: DeploymentSpec) -> Callable[[WatchedRun], bool] | None:
         """In instance counts (the lever table's), a probe whose run looks like failing
         (`WatchedRun.failing`, a guess) is put aside after a slice while a rival of its
-        group waits: a rival's pass may make its next probe the floor of a better bound
-        (`RateSearch.step`), whose failure decides as much. Only the order changes, and a
-        verdict is only ever a whole run's or a certain miss: the optimum is the same."""
-        if not self.space.settle_on_objective:
-            return None
+        group waits, one probe a group at a time: a rival's pass may make its next probe
+        the floor of a better bound (`RateSearch.step`), whose failure decides as much.
+        Only the order changes, and a verdict is only ever a whole run's or a certain
+        miss: the optimum is the same (`tests/sizing/test_lever_order.py`)."""
         mine = self._incumbent_key(config)
+        if not self.space.settle_on_objective or any(
+            self._incumbent_key(e[3]) == mine for e in self.aside
+        ):
+            return None
         rivals = lambda: any(self._incumbent_key(e[3]) == mine for e in self.heap)  # noqa: E731
         return lambda run: run.failing and rivals()
 
