@@ -176,6 +176,10 @@ class RateSearch:
             self.failed = point
         return True
 
+    def walk_rates(self) -> list[float]:
+        """The rates the walk down the grid has still to probe (`step`'s, in order)."""
+        return [self._snap(f * self.capacity) for f in self._down]
+
     def next_rate(self, beats: Callable[[float], bool] | None = None) -> float:
         """The rate `step(beats)` would probe (nothing simulated): a branch and bound orders
         its configurations by what their next probes would prove."""

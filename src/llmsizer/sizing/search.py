@@ -175,13 +175,22 @@ def search(
         found = on_sweep(sweep, space, efficiency, progress, starts, probes)
         if found is not None:
             return found
-    bnb = _BranchAndBound(space, efficiency, starts or {}, make_probe if probes is None else probes)
+    make = make_probe if probes is None else probes
+    bnb = _BranchAndBound(space, efficiency, starts or {}, make)
     done = len(space.configs) - len(bnb.heap)
     while bnb.heap:
         if bnb.pop():
             done += 1
             if progress is not None:
                 progress(done, len(space.configs))
+    if unsafe := bnb.unsafe_ties():  # searched again without pauses, from what is simulated
+        mine = tuple(c for c in space.configs if bnb.incumbent_key(c) in unsafe)
+        again = _BranchAndBound(replace(space, configs=mine), efficiency, starts or {}, make)
+        again.pauses = False
+        while again.heap:
+            again.pop()
+        bnb.results.update(again.results)
+        bnb.probes.update(again.probes)
     settled = [bnb.results[c] for c in space.configs]
     for best in best_by_gpu(space, settled).values():
         config = best.config
@@ -208,6 +217,7 @@ class _BranchAndBound:
         self.heap: list[tuple[Key, float, int, DeploymentSpec, Key]] = []
         self.best: dict[Group | str, tuple[Key, DeploymentSpec]] = {}
         self.aside: list[tuple[Key, float, int, DeploymentSpec, Key]] = []  # `_pause`
+        self.pauses, self.paused = space.settle_on_objective, set[DeploymentSpec]()
         for i, config in enumerate(space.configs):
             self.results[config], probe = _screen(space, config, efficiency, probes)
             if probe is not None:
@@ -221,15 +231,15 @@ class _BranchAndBound:
         True when that configuration is settled. Probes put aside (`_pause`) come back to
         the heap once no rival of their group waits there."""
         settled = self._pop()
-        waiting = {self._incumbent_key(entry[3]) for entry in self.heap}
-        for entry in [e for e in self.aside if self._incumbent_key(e[3]) not in waiting]:
+        waiting = {self.incumbent_key(entry[3]) for entry in self.heap}
+        for entry in [e for e in self.aside if self.incumbent_key(e[3]) not in waiting]:
             self.aside.remove(entry)
             heapq.heappush(self.heap, entry)
         return settled
 
     def _pop(self) -> bool:
         priority, tie, i, config, bound = heapq.heappop(self.heap)
-        incumbent = self.best.get(self._incumbent_key(config))
+        incumbent = self.best.get(self.incumbent_key(config))
         if incumbent is not None and incumbent[1] != config and bound >= incumbent[0]:
             self.results[config] = _bounded(self.results[config], incumbent, self.probes[config])
             return True
@@ -250,11 +260,12 @@ class _BranchAndBound:
                     return False
             if not search.step(beats, self._pause(config)):
                 self.aside.append((priority, tie, i, config, bound))  # its rivals first
+                self.paused.add(config)
                 return False
         if search.rate is not None:
             key = objective(self.space, config, search.rate)
             if incumbent is None or key < incumbent[0]:
-                self.best[self._incumbent_key(config)] = (key, config)
+                self.best[self.incumbent_key(config)] = (key, config)
         if search.done:
             self.results[config] = _settled(self.results[config], search)
             return True
@@ -271,15 +282,31 @@ class _BranchAndBound:
         the floor of a better bound (`RateSearch.step`), whose failure decides as much.
         Only the order changes, and a verdict is only ever a whole run's or a certain
         miss: the optimum is the same (`tests/sizing/test_lever_order.py`)."""
-        mine = self._incumbent_key(config)
-        if not self.space.settle_on_objective or any(
-            self._incumbent_key(e[3]) == mine for e in self.aside
-        ):
+        mine = self.incumbent_key(config)
+        if not self.pauses or any(self.incumbent_key(e[3]) == mine for e in self.aside):
             return None
-        rivals = lambda: any(self._incumbent_key(e[3]) == mine for e in self.heap)  # noqa: E731
+        rivals = lambda: any(self.incumbent_key(e[3]) == mine for e in self.heap)  # noqa: E731
         return lambda run: run.failing and rivals()
 
-    def _incumbent_key(self, config: DeploymentSpec) -> Group | str:
+    def unsafe_ties(self) -> set[Group | str]:
+        """Groups whose best another order might have found in a configuration of the same
+        objective (rows keep the first to reach it): a configuration put aside (`_pause`)
+        that ended at the best's objective, or dropped by it with a pass, or with its grid
+        walk (where it would have gone without the pause) still to test that objective.
+        Without those, its rivals reached the best first in either order."""
+        unsafe: set[Group | str] = set()
+        for config in self.paused:
+            key, best = self.best[self.incumbent_key(config)]
+            search, result = self.searches[config], self.results[config]
+            walk = [objective(self.space, config, rate) for rate in search.walk_rates()]
+            if best != config and (
+                (result.rate is not None and objective(self.space, config, result.rate) == key)
+                or (result.status is Status.BOUNDED and (search.passed or key in walk))
+            ):
+                unsafe.add(self.incumbent_key(config))
+        return unsafe
+
+    def incumbent_key(self, config: DeploymentSpec) -> Group | str:
         return group(config) if self.space.per_group else config.gpu
 
 
