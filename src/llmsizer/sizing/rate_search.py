@@ -160,10 +160,11 @@ class RateSearch:
         if self.done:
             raise RuntimeError("the rate search is done")
         rate, move = self._next(beats)
-        if pause is None:
+        if pause is None:  # (a probe without pauses is all a test's fake needs)
             point: Point | None = self.probe.at_rate(rate, self._stop_for)
         elif (point := self.probe.at_rate_or_pause(rate, self._stop_for, pause)) is None:
             return False
+        assert point is not None
         if move == "floor":
             self._up = [f for f in GRID[::-1] if f * self.capacity > rate]
         elif move == "down":
