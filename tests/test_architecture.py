@@ -149,7 +149,7 @@ BUDGET = {
     # (issue 11, the lever table within 2x in CPU)
     # + 25: the lever table's branch and bound ordered by what each next probe tests
     # (`RateSearch.next_rate`), speculating capacity runs read in verify steps (issue 11)
-    # + 170: the lever table's probes put aside while they look like failing, resumed or
+    # + 175: the lever table's probes put aside while they look like failing, resumed or
     # dropped (`aside`, `early_stop.WatchedRun`, `Probe.at_rate_or_pause`), groups that
     # might tie otherwise searched again without pauses (issue 11, levers11: NeMo within 2x)
     + 120
@@ -159,7 +159,7 @@ BUDGET = {
     + 205
     + 95
     + 25
-    + 170,
+    + 175,
     "calibrate": 3350  # + AIC launch settings, per-architecture fit, layouts read as launched
     # + disaggregated AIC rows (issue 12)
     # + 20: a sweep (local processes or Ray) records the schedules; fits name the fit extra

@@ -1,10 +1,10 @@
 """Probes put aside: in the lever table's branch and bound (`search._BranchAndBound`, searches
 in instance counts), a probe whose watched run looks like failing (`WatchedRun.failing`, a
 guess) waits after a slice while a rival of its group runs, one probe a group at a time.
-A rival's pass may then make the waiting configuration's next probe the floor of a better
-bound (`RateSearch.step`), whose failure decides as much as the probe put aside would have
-and more: NeMo 43B's INT4 TP2 waits at 36 instances while TP4 fails at 19 and passes at 20,
-then fails its floor at 39 and is dropped (its probes at 36 and 38 were 113 k steps).
+A rival's pass may then make its next probe the floor of a better bound (`RateSearch.step`),
+whose failure decides more than the probe put aside would have: NeMo 43B's INT4 TP2 waits
+at 36 instances while TP4 fails at 19 and passes at 20, then fails its floor at 39 and is
+dropped (its probes at 36 and 38 were 113 k steps).
 
 Only the order changes: a verdict is only ever a whole run's or a certain miss, and the
 run put aside is resumed where it stopped (`Probe.at_rate_or_pause`), so the optimum of

@@ -272,8 +272,9 @@ class _BranchAndBound:
         """Whether `config` might have reached its group's best objective first in another
         order (`Aside.unsafe`): it ended there, or was dropped by it with a pass, or with
         its grid walk still to test that objective; else its rivals got there first."""
-        key, best = self.best[self.incumbent_key(config)]
-        search, result = self.searches[config], self.results[config]
+        if (incumbent := self.best.get(self.incumbent_key(config))) is None:
+            return False  # nothing of its group passed: no row, no tie
+        (key, best), search, result = incumbent, self.searches[config], self.results[config]
         if best == config:
             return False
         if result.rate is not None:
