@@ -21,11 +21,12 @@ from llmsizer.instance import calibrated_for
 from llmsizer.records import RecordTable
 from llmsizer.sizing import early_stop
 from llmsizer.sizing import probe as probe_module
+from llmsizer.sizing.aside import Aside
 from llmsizer.sizing.inputs import usecase_from_mapping
 from llmsizer.sizing.limits import Limits
 from llmsizer.sizing.plan import search_space
 from llmsizer.sizing.rate_search import Counts, RateSearch
-from llmsizer.sizing.search import Status, _BranchAndBound, make_probe, objective, search
+from llmsizer.sizing.search import Status, make_probe, objective, search
 from llmsizer.sizing.usecase import UseCase
 from tests.sizing.fake_probe import FakeProbe, queue
 from tests.sizing.test_early_stop import SPECULATING
@@ -78,7 +79,7 @@ def test_waiting_for_better_objectives_finds_the_same_best_in_fewer_probes(
     of it: in bound order its grid walk ran a passing probe at 43 instances (193 k steps)
     before TP4 passed at 20; waiting, it is dropped after one failing probe at 39."""
     space, configs = _int4_group()
-    monkeypatch.setattr(_BranchAndBound, "_pause", lambda self, config: None)  # as then
+    monkeypatch.setattr(Aside, "pause", lambda self, config, heap: None)  # as then
     ordered = search(space, calibrated_for)
     # every next probe priced at one instance: the priority is the bound, as before
     monkeypatch.setattr(RateSearch, "next_rate", lambda self, beats=None: math.inf)
@@ -118,7 +119,7 @@ def test_a_probe_put_aside_finds_the_same_group_in_fewer_steps(
     monkeypatch.setattr(early_stop.WatchedRun, "advance", counted)
     paused = search(space, calibrated_for)
     with_pauses, steps[0] = steps[0], 0
-    monkeypatch.setattr(_BranchAndBound, "_pause", lambda self, config: None)
+    monkeypatch.setattr(Aside, "pause", lambda self, config, heap: None)
     unpaused = search(space, calibrated_for)
     assert with_pauses < 0.85 * steps[0], (with_pauses, steps[0])
     for a, b in zip(paused, unpaused, strict=True):
