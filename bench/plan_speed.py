@@ -111,7 +111,9 @@ def count_steps() -> StepCount:
     """Make every probe's simulation add its engine steps to the count returned: whole
     runs, and runs watched for an early stop as far as they ran (`StepCount`)."""
     count = StepCount()
-    point, watched = probe.Probe._point, probe.run_watched
+    point, watched = probe.Probe._point, getattr(probe, "run_watched", None)
+    watched_run = getattr(probe, "WatchedRun", None)
+    advance = None if watched_run is None else watched_run.advance
     table = plan_module.lever_table
 
     def counted(run: Any) -> Any:
@@ -135,6 +137,13 @@ def count_steps() -> StepCount:
         count.add(count.probe, "watched", result.steps.num_steps)
         return result, stopped
 
+    def counted_slice(run: Any) -> Any:
+        before = run.num_steps
+        try:
+            return advance(run)
+        finally:
+            count.add(count.probe, "watched", run.num_steps - before)
+
     def counted_table(*args: Any, **kwargs: Any) -> Any:
         count.part = "levers"
         try:
@@ -146,7 +155,10 @@ def count_steps() -> StepCount:
     if hasattr(probe.Probe, "_run_in_steps"):  # a speculating capacity run (an earlier `src`: none)
         probe.Probe._run_in_steps = counted(probe.Probe._run_in_steps)  # type: ignore[method-assign]
     probe.Probe._point = counted_point  # type: ignore[method-assign]
-    probe.run_watched = counted_watched  # type: ignore[assignment]
+    if watched_run is None:  # an earlier `src`: whole watched runs only
+        probe.run_watched = counted_watched  # type: ignore[attr-defined]
+    else:  # watched runs a slice at a time, some put aside and resumed, some abandoned
+        watched_run.advance = counted_slice
     plan_module.lever_table = counted_table  # type: ignore[assignment]
     return count
 
@@ -241,7 +253,8 @@ def levers_cost(names: list[str], steps: StepCount, repeats: int = 1) -> None:
 def against(names: list[str], others: list[str], rounds: int, repeats: int) -> None:
     """`--levers-cost` of each example in fresh processes, on this build and on each of
     `others` (`PYTHONPATH`s), alternated within each of `rounds` rounds."""
-    builds = {"this build": os.environ.get("PYTHONPATH", ""), **{p: p for p in others}}
+    here = os.environ.get("PYTHONPATH", "")  # resolved before `main` moved to the examples
+    builds = {"this build": here, **{p: p for p in others}}
     for name in names:
         for i in range(rounds):
             order = list(builds.items()) if i % 2 == 0 else list(builds.items())[::-1]
@@ -271,6 +284,8 @@ def main(args: list[str]) -> None:
         others, args = args[args.index("--against") + 1 :], args[: args.index("--against")]
     levers = "--no-levers" not in args
     names = [a for a in args if not a.startswith("--")]
+    paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    os.environ["PYTHONPATH"] = os.pathsep.join(str(Path(p).resolve()) for p in paths if p)
     os.chdir(EXAMPLES)
     if "--cli" in args:
         cli(repeat or 5, names)

@@ -105,7 +105,10 @@ BUDGET = {
     + 50
     # + 10: the vllm and sglang presets' one-step-ahead defaults, with the engine versions and
     # code that set them (issue 10, presets10)
-    + 10,
+    + 10
+    # + 40: a run's finished first tokens read off the step end times, without building the
+    # step log (`_Run.first_tokens`): the lever table's early-stop checks (issue 11, levers11)
+    + 40,
     "workload": 1300,
     "bench": 2700,
     "report": 2100,
@@ -146,13 +149,17 @@ BUDGET = {
     # (issue 11, the lever table within 2x in CPU)
     # + 25: the lever table's branch and bound ordered by what each next probe tests
     # (`RateSearch.next_rate`), speculating capacity runs read in verify steps (issue 11)
+    # + 175: the lever table's probes put aside while they look like failing, resumed or
+    # dropped (`aside`, `early_stop.WatchedRun`, `Probe.at_rate_or_pause`), groups that
+    # might tie otherwise searched again without pauses (issue 11, levers11: NeMo within 2x)
     + 120
     + 895
     + 145
     + 135
     + 205
     + 95
-    + 25,
+    + 25
+    + 175,
     "calibrate": 3350  # + AIC launch settings, per-architecture fit, layouts read as launched
     # + disaggregated AIC rows (issue 12)
     # + 20: a sweep (local processes or Ray) records the schedules; fits name the fit extra

@@ -11,7 +11,7 @@ import pytest
 
 from llmsizer.instance import calibrated_for
 from llmsizer.perf.speculative import SpeculativeStepCost
-from llmsizer.sizing import probe as probe_module
+from llmsizer.sizing import early_stop
 from llmsizer.sizing.early_stop import MissWatch, run_watched
 from llmsizer.sizing.limits import Limits
 from llmsizer.sizing.plan import plan, search_space
@@ -93,6 +93,26 @@ def test_a_stopped_probe_has_the_verdict_of_its_whole_run(
     assert stops > 0  # the tight limits stop some probes (else this test checks nothing)
 
 
+@pytest.mark.parametrize("case", [CASE, SPECULATING])
+def test_a_run_put_aside_at_every_slice_and_resumed_is_the_run_never_put_aside(
+    case: dict[str, Any],
+) -> None:
+    """`Probe.at_rate_or_pause` with a pause after every slice returns nothing until the
+    run is decided, each call resuming the run put aside; its point is then the point of a
+    run watched without a pause, stopped (a tight limit) or whole (a loose one)."""
+    paused, fresh = _probe(case), _probe(case)
+    seen = []
+    for limits, fraction in ((Limits(ttft_s=0.15), 1.5), (Limits(ttft_s=0.6), 0.8)):
+        rate = fraction * paused.capacity()
+        calls, point = 0, None
+        while point is None:
+            calls += 1
+            point = paused.at_rate_or_pause(rate, limits, lambda run: seen.append(run) is None)
+        assert calls > 2 and point == fresh.at_rate(rate, stop_for=limits)
+        assert point.complete == (fraction < 1) and not paused._paused
+    assert all(run is seen[0] for run in seen[: seen.index(seen[-1])])  # one run, resumed
+
+
 def test_a_stopped_point_is_simulated_again_when_a_whole_one_is_asked() -> None:
     limits = Limits(ttft_s=0.15)
     probe = _probe()
@@ -115,14 +135,15 @@ def test_the_lever_table_stops_failing_probes_and_is_unchanged(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     stops = [0, 0]  # plain, speculating
-    run = probe_module.run_watched
+    advance = early_stop.WatchedRun.advance
 
-    def counted(*args: Any) -> Any:
-        result, stopped = run(*args)
-        stops[isinstance(args[0].step_cost, SpeculativeStepCost)] += stopped
-        return result, stopped
+    def counted(run: early_stop.WatchedRun) -> Any:
+        outcome = advance(run)
+        if outcome is not None:
+            stops[isinstance(run.run.cost, SpeculativeStepCost)] += outcome[1]
+        return outcome
 
-    monkeypatch.setattr(probe_module, "run_watched", counted)
+    monkeypatch.setattr(early_stop.WatchedRun, "advance", counted)
     usecase = UseCase.model_validate({**CASE, "limits": {"ttft_ms": 150}})  # lever fails
     early = plan_data(plan(usecase))
     assert stops[0] > 0 and stops[1] > 0  # some lever probes stopped early, speculating too

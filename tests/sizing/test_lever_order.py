@@ -19,7 +19,9 @@ import yaml
 
 from llmsizer.instance import calibrated_for
 from llmsizer.records import RecordTable
+from llmsizer.sizing import early_stop
 from llmsizer.sizing import probe as probe_module
+from llmsizer.sizing.aside import Aside
 from llmsizer.sizing.inputs import usecase_from_mapping
 from llmsizer.sizing.limits import Limits
 from llmsizer.sizing.plan import search_space
@@ -77,6 +79,7 @@ def test_waiting_for_better_objectives_finds_the_same_best_in_fewer_probes(
     of it: in bound order its grid walk ran a passing probe at 43 instances (193 k steps)
     before TP4 passed at 20; waiting, it is dropped after one failing probe at 39."""
     space, configs = _int4_group()
+    monkeypatch.setattr(Aside, "pause", lambda self, config, heap: None)  # as then
     ordered = search(space, calibrated_for)
     # every next probe priced at one instance: the priority is the bound, as before
     monkeypatch.setattr(RateSearch, "next_rate", lambda self, beats=None: math.inf)
@@ -94,6 +97,37 @@ def test_waiting_for_better_objectives_finds_the_same_best_in_fewer_probes(
     tp2 = {r.config.tensor_parallel_size: r for r in ordered}[2]
     assert tp2.status is Status.BOUNDED and tp2.rate is None  # no pass was needed to drop it
     assert len(configs) == len(ordered)
+
+
+def test_a_probe_put_aside_finds_the_same_group_in_fewer_steps(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """NeMo's INT4 TP2 probe at 36 instances looks like failing after a few slices and is put
+    aside while TP4 fails at 19 and passes at 20; TP2's next probe is then the floor of
+    that bound, 39 instances, whose failure drops it: its probes at 36 (abandoned) and 38
+    are not needed. Every configuration's verdict is the one without pauses."""
+    space, configs = _int4_group()
+    steps = [0]
+    advance = early_stop.WatchedRun.advance
+
+    def counted(run: early_stop.WatchedRun) -> Any:
+        before = run.num_steps
+        outcome = advance(run)
+        steps[0] += run.num_steps - before
+        return outcome
+
+    monkeypatch.setattr(early_stop.WatchedRun, "advance", counted)
+    paused = search(space, calibrated_for)
+    with_pauses, steps[0] = steps[0], 0
+    monkeypatch.setattr(Aside, "pause", lambda self, config, heap: None)
+    unpaused = search(space, calibrated_for)
+    assert with_pauses < 0.85 * steps[0], (with_pauses, steps[0])
+    for a, b in zip(paused, unpaused, strict=True):
+        assert (a.config, a.status, a.rate, a.capacity) == (b.config, b.status, b.rate, b.capacity)
+    tp2 = {r.config.tensor_parallel_size: r for r in paused}[2]
+    counts = Counts(space.load_rps)
+    assert [counts.of(p.offered_rate) for p in tp2.points] == [39]  # the floor alone
+    assert tp2.status is Status.BOUNDED and len(configs) == len(paused)
 
 
 def test_a_speculating_capacity_run_in_steps_is_the_capacity_in_tokens() -> None:

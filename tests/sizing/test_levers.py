@@ -14,11 +14,11 @@ from llmsizer.perf.levers import fallback_note, quality_note, search_precisions
 from llmsizer.report.plan_html import plan_html
 from llmsizer.report.plan_text import plan_text
 from llmsizer.sizing.candidates import CandidatesSpec
+from llmsizer.sizing.curve import CURVE
 from llmsizer.sizing.levers import BASELINE, COMBINED
 from llmsizer.sizing.limits import Metric
 from llmsizer.sizing.plan import plan
 from llmsizer.sizing.plan_data import plan_data
-from llmsizer.sizing.search import CURVE
 from llmsizer.sizing.usecase import UseCase
 from llmsizer.specs import Precision, get_gpu
 from tests.sizing.cases import SMALL_LLAMA_8B

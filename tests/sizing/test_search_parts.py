@@ -89,7 +89,7 @@ def test_a_probe_cache_travels_with_what_it_simulated(monkeypatch: pytest.Monkey
     copy = pickle.loads(pickle.dumps(cache))
     assert len(copy.states()) == len(cache) > 0
     monkeypatch.setattr(probe_module, "run_instance", _no_simulation)
-    monkeypatch.setattr(probe_module, "run_watched", _no_simulation)
+    monkeypatch.setattr(probe_module, "WatchedRun", _no_simulation)
     assert plan(usecase, efficiency=default_efficiency, probes=copy, quick=True) == here
 
 
@@ -107,7 +107,7 @@ def test_a_plan_on_a_pool_keeps_what_its_parts_simulated(
         quick=True,
     )
     monkeypatch.setattr(probe_module, "run_instance", _no_simulation)
-    monkeypatch.setattr(probe_module, "run_watched", _no_simulation)
+    monkeypatch.setattr(probe_module, "WatchedRun", _no_simulation)
     again = plan(
         UseCase.model_validate(FAST), efficiency=default_efficiency, probes=cache, quick=True
     )

@@ -24,7 +24,7 @@ from llmsizer.sim.config import EngineConfig
 from llmsizer.sim.kv_cache import KVCacheManager
 from llmsizer.sim.request import SimRequest
 from llmsizer.sim.result import SimResult, StepLogBuilder
-from llmsizer.sim.token_times import FinishedLog, record_table
+from llmsizer.sim.token_times import FinishedLog, first_tokens, record_table
 from llmsizer.units import MS
 from llmsizer.workload import Workload
 
@@ -307,6 +307,11 @@ class _Run:
         if self.scheduler.has_unfinished():  # pragma: no cover - guarded by check_fits
             raise RuntimeError("simulation stalled with requests that can never be scheduled")
         return None
+
+    def first_tokens(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The requests finished so far: ids, arrival and first token times, as `result`'s
+        records hold them, without building the step log (`token_times.first_tokens`)."""
+        return first_tokens(self.finished, self.log.end_s(), self.first_token_delay_s)
 
     def result(self) -> SimResult:
         steps = self.log.build()

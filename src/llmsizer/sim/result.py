@@ -53,14 +53,30 @@ class StepLogBuilder:
         self.segments.extend((first, num, *row))
         self.segment_start_s.append(start_s)
 
+    def _decode_only(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The segments (a row a field), the decode-only steps before each segment, and
+        those steps' indices: each segment's first step, counted on within it."""
+        segments = np.frombuffer(self.segments, dtype=np.int64).reshape(-1, 5).T
+        first, lengths = segments[0], segments[1]
+        seen = np.cumsum(lengths) - lengths
+        return segments, seen, np.arange(len(self.decode_end_s)) + np.repeat(first - seen, lengths)
+
+    def end_s(self) -> np.ndarray:
+        """Every step's end time so far, as `build` gives it, without the other columns (a
+        run's progress checked cheaply: `early_stop.WatchedRun`)."""
+        _, _, at = self._decode_only()
+        end_s = np.empty(self.num_steps)
+        decided = np.ones(self.num_steps, dtype=bool)
+        decided[at] = False
+        end_s[decided] = np.frombuffer(self.times, dtype=np.float64)[1::2]
+        end_s[at] = np.frombuffer(self.decode_end_s, dtype=np.float64)
+        return end_s
+
     def build(self) -> StepLog:
         times = np.frombuffer(self.times, dtype=np.float64).reshape(-1, 2)
         counts = np.frombuffer(self.counts, dtype=np.int64).reshape(-1, len(STEP_FIELDS) - 1)
-        segments = np.frombuffer(self.segments, dtype=np.int64).reshape(-1, 5).T
-        first, lengths = segments[0], segments[1]
-        # decode-only steps' indices: each segment's first step, counted on within it
-        seen = np.cumsum(lengths) - lengths  # such steps before each segment
-        at = np.arange(len(self.decode_end_s)) + np.repeat(first - seen, lengths)
+        segments, seen, at = self._decode_only()
+        lengths = segments[1]
         decided = np.ones(self.num_steps, dtype=bool)
         decided[at] = False
         # One row a column, each converted as it is copied.

@@ -77,6 +77,22 @@ class FinishedLog:
         )
 
 
+def first_tokens(
+    finished: FinishedLog, end_s: np.ndarray, first_token_delay_s: float = 0.0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The finished requests' ids, arrival times and first token times (a preempted one's
+    first run's, after the hold), in finishing order: `record_table`'s values, without it."""
+    times = np.frombuffer(finished.times, dtype=np.float64).reshape(-1, len(FINISHED_TIMES))
+    counts = np.frombuffer(finished.counts, dtype=np.int64).reshape(-1, len(FINISHED_COUNTS))
+    ids, first = counts[:, 0].copy(), counts[:, 5].copy()  # copies: the log grows on
+    if finished.restarted:
+        for i in np.flatnonzero(np.isin(ids, list(finished.restarted))).tolist():
+            first[i] = finished.restarted[int(ids[i])][0][0]
+    first_s = end_s[first]
+    arrival_s = times[:, 0].copy()
+    return ids, arrival_s, first_s + first_token_delay_s if first_token_delay_s > 0 else first_s
+
+
 def _run_times(
     end_s: np.ndarray, decode_steps: np.ndarray, run: tuple[int, int, int]
 ) -> np.ndarray:

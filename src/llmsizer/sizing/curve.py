@@ -10,11 +10,16 @@ first limited metric: TTFT, else TPOT, else E2E).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from llmsizer.sizing.limits import METRICS, Limits, Metric
-from llmsizer.sizing.search import ConfigResult
+from llmsizer.sizing.probe import Point, Probe
+from llmsizer.sizing.search import ConfigResult, SearchSpace
+
+CURVE = (0.95, 0.9, 0.8, 0.6, 0.4)  # fractions of capacity on the latency curve
+ADAPTIVE_POINTS = 3  # more curve points where the latency jumps most (`draw_curve`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,3 +89,28 @@ def gpu_pareto(results: Sequence[ConfigResult], limits: Limits) -> list[CurvePoi
     """The Pareto points over every point simulated for these configurations."""
     points = [p for r in results for p in curve_points(r, limits, all_points=True)]
     return pareto(points, main_metric(limits))
+
+
+def draw_curve(space: SearchSpace, result: ConfigResult, probe: Probe) -> ConfigResult:
+    """The winner's latency-throughput curve: probes at `CURVE` fractions of capacity, the
+    search's own probes (already simulated, near the limit), and `ADAPTIVE_POINTS` more,
+    each halving the gap between the two neighbours whose latency jumps the most: the
+    knee gets the points."""
+    if not space.online or not space.curves:
+        return replace(result, points=tuple(probe.points))
+    for f in CURVE:
+        probe.at_rate(f * probe.capacity())
+    metric = space.limits.active[0] if space.limits.active else Metric.TTFT
+
+    def lat(point: Point) -> float:
+        return space.limits.value_s(point.latencies, metric)
+
+    for _ in range(ADAPTIVE_POINTS):
+        ordered = probe.points
+        jumps = [(lat(b) / max(lat(a), 1e-12), a, b) for a, b in itertools.pairwise(ordered)]
+        if not jumps:
+            break
+        _, a, b = max(jumps, key=lambda j: j[0])
+        probe.at_rate(0.5 * (a.offered_rate + b.offered_rate))
+    curve = tuple(probe.points)
+    return replace(result, curve=curve, points=curve)

@@ -12,7 +12,8 @@ exact). One request more than the bound needs (k - 1 for k) and a relative 1e-9 
 limit absorb the rounding in numpy's index and in the ms summary, so a stopped probe's full
 run fails too, and a probe that is not stopped ran to the end: the pass or fail verdict is
 the full run's, always (`tests/sizing/test_early_stop.py`). Slices go on past the last
-arrival until every request has finished (an overloaded run drains long after it).
+arrival until every request has finished (an overloaded run drains long after it). A run is
+a `WatchedRun`: the lever table's search may put it aside between slices and resume it.
 
 Only a run judged on one limit, of TTFT or E2E, is watched: those latencies are known when a
 request finishes, and with one limit the limit a failure binds is that one. A speculating
@@ -36,9 +37,10 @@ from llmsizer.sim.arrivals import Arrivals
 from llmsizer.sizing.limits import Limit, Limits, Metric
 from llmsizer.workload import Workload
 
-SLICES = 8  # checks per watched run (a partial record table each: O(steps + finished);
-# 16 cost passing runs 30 % more CPU than an unwatched run, and stopped failing ones
-# hardly sooner: NeMo's lever table ran 0.3 % more steps at 8, issue 11)
+SLICES = 16  # checks per watched run; a TTFT check reads the finished requests' first
+# tokens off the step end times (`_Run.first_tokens`, O(steps)), not a partial record table
+# (2-3x that): NeMo's lever table 1,113,507 -> 1,107,345 steps from 8, 1,103,701 at 32 for
+# twice the checks (issue 11, session 11)
 _WATCHED = (Metric.TTFT, Metric.E2EL)  # latencies final when a request finishes
 
 
@@ -66,35 +68,69 @@ class MissWatch:
         k = math.floor((self.num_judged - 1) * (self.limit.percentile / 100))
         return self.num_judged - max(k - 1, 0)
 
-    def certain_miss(self, finished: RecordTable) -> bool:
-        """Whether the requests finished so far already decide that the limit is missed."""
-        judged = finished.request_id >= self.warm
-        if int(judged.sum()) < self.needed:
-            return False
-        end = finished.first_token_s() if self.limit.metric is Metric.TTFT else None
-        if end is None:
-            end = finished.last_token_s()
-        over = (end - finished.arrival_s)[judged] > self.limit.limit_s * (1 + 1e-9)
-        return int(over.sum()) >= self.needed
+    def misses(self, request_id: np.ndarray, latency_s: np.ndarray) -> tuple[int, int]:
+        """Of finished requests (ids, their latency of the watched metric): the judged ones
+        and how many of them are over the limit."""
+        judged = request_id >= self.warm
+        over = latency_s[judged] > self.limit.limit_s * (1 + 1e-9)
+        return int(judged.sum()), int(over.sum())
+
+
+class WatchedRun:
+    """`engine.run(workload)` a slice at a time, watched by `watch` (module docstring): a
+    run that can be put aside between slices and resumed (a lever search lets a probe that
+    looks like failing wait while its rivals run, `search._BranchAndBound`)."""
+
+    def __init__(self, engine: Engine, workload: Workload, watch: MissWatch) -> None:
+        assert workload.arrival_s is not None  # Poisson probes only
+        cfg = engine.config
+        arrivals = Arrivals(workload, cfg.block_size, cfg.enable_prefix_caching)
+        self.run, self.watch = engine.start(workload, arrivals), watch
+        self.num_requests = workload.num_requests
+        self.slice_s = float(workload.arrival_s[-1]) / SLICES or 1.0
+        self.num_slices = 0
+        self.judged, self.over = 0, 0  # at the last check: judged requests finished, over
+
+    @property
+    def num_steps(self) -> int:
+        """Engine steps simulated so far."""
+        return self.run.log.num_steps
+
+    @property
+    def failing(self) -> bool:
+        """Whether the run looks like failing: half the misses that decide it are in, at
+        the rate of a failing run's (`needed` in `num_judged`). A guess, which only orders
+        the work (one slice's few requests alone guessed wrong and cost more steps)."""
+        watch, over = self.watch, self.over
+        return 2 * over >= watch.needed and over * watch.num_judged >= watch.needed * self.judged
+
+    def advance(self) -> tuple[SimResult, bool] | None:
+        """One more slice (they go on past the last arrival: an overloaded run ends much
+        later): the result so far and True once certain to miss, the whole run's and False
+        once every request finished, else `None`."""
+        self.num_slices += 1
+        run, watch = self.run, self.watch
+        run.advance(self.slice_s * self.num_slices)
+        if len(run.finished) == self.num_requests:
+            return run.result(), False  # every request finished: the whole run's result
+        if watch.limit.metric is Metric.TTFT:  # read without building the step log
+            ids, arrival_s, first_s = run.first_tokens()
+            self.judged, self.over = watch.misses(ids, first_s - arrival_s)
+        else:
+            records = run.result().records
+            assert isinstance(records, RecordTable)
+            latency_s = records.last_token_s() - records.arrival_s
+            self.judged, self.over = watch.misses(records.request_id, latency_s)
+        return (run.result(), True) if self.over >= watch.needed else None
 
 
 def run_watched(engine: Engine, workload: Workload, watch: MissWatch) -> tuple[SimResult, bool]:
     """`engine.run(workload)`, stopped once `watch` is certain the limit is missed: the
     result so far (the requests finished) and True, or the whole run's result and False."""
-    assert workload.arrival_s is not None  # Poisson probes only
-    cfg = engine.config
-    run = engine.start(workload, Arrivals(workload, cfg.block_size, cfg.enable_prefix_caching))
-    step_s = float(workload.arrival_s[-1]) / SLICES or 1.0
-    i = 0
-    while True:  # slices go on past the last arrival: an overloaded run ends much later
-        i += 1
-        run.advance(step_s * i)
-        partial = run.result()
-        assert isinstance(partial.records, RecordTable)
-        if len(partial.records) == workload.num_requests:
-            return partial, False  # every request finished: the whole run's result
-        if watch.certain_miss(partial.records):
-            return partial, True
+    run = WatchedRun(engine, workload, watch)
+    while (outcome := run.advance()) is None:
+        pass
+    return outcome
 
 
 def judged_rows(records: RecordTable, warm: int) -> RecordTable:

@@ -41,14 +41,13 @@ from llmsizer.sizing.lengths import build_lengths, length_variants
 from llmsizer.sizing.levers import LeverRow, lever_table
 from llmsizer.sizing.probe import Lengths
 from llmsizer.sizing.probe_cache import ProbeCache
-from llmsizer.sizing.result import CandidatePlan, PlanResult, Timeline
+from llmsizer.sizing.result import CandidatePlan, PlanResult, Timeline, closest
 from llmsizer.sizing.search import (
     ConfigResult,
     MakeProbe,
     Progress,
     SearchSpace,
     SpecEfficiency,
-    closest,
     objective,
     search,
 )

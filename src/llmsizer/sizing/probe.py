@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,7 +47,7 @@ from llmsizer.metrics import summarize
 from llmsizer.records import RecordTable, RequestRecord
 from llmsizer.sim import Batch, PrefillChunk, SimResult, StepCost
 from llmsizer.sizing.arrivals import ArrivalPattern
-from llmsizer.sizing.early_stop import MissWatch, judged_rows, run_watched
+from llmsizer.sizing.early_stop import MissWatch, WatchedRun, judged_rows
 from llmsizer.sizing.limits import Latencies, Limit, Limits, Metric
 from llmsizer.workload import Workload
 
@@ -57,6 +57,7 @@ HIGH_LOAD_FRACTION = 0.6  # of capacity: from here on, runs are `num_requests` l
 WARMUP_FRACTION = 0.1  # requests left out of the latency percentiles (started empty)
 OFFLINE_BATCHES = 4  # full batches in the capacity run: the drain at its end is then ~2 %
 OFFLINE_MIN_REQUESTS = 200
+Pause = Callable[[WatchedRun], bool]  # whether to put a watched run aside after a slice
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +165,7 @@ class Probe:
         self._points: dict[float, Point] = {}  # every rate simulated, shared with views
         self._asked: set[float] = set()  # the rates asked of this probe
         self._capacity: dict[str, float] = {}  # "capacity" once run, shared with views
+        self._paused: dict[float, tuple[WatchedRun, InSteps | None]] = {}  # by rate
 
     @property
     def step_cost(self) -> StepCost:
@@ -200,12 +202,24 @@ class Probe:
         it is certain to miss these limits (`early_stop.MissWatch`), for a search that needs
         only the verdict; without it the point is a whole run's, simulated again if the
         one kept was stopped."""
+        point = self.at_rate_or_pause(rate, stop_for)
+        assert point is not None  # put aside only when `pause` says so
+        return point
+
+    def at_rate_or_pause(
+        self, rate: float, stop_for: Limits | None = None, pause: Pause | None = None
+    ) -> Point | None:
+        """`at_rate`, whose watched run is asked `pause(run)` after each slice: True puts it
+        aside (`None` is returned), and the next call at this rate and limit resumes it."""
         if not rate > 0:
             raise ValueError(f"rate must be > 0 req/s, got {rate}")
         kept = self._points.get(rate)
         watch = self._watch(rate, stop_for)
         if kept is None or not (kept.complete or (watch and kept.stopped_for == watch.limit)):
-            self._points[rate] = self._point(rate, watch)
+            point = self._point(rate, watch, pause)
+            if point is None:
+                return None
+            self._points[rate] = point
         self._asked.add(rate)
         return self._points[rate]
 
@@ -215,20 +229,22 @@ class Probe:
         n = self._num_at(rate / self.capacity())
         return MissWatch.of(stop_for, n, int(WARMUP_FRACTION * n))
 
-    def _point(self, rate: float, watch: MissWatch | None) -> Point:
-        """One simulation at `rate` summarised over the requests after warm-up."""
+    def _point(self, rate: float, watch: MissWatch | None, pause: Pause | None) -> Point | None:
+        """One simulation at `rate` summarised over the requests after warm-up (`None`:
+        put aside, `at_rate_or_pause`)."""
         stopped = False
         if watch is None:
             records = self.run(rate).records
             judged = records[int(WARMUP_FRACTION * len(records)) :]
         else:
-            n = self._num_at(rate / self.capacity())
-            workload = self._workload(self._unit_arrivals[:n] * (self.pp / rate))
-            engine, steps = self.engine, None
-            if self.speculative is not None:  # watched in steps: TTFT and E2E are the same
-                steps = self.in_steps(workload)
-                engine, workload = steps.engine, steps.workload
-            result, stopped = run_watched(engine, workload, watch)
+            run, steps = self._paused.pop(rate, (None, None))
+            if run is None or run.watch != watch:
+                run, steps = self._watched(rate, watch)
+            while (outcome := run.advance()) is None:
+                if pause is not None and pause(run):
+                    self._paused[rate] = (run, steps)
+                    return None
+            result, stopped = outcome
             assert isinstance(result.records, RecordTable)
             judged = judged_rows(result.records, watch.warm)  # records[warm:] when whole
             if steps is not None:
@@ -238,6 +254,16 @@ class Probe:
             summary[key] *= self.pp
         latencies = Latencies.from_summary(summary, self.limits.percentiles)
         return Point(rate, summary, latencies, watch.limit if watch and stopped else None)
+
+    def _watched(self, rate: float, watch: MissWatch) -> tuple[WatchedRun, InSteps | None]:
+        """The run at `rate` watched by `watch`: a speculating one in verify steps (its
+        TTFT and E2E are the same), with what maps its records back to tokens."""
+        n = self._num_at(rate / self.capacity())
+        workload = self._workload(self._unit_arrivals[:n] * (self.pp / rate))
+        if self.speculative is None:
+            return WatchedRun(self.engine, workload, watch), None
+        steps = self.in_steps(workload)
+        return WatchedRun(steps.engine, steps.workload, watch), steps
 
     def run(self, rate: float) -> SimResult:
         """The simulation behind `at_rate` (one virtual engine), for timelines."""

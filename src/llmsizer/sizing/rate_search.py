@@ -37,7 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from llmsizer.sizing.limits import Binding, Limits
-from llmsizer.sizing.probe import Point, Probe
+from llmsizer.sizing.probe import Pause, Point, Probe
 
 GRID = (0.95, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1, 0.05)
 RATE_TOLERANCE = 0.03  # bisection stops when (failed - passed) / passed is at most this
@@ -148,25 +148,38 @@ class RateSearch:
             return "throughput"
         return self.limits.binding(self.failed.latencies)
 
-    def step(self, beats: Callable[[float], bool] | None = None) -> None:
+    def step(
+        self, beats: Callable[[float], bool] | None = None, pause: Pause | None = None
+    ) -> bool:
         """One probe: the next grid fraction, or the middle of the bracket. With `counts`,
         and `beats` (whether a pass at a rate would beat the best found elsewhere: a branch
         and bound's incumbent), a search with no pass yet probes the lowest rate that
-        would: a failure there ends it (the bound), a pass walks the grid up from there."""
+        would: a failure there ends it (the bound), a pass walks the grid up from there.
+        `pause`: a watched probe may be put aside between slices (`Probe.at_rate_or_pause`),
+        leaving the search as it was: False; True once the probe's verdict is in."""
         if self.done:
             raise RuntimeError("the rate search is done")
         rate, move = self._next(beats)
+        if pause is None:  # (a probe without pauses is all a test's fake needs)
+            point: Point | None = self.probe.at_rate(rate, self._stop_for)
+        elif (point := self.probe.at_rate_or_pause(rate, self._stop_for, pause)) is None:
+            return False
+        assert point is not None
         if move == "floor":
             self._up = [f for f in GRID[::-1] if f * self.capacity > rate]
         elif move == "down":
             self._down.pop(0)
         elif move == "up":
             self._up.pop(0)
-        point = self.probe.at_rate(rate, self._stop_for)
         if self.limits.met_by(point.latencies):
             self.passed = point
         else:
             self.failed = point
+        return True
+
+    def walk_rates(self) -> list[float]:
+        """The rates the walk down the grid has still to probe (`step`'s, in order)."""
+        return [self._snap(f * self.capacity) for f in self._down]
 
     def next_rate(self, beats: Callable[[float], bool] | None = None) -> float:
         """The rate `step(beats)` would probe (nothing simulated): a branch and bound orders

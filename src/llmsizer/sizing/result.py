@@ -3,6 +3,8 @@ reports read (none of them calls back into the search)."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from llmsizer.sizing.configuration import Sizing
@@ -11,7 +13,7 @@ from llmsizer.sizing.curve import CurvePoint
 from llmsizer.sizing.levers import LeverRow
 from llmsizer.sizing.limits import Limits
 from llmsizer.sizing.probe import Lengths
-from llmsizer.sizing.search import ConfigResult, closest
+from llmsizer.sizing.search import ConfigResult
 from llmsizer.sizing.servers import Server
 from llmsizer.sizing.uncertainty import Band
 from llmsizer.sizing.usecase import UseCase
@@ -80,3 +82,9 @@ class PlanResult:
     def closest(self) -> ConfigResult | None:
         """When nothing meets the limits: the configuration nearest to meeting them."""
         return closest(self.results)
+
+
+def closest(results: Sequence[ConfigResult]) -> ConfigResult | None:
+    """The failed configuration nearest to meeting the limits (smallest `worst_ratio`)."""
+    failed = [r for r in results if r.worst_ratio is not None]
+    return min(failed, key=lambda r: r.worst_ratio or math.inf) if failed else None

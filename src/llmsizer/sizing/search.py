@@ -28,7 +28,6 @@ For each configuration (GPU x precision x TP x PP x engine preset x batch knobs)
 from __future__ import annotations
 
 import heapq
-import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -38,6 +37,7 @@ from typing import TYPE_CHECKING
 from llmsizer.instance import DeploymentSpec, make_instance
 from llmsizer.perf import DoesNotFitError, EfficiencyFactors
 from llmsizer.sizing.arrivals import POISSON, ArrivalPattern
+from llmsizer.sizing.aside import Aside
 from llmsizer.sizing.capacity_bound import highest_rate
 from llmsizer.sizing.configuration import Sizing
 from llmsizer.sizing.limits import Binding, Limits, Metric
@@ -53,8 +53,6 @@ SpecEfficiency = Callable[[DeploymentSpec], EfficiencyFactors]
 """The efficiency factors to price a configuration with (`plan`'s `efficiency` argument as
 the search uses it)."""
 
-CURVE = (0.95, 0.9, 0.8, 0.6, 0.4)  # fractions of capacity on the latency curve
-ADAPTIVE_POINTS = 3  # more curve points where the latency jumps most (`draw_curve`)
 
 Progress = Callable[[int, int], None]  # (configurations done, configurations in total)
 # builds (or fetches from a cache, `ProbeCache`) the probe of a configuration: `make_probe`
@@ -79,7 +77,7 @@ class SearchSpace:
     `load_rps` is the planning peak times (1 + headroom), req/s over the whole deployment;
     `online` False means throughput only (the limits are ignored, rate = capacity).
     `cloud_priced` holds the GPUs billed per GPU hour: for those the fewest GPUs win, for
-    the others the fewest servers. `curves`: simulate the winners' latency curves (`CURVE`).
+    the others the fewest servers. `curves`: simulate the winners' latency curves (`curve.CURVE`).
     `num_requests`: Poisson requests per probe at high load (`Probe`; `None`: its default).
     `settle_on_objective`: for searches that report counts only (the lever table's), rate
     searches in instance counts (`rate_search.Counts`) and a bound before each capacity run
@@ -174,13 +172,24 @@ def search(
         found = on_sweep(sweep, space, efficiency, progress, starts, probes)
         if found is not None:
             return found
-    bnb = _BranchAndBound(space, efficiency, starts or {}, make_probe if probes is None else probes)
+    make = make_probe if probes is None else probes
+    bnb = _BranchAndBound(space, efficiency, starts or {}, make)
     done = len(space.configs) - len(bnb.heap)
     while bnb.heap:
         if bnb.pop():
             done += 1
             if progress is not None:
                 progress(done, len(space.configs))
+    if unsafe := bnb.aside.unsafe(bnb.tied):  # again without pauses, from what is simulated
+        mine = tuple(c for c in space.configs if bnb.incumbent_key(c) in unsafe)
+        again = _BranchAndBound(replace(space, configs=mine), efficiency, starts or {}, make)
+        again.aside.on = False
+        while again.heap:
+            again.pop()
+        bnb.results.update(again.results)
+        bnb.probes.update(again.probes)
+    from llmsizer.sizing.curve import draw_curve  # it imports this module
+
     settled = [bnb.results[c] for c in space.configs]
     for best in best_by_gpu(space, settled).values():
         config = best.config
@@ -206,6 +215,7 @@ class _BranchAndBound:
         self.searches: dict[DeploymentSpec, RateSearch] = {}
         self.heap: list[tuple[Key, float, int, DeploymentSpec, Key]] = []
         self.best: dict[Group | str, tuple[Key, DeploymentSpec]] = {}
+        self.aside = Aside(self.incumbent_key, space.settle_on_objective)
         for i, config in enumerate(space.configs):
             self.results[config], probe = _screen(space, config, efficiency, probes)
             if probe is not None:
@@ -216,9 +226,14 @@ class _BranchAndBound:
 
     def pop(self) -> bool:
         """One probe (or capacity run) of the most promising configuration, or drop it;
-        True when that configuration is settled."""
+        True when that configuration is settled (probes put aside: `aside`)."""
+        settled = self._pop()
+        self.aside.back(self.heap)
+        return settled
+
+    def _pop(self) -> bool:
         priority, tie, i, config, bound = heapq.heappop(self.heap)
-        incumbent = self.best.get(self._incumbent_key(config))
+        incumbent = self.best.get(self.incumbent_key(config))
         if incumbent is not None and incumbent[1] != config and bound >= incumbent[0]:
             self.results[config] = _bounded(self.results[config], incumbent, self.probes[config])
             return True
@@ -237,11 +252,13 @@ class _BranchAndBound:
                 if later > priority:  # it waits while others test better (module doc)
                     heapq.heappush(self.heap, (later, tie, i, config, bound))
                     return False
-            search.step(beats)
+            if not search.step(beats, self.aside.pause(config, self.heap)):
+                self.aside.put((priority, tie, i, config, bound))  # its rivals first
+                return False
         if search.rate is not None:
             key = objective(self.space, config, search.rate)
             if incumbent is None or key < incumbent[0]:
-                self.best[self._incumbent_key(config)] = (key, config)
+                self.best[self.incumbent_key(config)] = (key, config)
         if search.done:
             self.results[config] = _settled(self.results[config], search)
             return True
@@ -251,33 +268,22 @@ class _BranchAndBound:
         heapq.heappush(self.heap, (refined, tie, i, config, refined))
         return False
 
-    def _incumbent_key(self, config: DeploymentSpec) -> Group | str:
+    def tied(self, config: DeploymentSpec) -> bool:
+        """Whether `config` might have reached its group's best objective first in another
+        order (`Aside.unsafe`): it ended there, or was dropped by it with a pass, or with
+        its grid walk still to test that objective; else its rivals got there first."""
+        if (incumbent := self.best.get(self.incumbent_key(config))) is None:
+            return False  # nothing of its group passed: no row, no tie
+        (key, best), search, result = incumbent, self.searches[config], self.results[config]
+        if best == config:
+            return False
+        if result.rate is not None:
+            return objective(self.space, config, result.rate) == key
+        walk = [objective(self.space, config, rate) for rate in search.walk_rates()]
+        return result.status is Status.BOUNDED and (search.passed is not None or key in walk)
+
+    def incumbent_key(self, config: DeploymentSpec) -> Group | str:
         return group(config) if self.space.per_group else config.gpu
-
-
-def draw_curve(space: SearchSpace, result: ConfigResult, probe: Probe) -> ConfigResult:
-    """The winner's latency-throughput curve: probes at `CURVE` fractions of capacity, the
-    search's own probes (already simulated, near the limit), and `ADAPTIVE_POINTS` more,
-    each halving the gap between the two neighbours whose latency jumps the most: the
-    knee gets the points."""
-    if not space.online or not space.curves:
-        return replace(result, points=tuple(probe.points))
-    for f in CURVE:
-        probe.at_rate(f * probe.capacity())
-    metric = space.limits.active[0] if space.limits.active else Metric.TTFT
-
-    def lat(point: Point) -> float:
-        return space.limits.value_s(point.latencies, metric)
-
-    for _ in range(ADAPTIVE_POINTS):
-        ordered = probe.points
-        jumps = [(lat(b) / max(lat(a), 1e-12), a, b) for a, b in itertools.pairwise(ordered)]
-        if not jumps:
-            break
-        _, a, b = max(jumps, key=lambda j: j[0])
-        probe.at_rate(0.5 * (a.offered_rate + b.offered_rate))
-    curve = tuple(probe.points)
-    return replace(result, curve=curve, points=curve)
 
 
 def evaluate(
@@ -392,9 +398,3 @@ def best_by_gpu(space: SearchSpace, results: Sequence[ConfigResult]) -> dict[str
             if r.config.gpu not in best or key < best[r.config.gpu][0]:
                 best[r.config.gpu] = (key, r)
     return {gpu: r for gpu, (_, r) in best.items()}
-
-
-def closest(results: Sequence[ConfigResult]) -> ConfigResult | None:
-    """The failed configuration nearest to meeting the limits (smallest `worst_ratio`)."""
-    failed = [r for r in results if r.worst_ratio is not None]
-    return min(failed, key=lambda r: r.worst_ratio or math.inf) if failed else None

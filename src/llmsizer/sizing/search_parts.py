@@ -30,6 +30,7 @@ from dataclasses import replace
 from typing import Any, TypeVar
 
 from llmsizer.instance import DeploymentSpec
+from llmsizer.sizing.curve import draw_curve
 from llmsizer.sizing.probe import ProbeState
 from llmsizer.sizing.probe_cache import ProbeCache
 from llmsizer.sizing.search import (
@@ -40,7 +41,6 @@ from llmsizer.sizing.search import (
     SearchSpace,
     SpecEfficiency,
     best_by_gpu,
-    draw_curve,
     group,
     search,
 )
