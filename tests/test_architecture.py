@@ -90,7 +90,7 @@ BUDGET = {
     # rows with their kernels' sources, MFU of the real rows (issue 10, moeprompt10)
     + 70
     # + 55: the routed experts' kernel a launch picked (`moe_kernels`: vLLM --moe-backend
-    # names, each kernel's bandwidth beside the default's with its source) (issue 10,
+    # names, each kernel's rate beside the default's with its source) (issue 10,
     # tpotver11)
     + 55,
     "sim": 1760  # + 110: decode-only steps in a row and their compact step log (issue 13)
