@@ -30,12 +30,6 @@ sources of each and what is left unexplained.
     rows' `moe_ep_size` 1 does not say;
   - `--gpu-memory-utilization 0.95`, and neither `--max-num-batched-tokens 2 x ISL` nor
     `--max-cudagraph-capture-size 2048` (both added by PR 947): vLLM's defaults.
-- **vLLM 0.18.0, MiniMax-M2.5 FP8 on H100.** The only image of `minimaxm2.5-fp8-h100-vllm`
-  when its rows were measured (2026-03-27 and 03-28: PR 958, 1d5cae141, moved it from
-  v0.16.0 to v0.18.0), run by `minimaxm2.5_fp8_h100.sh` @ 0f78cf4eb, a script of its own:
-  no `--kv-cache-dtype` (BF16 KV), `--max-num-seqs 256`, `--compilation-config
-  '{"cudagraph_mode":"PIECEWISE"}'` (attention runs between the graphed pieces in every
-  step, decode too), and neither the B200 script's token budget nor its capture size.
 """
 
 from __future__ import annotations
@@ -75,17 +69,6 @@ VERSION_LAUNCHES: tuple[VersionLaunch, ...] = (
         expert_parallel=True,
         source="SemiAnalysisAI/InferenceX benchmarks/single_node/minimaxm2.5_fp8_b200.sh "
         "@ 626932a11 (before PR 947, bddbf4031)",
-    ),
-    VersionLaunch(
-        engine="vllm",
-        model="minimax-m2.5",
-        gpu="h100-sxm",
-        precision="fp8",
-        version="0.18.0",
-        settings={"kv_cache_dtype": None, "max_num_seqs": 256, "cudagraph_mode": "PIECEWISE"},
-        dropped=("max_num_batched_tokens", "max_cudagraph_capture_size"),
-        source="SemiAnalysisAI/InferenceX benchmarks/single_node/minimaxm2.5_fp8_h100.sh "
-        "@ 0f78cf4eb (image v0.18.0 since PR 958, 1d5cae141)",
     ),
 )
 
