@@ -10,8 +10,12 @@ version, quantisation, EP and attention-DP columns. For leave one GPU out and le
 model out it prints the share of the sum of squared log errors that each grouping's means
 explain (a grouping that carries the error explains much of it), the split between series
 (one engine, GPU, model, ISL / OSL, TP, EP, DP, precision and version over concurrency) and
-the shape inside a series, and the error by engine and concurrency. With BEFORE.csv, the
-same rows' median / p90 |error| (bias) before and after, by engine and by concurrency.
+the shape inside a series, and the error by engine and concurrency; then the version pairs:
+one configuration (a series' keys and the concurrency) measured under two engine versions,
+by engine, model, GPU and precision, the median ratio of measured TPOT (version B over A)
+and of the LOGO prediction (docs/tpot_residuals.md, "Kernels by engine version"). With
+BEFORE.csv, the same rows' median / p90 |error| (bias) before and after, by engine and by
+concurrency.
 """
 
 from __future__ import annotations
@@ -105,6 +109,32 @@ def decompose(rows: list[Row]) -> None:
             )
 
 
+def version_pairs(rows: list[Row]) -> None:
+    """The version pairs, largest measured TPOT jump first (module docstring)."""
+    config = [f for f in SERIES if f != "version"] + ["concurrency"]
+    by_config = grouped(rows, lambda r: tuple(r[f] for f in config))
+    pairs: dict[tuple[str, ...], list[tuple[float, float]]] = defaultdict(list)
+    for members in by_config.values():
+        versions = grouped([rows[i] for i in members], lambda r: r["version"])
+        if len(versions) < 2:
+            continue
+        mean = {
+            v: [np.mean([float(rows[members[i]][f"{k}_mean_tpot_ms"]) for i in g])
+                for k in ("measured", RUNS["LOGO"])]
+            for v, g in versions.items()
+        }  # fmt: skip
+        names = sorted(mean)
+        for j, a in enumerate(names):
+            for b in names[j + 1 :]:
+                r = rows[members[0]]
+                key = (r["backend"], r["model"], r["system"], r["quant"], f"{a} -> {b}")
+                pairs[key].append((mean[b][0] / mean[a][0], mean[b][1] / mean[a][1]))
+    print("\nVersion pairs: configurations, measured TPOT B / A (median), LOGO predicted B / A")
+    for key, ratios in sorted(pairs.items(), key=lambda kv: -abs(np.log(np.median(kv[1][0])))):
+        measured, predicted = (float(np.median([x[i] for x in ratios])) for i in (0, 1))
+        print(f"  {' '.join(key):80s} {len(ratios):3d}  {measured:.2f}  {predicted:.2f}")
+
+
 def compare(before: list[Row], after: list[Row]) -> None:
     old = {r["id"]: r for r in before}
 
@@ -127,5 +157,6 @@ def compare(before: list[Row], after: list[Row]) -> None:
 if __name__ == "__main__":
     after = load(Path(sys.argv[1]))
     decompose(after)
+    version_pairs(after)
     if len(sys.argv) > 2:
         compare(load(Path(sys.argv[2])), after)

@@ -88,7 +88,11 @@ BUDGET = {
     + 45
     # + 70: a prompt step's routed experts in whole grouped-GEMM tiles, the engines' tile
     # rows with their kernels' sources, MFU of the real rows (issue 10, moeprompt10)
-    + 70,
+    + 70
+    # + 55: the routed experts' kernel a launch picked (`moe_kernels`: vLLM --moe-backend
+    # names, each kernel's rate beside the default's with its source) (issue 10,
+    # tpotver11)
+    + 55,
     "sim": 1760  # + 110: decode-only steps in a row and their compact step log (issue 13)
     # + 50: delay batching in the continuous scheduler (merged from main, unbudgeted there)
     # + 120: quiet decode runs priced at once, a refused first waiting request kept on the
@@ -131,6 +135,8 @@ BUDGET = {
     + 60
     # + 15: a deployment's features turn its preset's one-step-ahead scheduling off where
     # they do in the engine (`deployment.one_step_ahead`, issue 10, presets10)
+    + 15
+    # + 15: the `moe_backend` field, the experts' kernel a launch picked (issue 10, tpotver11)
     + 15,
     "sizing": 3650  # the plan pipeline only; + levers, arrivals, price models (issue 11), ETA
     # + the probe cache and quick plans the studio needs (issue 15); fleet check (issue 12)
@@ -226,7 +232,10 @@ BUDGET = {
     # + 160: the SGLang disaggregated rows' srt-slurm recipe settings per attention-DP rank
     # (aic_sglang_recipes.py, its table read by bench/srt_slurm_recipes.py) given to their
     # pools (issue 10, sgldisagg11)
-    + 160,
+    + 160
+    # + 115: what an AIC row's engine version ran that a later launch did not, as a table
+    # with the scripts' sources (`engine_kernels`, issue 10, tpotver11)
+    + 115,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run

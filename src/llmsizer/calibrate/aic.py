@@ -61,6 +61,7 @@ from pathlib import Path
 from typing import Any
 
 from llmsizer.calibrate.aic_launch import launch_settings
+from llmsizer.calibrate.engine_kernels import apply_version_launch
 from llmsizer.instance import PredictSpec, make_instance
 from llmsizer.specs import get_gpu, get_model
 from llmsizer.specs.dtypes import Precision, quant_mode_precision
@@ -176,6 +177,7 @@ def _map(row: Mapping[str, str], check_fit: bool) -> AicCase:
         version=row["backend_version"].strip(),
         attention_dp=dp,
     )
+    fields = apply_version_launch(fields, row["backend_version"])  # what the version ran
     try:
         spec = PredictSpec.model_validate(fields)
         if check_fit:

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from llmsizer.instance.speculation import SpeculativeSpec
+from llmsizer.perf.moe_kernels import check_moe_backend
 from llmsizer.sim import PRESETS, EngineConfig
 
 _ENGINE_KEYS = frozenset(EngineConfig.model_fields) - {"engine"}
@@ -86,6 +87,18 @@ class HardwareSpec(BaseModel):
         "--enable-expert-parallel; SGLang --enable-dp-attention --dp-size D --tp T is tp T/D;"
         " TensorRT-LLM enable_attention_dp with tp_size T is tp 1, dp T).",
     )
+
+    moe_backend: str | None = Field(
+        None,
+        description="The routed experts' kernel where the launch picked one (vLLM "
+        "--moe-backend: triton); unset: the engine's default on the GPU, the one the "
+        "fitted factors price.",
+    )
+
+    @field_validator("moe_backend")
+    @classmethod
+    def _known_moe_backend(cls, name: str | None) -> str | None:
+        return check_moe_backend(name)
 
     @model_validator(mode="before")
     @classmethod

@@ -100,6 +100,7 @@ def make_instance(
         sparsity=StructuredSparsity() if spec.sparsity else None,
         expert_parallel_size=spec.expert_parallel_size,
         attention_dp_size=spec.attention_dp_size,
+        moe_backend=spec.moe_backend,
     )
     memory = plan_memory(
         deployment,

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from llmsizer.perf.deployment import Deployment
 from llmsizer.perf.efficiency import EfficiencyFactors
+from llmsizer.perf.moe_kernels import experts_rate_scale
 from llmsizer.perf.roofline import expected_max_normal
 from llmsizer.specs.dtypes import Precision
 
@@ -121,10 +122,14 @@ def build_constants(d: Deployment, eff: EfficiencyFactors) -> StepConstants:
         gemm_bytes_per_s=d.gpu.hbm_bytes_per_s * eff.gemm_bandwidth_efficiency,
         attention_bytes_per_s=d.gpu.hbm_bytes_per_s * eff.attention_bandwidth_efficiency,
         # kinds of work with kernels of their own (`EfficiencyFactors`, split factors)
+        # a kernel other than the engine's default (`moe_kernels`) scales both
         experts_flops_per_s=d.matmul_flops_per_s
         * eff.value("experts_compute_efficiency")
-        * sparse_speedup,
-        experts_bytes_per_s=d.gpu.hbm_bytes_per_s * eff.value("experts_bandwidth_efficiency"),
+        * sparse_speedup
+        * experts_rate_scale(d.moe_backend),
+        experts_bytes_per_s=d.gpu.hbm_bytes_per_s
+        * eff.value("experts_bandwidth_efficiency")
+        * experts_rate_scale(d.moe_backend),
         decode_attention_flops_per_s=d.attention_flops_per_s
         * eff.value("decode_attention_compute_efficiency"),
         dense_weight_bytes=m.dense_linear_params * w / tp

@@ -26,12 +26,16 @@ every rank's tokens gathered, over all tp x D GPUs (`moe_world_size`; experts sp
 - SGLang `--tp T --dp D --enable-dp-attention`: attention TP is T / D, so tp T / D and D;
 - TensorRT-LLM `tensor_parallel_size T` with `enable_attention_dp`: attention TP 1, so tp 1
   and D = T (`moe_expert_parallel_size` and `moe_tensor_parallel_size` as given).
+
+`moe_backend` names the routed experts' kernel where the launch chose one other than the
+engine's default (`llmsizer.perf.moe_kernels`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from llmsizer.perf.moe_kernels import check_moe_backend
 from llmsizer.perf.roofline import allreduce_hops
 from llmsizer.perf.sparsity import StructuredSparsity
 from llmsizer.specs.dtypes import Precision
@@ -53,8 +57,10 @@ class Deployment:
     sparsity: StructuredSparsity | None = None
     expert_parallel_size: int = 1
     attention_dp_size: int = 1
+    moe_backend: str | None = None  # None: the engine's default kernel (module docstring)
 
     def __post_init__(self) -> None:
+        check_moe_backend(self.moe_backend)
         tp, pp = self.tensor_parallel_size, self.pipeline_parallel_size
         if tp < 1 or pp < 1:
             raise ValueError(f"parallel sizes must be >= 1, got tp={tp}, pp={pp}")
@@ -112,6 +118,7 @@ class Deployment:
         sparsity: StructuredSparsity | None = None,
         expert_parallel_size: int = 1,
         attention_dp_size: int = 1,
+        moe_backend: str | None = None,
     ) -> Deployment:
         """Look names up leniently (`"llama-3.1-70b"`, `"H100 SXM"`, `"FP8"`, `"auto"`)."""
         kv = None
@@ -127,6 +134,7 @@ class Deployment:
             sparsity=sparsity,
             expert_parallel_size=expert_parallel_size,
             attention_dp_size=attention_dp_size,
+            moe_backend=moe_backend,
         )
 
     @property

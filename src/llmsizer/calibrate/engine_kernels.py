@@ -1,0 +1,98 @@
+"""What an AIC row's engine version ran that a later version's launch did not: kernels and
+launch flags by version, so that each row is priced with what its version ran.
+
+`llmsizer.calibrate.aic_launch` gives every row of a model the settings of the benchmark
+script that ran most of its rows. Where a version was run by an older script, the row's
+`backend_version` selects that script's launch here (`VERSION_LAUNCHES`); a version not in
+the table keeps `aic_launch`'s settings unchanged. The version pairs with the largest
+measured TPOT jumps in the AIC rows, one configuration (engine, model, GPU, precision, ISL,
+TP, EP, DP, concurrency) under two versions, median ratio of measured TPOT (rows):
+TensorRT-LLM DeepSeek-R1 B200 1.2.0rc6.post2 -> .post3 0.59 FP8 (15), 0.67 NVFP4 (11): MTP
+(`aic_launch.agg_mtp_speculation`, already priced); SGLang Qwen3.5 B300 FP8 0.5.9 -> 0.5.10.post1
+0.83 (12); vLLM MiniMax-M2.5 B200 FP8 0.17.0 -> 0.19.0 0.85 (10, up to 0.73 at 8k/1k);
+vLLM Kimi-K2.5 B300 NVFP4 0.17.0 -> 0.19.0 0.94 (2); vLLM MiniMax-M2.5 B200 NVFP4 0.19.0 ->
+nightly 1.06 (26). docs/tpot_residuals.md, "Kernels by engine version (tpotver11)", has the
+sources of each and what is left unexplained.
+
+- **vLLM 0.17.0, MiniMax-M2.5 FP8 on B200.** InferenceX ran `vllm/vllm-openai:v0.17.0-cu130`
+  for `minimaxm2.5-fp8-b200-vllm` until PR 947 (bddbf4031, 2026-04-03) moved it to v0.19.0
+  and rewrote `benchmarks/single_node/minimaxm2.5_fp8_b200.sh`; the 0.17.0 rows were
+  measured on 2026-03-11 and 2026-03-28, by the script at f342df18e / 626932a11:
+  - `VLLM_USE_FLASHINFER_MOE_FP8=0` and `VLLM_MOE_USE_DEEP_GEMM=0`: vLLM's FP8 MoE oracle
+    (`model_executor/layers/fused_moe/oracle/fp8.py`, `select_fp8_moe_backend`) then drops
+    FlashInfer's TRT-LLM and CUTLASS MoE and DeepGEMM, leaves vLLM's CUTLASS off, and runs
+    the Triton `fused_moe` kernel (`moe_backend` `triton`, priced in
+    `llmsizer.perf.moe_kernels`); the 0.19 script sets neither, so the default order
+    (FlashInfer TRT-LLM first) holds, as for every other vLLM Blackwell row;
+  - no `--kv-cache-dtype fp8` (added by PR 947): the KV cache in the activations' BF16;
+  - `if [ "$EP_SIZE" -ge 1 ]` (PR 947: "fix typo in ep bash script", `-gt 1`): every run
+    passed `--enable-expert-parallel`, the experts split whole over the TP ranks, which the
+    rows' `moe_ep_size` 1 does not say;
+  - `--gpu-memory-utilization 0.95`, and neither `--max-num-batched-tokens 2 x ISL` nor
+    `--max-cudagraph-capture-size 2048` (both added by PR 947): vLLM's defaults.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class VersionLaunch:
+    """What rows of one engine, model, GPU, precision and version ran (module docstring):
+    `settings` replace the row's spec fields, `dropped` are settings of the later script
+    that this version's launch did not pass (the preset's defaults hold), and with
+    `expert_parallel` the experts are split whole over all the tensor-parallel ranks."""
+
+    engine: str
+    model: str  # catalog name
+    gpu: str  # catalog name
+    precision: str
+    version: str
+    settings: Mapping[str, Any]
+    dropped: tuple[str, ...] = ()
+    expert_parallel: bool = False
+    source: str = field(default="", compare=False)
+
+
+VERSION_LAUNCHES: tuple[VersionLaunch, ...] = (
+    VersionLaunch(
+        engine="vllm",
+        model="minimax-m2.5",
+        gpu="b200",
+        precision="fp8",
+        version="0.17.0",
+        settings={"moe_backend": "triton", "kv_cache_dtype": None, "gpu_memory_utilization": 0.95},
+        dropped=("max_num_batched_tokens", "max_cudagraph_capture_size"),
+        expert_parallel=True,
+        source="SemiAnalysisAI/InferenceX benchmarks/single_node/minimaxm2.5_fp8_b200.sh "
+        "@ 626932a11 (before PR 947, bddbf4031)",
+    ),
+)
+
+
+def version_launch(
+    engine: str, model: str, gpu: str, precision: str, version: str
+) -> VersionLaunch | None:
+    """The table's entry for a row, or None where its version ran the usual launch."""
+    key = (engine, model, gpu, precision, version.strip())
+    for launch in VERSION_LAUNCHES:
+        if (launch.engine, launch.model, launch.gpu, launch.precision, launch.version) == key:
+            return launch
+    return None
+
+
+def apply_version_launch(fields: Mapping[str, Any], version: str) -> dict[str, Any]:
+    """A row's spec fields (`PredictSpec` keys, `aic_launch` settings merged) as its
+    version launched it; unchanged where the table has no entry."""
+    launch = version_launch(
+        fields["engine"], fields["model"], fields["gpu"], fields["precision"], version
+    )
+    if launch is None:
+        return dict(fields)
+    out = {k: v for k, v in fields.items() if k not in launch.dropped}
+    if launch.expert_parallel:
+        out["expert_parallel_size"] = fields["tp"] * fields.get("attention_dp_size", 1)
+    return out | dict(launch.settings)

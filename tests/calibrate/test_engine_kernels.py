@@ -1,0 +1,96 @@
+"""What an AIC row's engine version ran (`calibrate.engine_kernels`): the version table
+selects the launch of the script that ran that version, and changes no other row."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+
+from llmsizer.calibrate import aic, engine_kernels
+from llmsizer.calibrate.aic import AicCase, map_aic_row
+from llmsizer.calibrate.engine_kernels import VERSION_LAUNCHES, apply_version_launch
+from tests.calibrate.test_aic import make_row
+from tests.conftest import shared_path
+
+
+def minimax(version: str, **changes: str) -> AicCase:
+    row = make_row(
+        id="minimaxm2_5_b200_vllm_fp8_agg_1024x1024_c32",
+        model_path="MiniMaxAI/MiniMax-M2.5",
+        backend_version=version,
+        tp_size="2",
+        moe_tp_size="2",
+        batch_size="32",
+        **changes,
+    )
+    case = map_aic_row(row, check_fit=False)
+    assert isinstance(case, AicCase), case
+    return case
+
+
+def test_vllm_0_17_minimax_fp8_runs_the_triton_experts_bf16_kv_and_expert_parallel() -> None:
+    spec = minimax("0.17.0").spec
+    assert spec.moe_backend == "triton"
+    assert spec.kv_cache_dtype is None  # the activations' BF16 (no --kv-cache-dtype fp8)
+    assert spec.expert_parallel_size == 2  # --enable-expert-parallel at every EP_SIZE
+    assert spec.gpu_memory_utilization == 0.95
+    # neither --max-num-batched-tokens 2 x ISL nor --max-cudagraph-capture-size 2048
+    assert spec.engine.max_num_batched_tokens == 8192
+    assert spec.engine.max_cudagraph_capture_size is None
+
+
+def test_vllm_0_19_minimax_fp8_runs_the_later_script_as_before() -> None:
+    spec = minimax("0.19.0").spec
+    assert spec.moe_backend is None
+    assert spec.kv_cache_dtype == "fp8"
+    assert spec.expert_parallel_size == 1
+    assert spec.engine.max_num_batched_tokens == 2 * 1024
+    assert spec.engine.max_cudagraph_capture_size == 2048
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [{"system": "b300_sxm"}, {"gemm_quant_mode": "nvfp4", "moe_quant_mode": "nvfp4"},
+     {"backend": "sglang"}, {"backend_version": "0.18.0"}],
+)  # fmt: skip
+def test_a_row_outside_the_table_keeps_its_launch(changes: dict[str, str]) -> None:
+    version = changes.pop("backend_version", "0.17.0")
+    assert minimax(version, **changes).spec.moe_backend is None
+
+
+def test_the_table_names_what_it_selects_with_a_source() -> None:
+    for launch in VERSION_LAUNCHES:
+        assert launch.source
+        assert set(launch.settings) <= aic.PredictSpec.input_keys()
+    fields = {"engine": "vllm", "model": "minimax-m2.5", "gpu": "b200", "precision": "fp8",
+              "tp": 4, "max_num_batched_tokens": 2048, "kv_cache_dtype": "fp8"}  # fmt: skip
+    assert apply_version_launch(fields, "0.19.0") == fields
+    old = apply_version_launch(fields, " 0.17.0 ")
+    assert "max_num_batched_tokens" not in old
+    assert old["expert_parallel_size"] == 4 and old["moe_backend"] == "triton"
+
+
+@pytest.mark.shared
+def test_only_the_rows_of_a_version_in_the_table_change(monkeypatch) -> None:
+    """Every row of the AIC file mapped with and without the table: the specs differ exactly
+    on the rows whose engine, model, GPU, precision and version the table names."""
+    path = shared_path("calibration", "aic_silicon_calibration.csv")
+    keys = {(v.engine, v.model, v.gpu, v.precision, v.version) for v in VERSION_LAUNCHES}
+    with path.open(newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r["mode"] == "agg"]
+    cases = [map_aic_row(row, check_fit=False) for row in rows]
+    monkeypatch.setattr(engine_kernels, "VERSION_LAUNCHES", ())
+    changed, selected = set(), set()
+    for row, case in zip(rows, cases, strict=True):
+        if not isinstance(case, AicCase):
+            continue
+        s = case.spec
+        if (s.preset, s.model, s.gpu, s.precision, row["backend_version"].strip()) in keys:
+            selected.add(row["id"])
+        plain = map_aic_row(row, check_fit=False)
+        assert isinstance(plain, AicCase)
+        if plain.spec != s:
+            changed.add(row["id"])
+    assert len(selected) == 40  # the vLLM 0.17.0 MiniMax-M2.5 FP8 B200 rows
+    assert changed == selected
