@@ -88,7 +88,11 @@ BUDGET = {
     + 45
     # + 70: a prompt step's routed experts in whole grouped-GEMM tiles, the engines' tile
     # rows with their kernels' sources, MFU of the real rows (issue 10, moeprompt10)
-    + 70,
+    + 70
+    # + 115: an eager step's kernel launches per kind of layer, each part's count with its
+    # engine source, a compiled model's attention-only launches (issue 10, eager11,
+    # launches.py)
+    + 115,
     "sim": 1760  # + 110: decode-only steps in a row and their compact step log (issue 13)
     # + 50: delay batching in the continuous scheduler (merged from main, unbudgeted there)
     # + 120: quiet decode runs priced at once, a refused first waiting request kept on the
