@@ -175,6 +175,7 @@ def _map(row: Mapping[str, str], check_fit: bool) -> AicCase:
         osl=fields["osl"],
         version=row["backend_version"].strip(),
         attention_dp=dp,
+        ep=ep,
     )
     try:
         spec = PredictSpec.model_validate(fields)
