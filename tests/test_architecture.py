@@ -219,7 +219,10 @@ BUDGET = {
     # settings beside hold10's MTP ones (merged)
     + 60
     # + 10: a results point's records_path the OS refuses is the reader's message (fuzz)
-    + 10,
+    + 10
+    # + 45: TensorRT-LLM's piecewise CUDA graphs for prompt steps where the DeepSeek scripts
+    # of the 1.2.0rc6 images turned them on, by image and script commit (issue 10, eager11)
+    + 45,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run

@@ -84,7 +84,9 @@ CUDA graphs (`cuda_graph_settings`; the engines' defaults in `llmsizer.perf.cuda
   running cap is (above).
 - TensorRT-LLM `cuda_graph_config: {enable_padding: true, max_batch_size}`: Llama-70B 1024
   (`70b_fp8_b200_trt_slurm.sh` @ c198b20e), DeepSeek CONC, CONC / DP under attention data
-  parallelism (`dsr1_fp{4,8}_b200_trt.sh` @ 626932a1).
+  parallelism (`dsr1_fp{4,8}_b200_trt.sh` @ 626932a1). Piecewise graphs for prompt steps
+  (`torch_compile_config`) where the DeepSeek scripts of the 1.2.0rc6 images set them:
+  `trtllm_piecewise`.
 - AIC's gap rows: its generator captures a dense list up to the batch size, padded
   (`generator/rule_plugin/*.rule`, `docs/aic_measurement.md` section 2): padding on and the
   largest size the per-rank client count.
