@@ -92,7 +92,11 @@ BUDGET = {
     # + 55: the routed experts' kernel a launch picked (`moe_kernels`: vLLM --moe-backend
     # names, each kernel's rate beside the default's with its source) (issue 10,
     # tpotver11)
-    + 55,
+    + 55
+    # + 115: an eager step's kernel launches per kind of layer, each part's count with its
+    # engine source, a compiled model's attention-only launches (issue 10, eager11,
+    # launches.py)
+    + 115,
     "sim": 1760  # + 110: decode-only steps in a row and their compact step log (issue 13)
     # + 50: delay batching in the continuous scheduler (merged from main, unbudgeted there)
     # + 120: quiet decode runs priced at once, a refused first waiting request kept on the
@@ -235,7 +239,10 @@ BUDGET = {
     + 160
     # + 115: what an AIC row's engine version ran that a later launch did not, as a table
     # with the scripts' sources (`engine_kernels`, issue 10, tpotver11)
-    + 115,
+    + 115
+    # + 45: TensorRT-LLM's piecewise CUDA graphs for prompt steps where the DeepSeek scripts
+    # of the 1.2.0rc6 images turned them on, by image and script commit (issue 10, eager11)
+    + 45,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run

@@ -24,7 +24,9 @@ OTHER = EfficiencyFactors(
     gemm_compute_efficiency=0.4,
     attention_bandwidth_efficiency=0.5,
     step_overhead_s=0.003,
-    prefill_layer_overhead_s=2e-4,
+    # a dense layer's eager launch: DeepSeek-R1's eager step pays 135 of them for its 61
+    # layers (`perf.launches`), 12 ms as at 2e-4 a layer before
+    prefill_layer_overhead_s=9e-5,
 )
 HELD = OTHER.replace(first_token_delay_s=0.05)
 BATCHES = {

@@ -176,6 +176,7 @@ def _map(row: Mapping[str, str], check_fit: bool) -> AicCase:
         osl=fields["osl"],
         version=row["backend_version"].strip(),
         attention_dp=dp,
+        ep=ep,
     )
     fields = apply_version_launch(fields, row["backend_version"])  # what the version ran
     try:

@@ -84,7 +84,9 @@ CUDA graphs (`cuda_graph_settings`; the engines' defaults in `llmsizer.perf.cuda
   running cap is (above).
 - TensorRT-LLM `cuda_graph_config: {enable_padding: true, max_batch_size}`: Llama-70B 1024
   (`70b_fp8_b200_trt_slurm.sh` @ c198b20e), DeepSeek CONC, CONC / DP under attention data
-  parallelism (`dsr1_fp{4,8}_b200_trt.sh` @ 626932a1).
+  parallelism (`dsr1_fp{4,8}_b200_trt.sh` @ 626932a1). Piecewise graphs for prompt steps
+  (`torch_compile_config`) where the DeepSeek scripts of the 1.2.0rc6 images set them:
+  `trtllm_piecewise`.
 - AIC's gap rows: its generator captures a dense list up to the batch size, padded
   (`generator/rule_plugin/*.rule`, `docs/aic_measurement.md` section 2): padding on and the
   largest size the per-rank client count.
@@ -119,6 +121,7 @@ def launch_settings(
     osl: int = 0,
     version: str = "",
     attention_dp: int = 1,
+    ep: int = 1,
 ) -> dict[str, Any]:
     """`EngineConfig` overrides for one row (module docstring); empty when the preset holds."""
     settings: dict[str, Any] = {}
@@ -171,6 +174,9 @@ def launch_settings(
         elif family == "deepseek":
             mtp = agg_mtp_speculation(engine, model, version, attention_dp)
             settings |= _trtllm_deepseek(precision, concurrency, isl, version, attention_dp, mtp)
+            settings |= trtllm_piecewise(
+                precision, isl, osl, concurrency, ep, attention_dp, version
+            )
             if mtp is None and chat and concurrency >= 64 and _trtllm_delayed(precision, version):
                 settings.update(batch_wait_timeout_iters=40, batch_wait_max_tokens_ratio=0.8)
             if attention_dp > 1:
@@ -257,6 +263,44 @@ def _trtllm_deepseek(
         "max_num_seqs": concurrency,
         "gpu_memory_utilization": 0.8,
     }
+
+
+def trtllm_piecewise(
+    precision: str, isl: int, osl: int, concurrency: int, ep: int, attention_dp: int, version: str
+) -> dict[str, Any]:
+    """`cudagraph_mode` `FULL_AND_PIECEWISE` for a DeepSeek row whose script turned on
+    TensorRT-LLM's piecewise CUDA graphs for steps with prompt work (`torch_compile_config
+    {enable_piecewise_cuda_graph: true, capture_num_tokens}`; TensorRT-LLM docs, *Torch
+    Compile & Piecewise CUDA Graph*: "to reduce context-phase launch overhead"), else {}.
+    The model is then compiled and a step with prompt work launches only its attention from
+    Python (`perf.launches`, `CudaGraphs.compiled`); its padding to `capture_num_tokens`
+    (multiples of 256) is not priced. The scripts at the images' commits (InferenceX):
+    - 1.2.0rc6.post2 FP8, `dsr1_fp8_b200_trt.sh` @ ec7bafaae (2026-01-29): 1k/1k from CONC
+      64, 1k/8k at CONC 128 (not 256, which runs attention DP), 8k/1k from CONC 64;
+    - 1.2.0rc6.post2 NVFP4, `dsr1_fp4_b200_trt.sh` @ 6eecc0e66 (2026-02-03, with the image):
+      1k/1k at TP8 EP8;
+    - 1.2.0rc6.post3 (the MTP sweeps, `agg_mtp_speculation`) FP8, `dsr1_fp8_b200_trt_mtp.sh`
+      @ 5d517074c: on but under attention DP and at 1k/1k CONC <= 4, 1k/8k <= 8, 8k/1k <= 16
+      ("narrow CONC cases don't benefit from PW CUDA"); NVFP4, `dsr1_fp4_b200_trt_mtp.sh` @
+      0aae52d4c: 1k/1k at CONC 32 and 64, and 128 without attention DP; 1k/8k at CONC 64.
+    Other images' scripts set none."""
+    fp8, lengths = precision.startswith("fp8"), (isl, osl)
+    on = False
+    if version == "1.2.0rc6.post2" and fp8:
+        on = (lengths in ((1024, 1024), (8192, 1024)) and concurrency >= 64) or (
+            lengths == (1024, 8192) and 128 <= concurrency < 256
+        )
+    elif version == "1.2.0rc6.post2":
+        on = lengths == (1024, 1024) and ep == 8  # TP8 EP8: eight GPUs
+    elif version == TRT_MTP_SWEEP_IMAGE and fp8:
+        narrow = {(1024, 1024): 4, (1024, 8192): 8, (8192, 1024): 16}.get(lengths, 0)
+        on = attention_dp == 1 and concurrency > narrow
+    elif version == TRT_MTP_SWEEP_IMAGE:
+        on = (lengths == (1024, 1024) and concurrency in (32, 64)) or (
+            (lengths == (1024, 1024) and concurrency == 128 and attention_dp == 1)
+            or (lengths == (1024, 8192) and concurrency == 64)
+        )
+    return {"cudagraph_mode": "FULL_AND_PIECEWISE"} if on else {}
 
 
 def _trtllm_early(version: str) -> bool:

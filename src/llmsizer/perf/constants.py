@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from llmsizer.perf.deployment import Deployment
 from llmsizer.perf.efficiency import EfficiencyFactors
 from llmsizer.perf.moe_kernels import experts_rate_scale
+from llmsizer.perf.launches import eager_layer_units
 from llmsizer.perf.roofline import expected_max_normal
 from llmsizer.specs.dtypes import Precision
 
@@ -86,6 +87,7 @@ class StepConstants:
     step_overhead_s: float
     layers_overhead_s: float
     prefill_layers_overhead_s: float
+    compiled_layers_overhead_s: float
     indexer_overhead_s: float
     stage_fraction: float
     sequence_overhead_s: float
@@ -176,7 +178,10 @@ def build_constants(d: Deployment, eff: EfficiencyFactors) -> StepConstants:
         send_s_per_token=h * act / send_link,
         step_overhead_s=eff.step_overhead_s,
         layers_overhead_s=m.num_layers * eff.layer_overhead_s,
-        prefill_layers_overhead_s=m.num_layers * eff.prefill_layer_overhead_s,
+        # the eager launch, in dense layers' launches; a compiled model's, its attention's
+        # (one op a layer, every kind alike: `perf.launches`)
+        prefill_layers_overhead_s=eager_layer_units(m) * eff.prefill_layer_overhead_s,
+        compiled_layers_overhead_s=m.num_layers * eff.prefill_layer_overhead_s,
         indexer_overhead_s=_indexer_layers(d) * eff.indexer_overhead_s,
         stage_fraction=math.ceil(m.num_layers / pp) / m.num_layers,
         sequence_overhead_s=eff.sequence_overhead_s,

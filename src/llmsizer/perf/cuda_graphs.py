@@ -97,6 +97,15 @@ class CudaGraphs:
         return (CudaGraphs, (self.capture_sizes, self.padding, self.decode, self.mixed))
 
     @property
+    def compiled(self) -> bool:
+        """Whether the engine runs a compiled model whose steps with prompt work replay
+        piecewise graphs (vLLM's `PIECEWISE`, `FULL_AND_PIECEWISE`): a step it does not replay
+        from a full graph then launches from Python only the attention between the pieces
+        (past the largest captured size, the compiled pieces' kernels without graphs), one
+        op a layer (`perf.launches`); else every layer's kernels."""
+        return self.mixed == "piecewise"
+
+    @property
     def max_capture_size(self) -> int:
         return self.capture_sizes[-1] if self.capture_sizes else 0
 

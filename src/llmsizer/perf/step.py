@@ -20,8 +20,9 @@ sample a token, one GPU of a tensor-parallel group spends, over all layers:
     attention DP   with D ranks (`attention_dp_size`), everything but the experts is the
                    busiest rank's (`batch_shape.busiest_rank`: ceil(n / D) of the requests);
                    the experts see all T tokens; collectives in `perf.constants`
-    overhead       step_overhead + L * layer_overhead (+ L * prefill_layer_overhead when
-                   the step is launched eagerly, not from a full CUDA graph: `cuda_graphs`)
+    overhead       step_overhead + L * layer_overhead (+ U * prefill_layer_overhead when
+                   the step is launched eagerly, not from a full CUDA graph: `cuda_graphs`;
+                   U its launches in dense layers' (`launches`), L for a compiled model)
                    + L_dsa * indexer_overhead (layers with a sparse-attention indexer)
                    + S * sequence_overhead (per sampled sequence: host and sampler)
     CUDA graphs    a graphed step runs the layers' parts (not attention, not the output
@@ -127,7 +128,12 @@ def step_terms(
             c.num_moe_layers * touched * c.expert_dequant_bytes / c.experts_dequant_bytes_per_s
         )
     prefill_compute_s = prefill_memory_s = 0.0
-    prefill_overhead_s = c.prefill_layers_overhead_s if eager else 0.0
+    prefill_overhead_s = 0.0
+    if eager:  # launched op by op: every layer's kernels, or a compiled model's attention
+        compiled = graphs is not None and graphs.compiled
+        prefill_overhead_s = (
+            c.compiled_layers_overhead_s if compiled else c.prefill_layers_overhead_s
+        )
     if num_prefill:
         pairs = full * pairs_full + windowed * pairs_window
         kv_read = full * kv_full + windowed * kv_window

@@ -1,0 +1,83 @@
+"""Bring a `bench/fit_aic.py --cache` pickle recorded before eager launches were counted per
+kind of layer (`llmsizer.perf.launches`) up to date, without simulating again.
+
+    .venv/bin/python bench/eager_cache.py OLD.pkl NEW.pkl [--check K]
+
+A closed loop's schedule does not depend on the step cost, so a recorded trace's steps stay;
+only the `prefill_layers_overhead_s` column changes: it counted a model's layers in each
+eager step and now counts its eager launches in dense layers' launches
+(`eager_layer_units`), the same factor for every step of one model, so each trace's column
+is scaled by `eager_layer_units(model) / num_layers`; but for an engine that compiles the
+model (vLLM: `CudaGraphs.compiled`), whose eager launches are still one a layer. Rows whose
+spec speculates (the drafter is a model of its own with its own units) are left out, so
+that `fit_aic.py --cache NEW.pkl` records them afresh. `--check K` records every K-th kept
+row again and reports the largest relative difference of its features from the converted
+ones.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pickle
+from pathlib import Path
+
+import numpy as np
+from validate_aic import say
+
+from llmsizer.calibrate.aic_fit import Recorded
+from llmsizer.calibrate.features import FEATURES
+from llmsizer.calibrate.record import record_trace
+from llmsizer.calibrate.replay import ScheduleTrace
+from llmsizer.instance import make_instance
+from llmsizer.perf import calibrated_efficiency
+from llmsizer.perf.launches import eager_layer_units
+from llmsizer.specs import get_model
+
+_EAGER = FEATURES.index("prefill_layers_overhead_s")
+
+
+def rescale(trace: ScheduleTrace, ratio: float) -> ScheduleTrace:
+    """`trace` with its eager-launch column times `ratio`."""
+    out = trace.features.copy()
+    out[:, _EAGER] *= ratio
+    fields = {f: getattr(trace, f) for f in trace.__dataclass_fields__}
+    return ScheduleTrace(**(fields | {"features": out}))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("old", type=Path)
+    parser.add_argument("new", type=Path)
+    parser.add_argument("--check", type=int, default=0, help="record every K-th row again")
+    args = parser.parse_args()
+    if args.new.resolve() == args.old.resolve():
+        parser.error("NEW must be another file than OLD")
+    recorded = pickle.loads(args.old.read_bytes())
+    cases, traces, dropped = [], [], 0
+    for case, trace in zip(recorded.cases, recorded.traces, strict=True):
+        if case.spec.speculative is not None:
+            dropped += 1
+            continue
+        model = get_model(case.spec.model)
+        graphs = make_instance(case.spec, max_model_len=case.spec.isl + case.spec.osl).step
+        compiled = graphs.cuda_graphs is not None and graphs.cuda_graphs.compiled
+        ratio = 1.0 if compiled else eager_layer_units(model) / model.num_layers
+        cases.append(case)
+        traces.append(rescale(trace, ratio))
+    say(f"{len(cases)} rows converted, {dropped} left out (to be recorded again)")
+    args.new.write_bytes(pickle.dumps(Recorded(tuple(cases), tuple(traces))))
+    say(f"wrote {args.new}")
+    if args.check:
+        worst = 0.0
+        for case, trace in list(zip(cases, traces, strict=True))[:: args.check]:
+            fresh = record_trace(case.spec, calibrated_efficiency(case.backend))
+            a, b = fresh.features, trace.features
+            if a.shape != b.shape:
+                raise SystemExit(f"{case.row_id}: its schedule changed; record it again")
+            scale = np.maximum(np.abs(a).max(axis=0), 1e-300)
+            worst = max(worst, float((np.abs(a - b) / scale).max()))
+        say(f"checked {len(cases[:: args.check])} rows: largest relative difference {worst:.2e}")
+
+
+if __name__ == "__main__":
+    main()

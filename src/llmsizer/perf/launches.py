@@ -1,0 +1,96 @@
+"""Kernel launches of an eager step: how many each kind of decoder layer launches.
+
+A step that is not replayed from a CUDA graph (`perf.cuda_graphs`) is launched op by op
+from Python, and each launch costs the host microseconds: Python, the binding, the ATen
+dispatcher, the backend's choice of kernel and `cudaLaunchKernel`, ~5-25 us an op before
+the kernel runs (jiahuanglin.xyz, "From PyTorch op to kernel launch", its table of the
+dispatch chain; PyTorch's blog "Accelerating PyTorch with CUDA Graphs", 2021-10, motivates
+graphs by this cost). The general fits' `prefill_layer_overhead_s`, ~99 us for a dense
+layer's 12 launches, is 8 us a launch, inside that range. So the eager cost of a
+layer is its number of launches times a cost per launch, and a MoE or MLA layer launches
+several times what a dense GQA layer does. `EfficiencyFactors.prefill_layer_overhead_s`
+is the eager cost of one dense GQA layer (`DENSE_LAYER` launches); a model's eager step
+costs `eager_layer_units(model)` of them: its launches over `DENSE_LAYER`, equal to its
+number of layers for a dense GQA model, so a dense model is priced as before.
+
+Launches per part of a layer, counted in the engines' prompt (extend) path with tensor
+parallelism (BF16 kernels; quantising activations adds one per GEMM in every layer kind
+alike and is left out):
+
+- `NORMS` 2: the fused residual-add RMSNorms before attention and before the MLP.
+- `GQA_ATTENTION` 6: QKV GEMM, rotary, KV-cache store, prefill attention, output GEMM,
+  all-reduce (vLLM / SGLang `LlamaAttention.forward`); an output gate (Qwen3.5's gated
+  attention, `attention_output_gate`) adds its sigmoid and product, `OUTPUT_GATE` 2.
+- `DENSE_MLP` 4: gate-up GEMM, `SiluAndMul`, down GEMM, all-reduce (`LlamaMLP`).
+- `MLA_ATTENTION` 12: the fused q-a / kv-a down projection, q-a and kv-a RMSNorms, q-b and
+  kv-b up projections, rotary, the key concatenation of its nope and rope parts, the
+  latent's cache store, prefill attention, output GEMM, all-reduce (SGLang
+  `DeepseekV2AttentionMLA.forward_normal_prepare` / `forward_normal_core`; vLLM
+  `MLACommonImpl._forward_prefill`).
+- `INDEXER` 15: a sparse-attention indexer's projections, key norm, rotary, Hadamard
+  rotations, FP8 quantisation of q and k, index-cache store, logits and top-k (SGLang
+  `layers/attention/nsa/nsa_indexer.py`, `Indexer`; `EfficiencyFactors.indexer_overhead_s`).
+- `LINEAR_ATTENTION` 17: Gated DeltaNet's qkvz and ba projections, the layout split,
+  causal conv1d, gating, the chunked delta rule (FLA `chunk_gated_delta_rule`: L2 norms of q
+  and k, local cumsum, scaled K K^T, triangular solve, W / U recompute, the state pass, the
+  output: 8 Triton kernels), gated RMSNorm, output GEMM, all-reduce (SGLang
+  `Qwen3GatedDeltaNet`, `qwen3_next.py`).
+- `MOE_ROUTED` 9: router GEMM, top-k, the align / sort of tokens by expert, its buffer's
+  zeroing, the two grouped GEMMs, the activation, the weighted top-k sum, all-reduce
+  (vLLM / SGLang `FusedMoE`, `fused_experts`: `moe_align_block_size`, `invoke_fused_moe_
+  kernel` twice, `moe_sum`); `SHARED_EXPERT` 4 more where the model has shared experts:
+  their gate-up GEMM, activation, down GEMM and the add.
+
+A compiled model (vLLM's default, `CudaGraphs.compiled`) runs everything but attention as
+compiled pieces, replayed from piecewise graphs or launched by Inductor's generated code,
+and launches only the attention from Python: one op a layer, whatever its kind, so its
+eager step costs its number of layers (`StepConstants.compiled_layers_overhead_s`). The AIC
+rows agree (`docs/aic_measurement.md` section 20): vLLM's Kimi-K2.5 (MLA + MoE) holds
+about what Llama-3.1-70B does per layer, SGLang's and TensorRT-LLM's DeepSeek over twice.
+
+So a dense GQA layer launches 12 (as `layer_overhead_s`'s prior counts a decode layer), a
+DeepSeek-V3 MoE + MLA layer 27, a GLM-5 one (with its indexer) 42, Qwen3.5's linear-attention
+MoE layer 32, a Qwen3 / MiniMax MoE layer without shared experts 17.
+"""
+
+from __future__ import annotations
+
+from llmsizer.specs.models import ModelSpec
+
+NORMS = 2
+GQA_ATTENTION = 6
+OUTPUT_GATE = 2
+DENSE_MLP = 4
+MLA_ATTENTION = 12
+INDEXER = 15
+LINEAR_ATTENTION = 17
+MOE_ROUTED = 9
+SHARED_EXPERT = 4
+DENSE_LAYER = NORMS + GQA_ATTENTION + DENSE_MLP  # the unit of `prefill_layer_overhead_s`
+
+
+def eager_launches(model: ModelSpec) -> int:
+    """Kernels one eager forward pass of `model`'s decoder layers launches (module
+    docstring): every layer's norms, attention (softmax, MLA, linear; an indexer where
+    the model has one) and MLP (dense, or routed experts plus shared ones)."""
+    softmax = model.num_kv_cache_layers
+    attention = MLA_ATTENTION if model.mla is not None else GQA_ATTENTION
+    if model.attention_output_gate:
+        attention += OUTPUT_GATE
+    if model.sparse_attention is not None:
+        attention += INDEXER
+    moe = model.moe
+    moe_layer = 0 if moe is None else MOE_ROUTED + (SHARED_EXPERT if moe.num_shared_experts else 0)
+    return (
+        NORMS * model.num_layers
+        + softmax * attention
+        + model.num_linear_attention_layers * LINEAR_ATTENTION
+        + model.num_moe_layers * moe_layer
+        + model.num_dense_layers * DENSE_MLP
+    )
+
+
+def eager_layer_units(model: ModelSpec) -> float:
+    """`model`'s eager launches in dense GQA layers (`DENSE_LAYER`), the count that
+    `prefill_layer_overhead_s` multiplies: its number of layers for a dense GQA model."""
+    return eager_launches(model) / DENSE_LAYER

@@ -1,0 +1,103 @@
+"""Eager prompt steps: launches per kind of layer times a cost per launch (`perf.launches`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from llmsizer.perf.batch_shape import BatchShape, ChunkShape, aggregate, decode_batch
+from llmsizer.perf.cuda_graphs import CudaGraphs, capture_plan
+from llmsizer.perf.deployment import Deployment
+from llmsizer.perf.efficiency import EfficiencyFactors
+from llmsizer.perf.launches import DENSE_LAYER, eager_launches, eager_layer_units
+from llmsizer.perf.step import StepModel, StepTerms, step_terms
+from llmsizer.specs import get_model
+from llmsizer.units import GB, US
+
+PER_LAUNCH_S = 10 * US  # within PyTorch's ~5-25 us a dispatched op
+EFF = EfficiencyFactors(prefill_layer_overhead_s=DENSE_LAYER * PER_LAUNCH_S)
+PROMPT = BatchShape(prefill_chunks=(ChunkShape(1024),))
+
+
+def _plan(engine: str) -> CudaGraphs:
+    return capture_plan(
+        engine, max_num_seqs=256, max_num_batched_tokens=8192, gpu_memory_bytes=180 * GB,
+        tensor_parallel_size=8,
+    )  # fmt: skip
+
+
+def _step(model: str, graphs: CudaGraphs | None, eff: EfficiencyFactors = EFF) -> StepModel:
+    return StepModel(Deployment.from_names(model, "b200-sxm", "fp8", tensor_parallel_size=8), eff,
+                     graphs)  # fmt: skip
+
+
+def _terms(step: StepModel, batch: BatchShape) -> StepTerms:
+    c = step.constants
+    return StepTerms._make(step_terms(c, aggregate(batch, c.window), step.cuda_graphs))
+
+
+def test_a_dense_layer_launches_fewer_kernels_than_moe_and_mla_layers() -> None:
+    per_layer = {
+        name: eager_launches(get_model(name)) / get_model(name).num_layers
+        for name in ("llama-3.1-70b", "qwen3-235b-a22b", "deepseek-v3", "glm-5")
+    }
+    assert per_layer["llama-3.1-70b"] == DENSE_LAYER == 12
+    # MoE with GQA < MoE with MLA and shared experts < the same with a sparse-attention indexer
+    assert (
+        per_layer["llama-3.1-70b"]
+        < per_layer["qwen3-235b-a22b"]
+        < per_layer["deepseek-v3"]
+        < per_layer["glm-5"]
+    )
+    # DeepSeek-V3: 3 dense + 58 MoE layers, MLA everywhere: 2 + 12 + (4 or 9 + 4)
+    assert eager_launches(get_model("deepseek-v3")) == 61 * (2 + 12) + 3 * 4 + 58 * 13
+
+
+@pytest.mark.parametrize("name", ["llama-3.1-8b", "llama-3.1-70b", "mistral-7b"])
+def test_a_dense_gqa_model_counts_its_layers(name: str) -> None:
+    model = get_model(name)
+    assert eager_layer_units(model) == model.num_layers  # priced exactly as before
+
+
+@pytest.mark.parametrize("engine", ["sglang", "trtllm"])
+@pytest.mark.parametrize("name", ["llama-3.1-70b", "deepseek-v3", "qwen3.5-397b-a17b"])
+def test_an_eager_prompt_step_pays_its_launches_times_the_cost_per_launch(
+    engine: str, name: str
+) -> None:
+    step = _step(name, _plan(engine))
+    eager = _terms(step, PROMPT).prefill_layers_overhead_s
+    assert eager == pytest.approx(eager_launches(get_model(name)) * PER_LAUNCH_S, rel=1e-12)
+    # a host-bound step (the launch cost far above the GPU's work) takes its launches' time
+    slow = EFF.replace(prefill_layer_overhead_s=DENSE_LAYER * 100 * US)
+    free = EFF.replace(prefill_layer_overhead_s=0.0)
+    host_s = eager_launches(get_model(name)) * 100 * US
+    assert _step(name, _plan(engine), slow)(PROMPT) - _step(name, _plan(engine), free)(
+        PROMPT
+    ) == pytest.approx(host_s, rel=1e-9)
+    assert host_s / _step(name, _plan(engine), slow)(PROMPT) > 0.8  # most of the step
+
+
+@pytest.mark.parametrize("name", ["llama-3.1-70b", "deepseek-v3"])
+def test_a_graphed_step_pays_no_launches(name: str) -> None:
+    for engine in ("vllm", "sglang", "trtllm"):
+        assert (
+            _terms(_step(name, _plan(engine)), decode_batch(64, 64_000)).prefill_layers_overhead_s
+            == 0
+        )
+    full = capture_plan(
+        "vllm", mode="FULL", max_num_seqs=256, max_num_batched_tokens=8192,
+        gpu_memory_bytes=180 * GB, tensor_parallel_size=8,
+    )  # fmt: skip
+    small_prompt = BatchShape(prefill_chunks=(ChunkShape(100),))
+    assert _terms(_step(name, full), small_prompt).prefill_layers_overhead_s == 0.0
+
+
+def test_a_compiled_model_launches_only_its_attention_one_op_a_layer() -> None:
+    # vLLM's piecewise graphs: MoE, MLA projections and norms run compiled; a MoE + MLA
+    # layer's eager launch costs what a dense layer's does
+    for name in ("llama-3.1-70b", "deepseek-v3"):
+        model = get_model(name)
+        eager = _terms(_step(name, _plan("vllm")), PROMPT).prefill_layers_overhead_s
+        assert eager == pytest.approx(model.num_layers * DENSE_LAYER * PER_LAUNCH_S, rel=1e-12)
+    deepseek = _terms(_step("deepseek-v3", _plan("sglang")), PROMPT).prefill_layers_overhead_s
+    assert deepseek > _terms(_step("deepseek-v3", _plan("vllm")), PROMPT).prefill_layers_overhead_s
+    assert _plan("vllm").compiled and not _plan("sglang").compiled and not _plan("trtllm").compiled
