@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import pickle
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from validate_aic import say
@@ -44,6 +45,16 @@ def rescale(trace: ScheduleTrace, ratio: float) -> ScheduleTrace:
     return ScheduleTrace(**(fields | {"features": out}))
 
 
+def _with_defaults(spec: Any) -> Any:
+    """`spec` as pickled, with the fields added since at their defaults."""
+    missing = {
+        name: field.get_default(call_default_factory=True)
+        for name, field in type(spec).model_fields.items()
+        if name not in spec.__dict__
+    }
+    return spec.model_copy(update=missing) if missing else spec
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("old", type=Path)
@@ -59,7 +70,8 @@ def main() -> None:
             dropped += 1
             continue
         model = get_model(case.spec.model)
-        graphs = make_instance(case.spec, max_model_len=case.spec.isl + case.spec.osl).step
+        spec = _with_defaults(case.spec)
+        graphs = make_instance(spec, max_model_len=spec.isl + spec.osl).step
         compiled = graphs.cuda_graphs is not None and graphs.cuda_graphs.compiled
         ratio = 1.0 if compiled else eager_layer_units(model) / model.num_layers
         cases.append(case)
