@@ -22,6 +22,10 @@ in the engines' wheels and the scripts at the commits named there:
   beyond that sweep, and they ran with a cap of at least CONC: DeepSeek-R1 FP8 TP8 1k/1k at
   CONC 512 has a mean TTFT of 3.1 s at 69 ms TPOT, where a cap of 128 would hold 384 clients
   for about a whole request (~70 s). So the cap is `max(script cap, CONC)`.
+  Every SGLang script runs `--disable-radix-cache` and the client `--ignore-eos`, so SGLang
+  admits a prompt only while every running request can still decode to its end
+  (`kv_reservation` `projected`: `PrefillAdder.add_one_req_ignore_eos` in the 0.5.9 and
+  0.5.10 wheels, `llmsizer.sim.batching.projected_kv`; `docs/aic_measurement.md` section 21).
 - **TensorRT-LLM** (`llm_args.py`): `max_num_tokens` 8192, chunked context off: the preset.
   InferenceX: Llama-70B `--max_num_tokens 16384`, `max_batch_size` 1024
   (`70b_fp8_b200_trt_slurm.sh` @ c198b20e); DeepSeek-R1/V3 `max(8192, ceil64(CONC + ISL +
@@ -141,6 +145,7 @@ def launch_settings(
         elif family == "llama-70b":
             settings["max_num_seqs"] = concurrency if gpu_memory_bytes < 100 * GB else 512
     elif engine == "sglang":
+        settings["kv_reservation"] = "projected"  # ignore_eos, radix cache off (docstring)
         fp8 = precision.startswith("fp8")
         if family in ("qwen3.5", "deepseek"):
             tp4_fp8 = family == "deepseek" and fp8 and tp < 8
