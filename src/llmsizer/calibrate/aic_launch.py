@@ -22,10 +22,9 @@ in the engines' wheels and the scripts at the commits named there:
   beyond that sweep, and they ran with a cap of at least CONC: DeepSeek-R1 FP8 TP8 1k/1k at
   CONC 512 has a mean TTFT of 3.1 s at 69 ms TPOT, where a cap of 128 would hold 384 clients
   for about a whole request (~70 s). So the cap is `max(script cap, CONC)`.
-  Every SGLang script runs `--disable-radix-cache` and the client `--ignore-eos`, so SGLang
-  admits a prompt only while every running request can still decode to its end
-  (`kv_reservation` `projected`: `PrefillAdder.add_one_req_ignore_eos` in the 0.5.9 and
-  0.5.10 wheels, `llmsizer.sim.batching.projected_kv`; `docs/aic_measurement.md` section 21).
+  All run `--disable-radix-cache`, the client `--ignore-eos`: SGLang admits a prompt only while
+  every running request can decode to its end (`kv_reservation` `projected`, 0.5.9 / 0.5.10
+  `PrefillAdder.add_one_req_ignore_eos`, `sim.batching.projected_kv`; aic_measurement §21).
 - **TensorRT-LLM** (`llm_args.py`): `max_num_tokens` 8192, chunked context off: the preset.
   InferenceX: Llama-70B `--max_num_tokens 16384`, `max_batch_size` 1024
   (`70b_fp8_b200_trt_slurm.sh` @ c198b20e); DeepSeek-R1/V3 `max(8192, ceil64(CONC + ISL +
