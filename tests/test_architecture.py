@@ -218,7 +218,10 @@ BUDGET = {
     # settings beside hold10's MTP ones (merged)
     + 60
     # + 10: a results point's records_path the OS refuses is the reader's message (fuzz)
-    + 10,
+    + 10
+    # + 20: SGLang's projected KV admission and Qwen3.5's own B300 scripts in the AIC launch
+    # settings (issue 10, sglttft11)
+    + 20,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run

@@ -7,9 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from llmsizer.calibrate.aic_launch import launch_settings
 from llmsizer.sim.batching.projected_kv import RESERVE_TOKENS, projected_ok
-from llmsizer.units import GB
 
 from .conftest import drive, make_engine, make_request, make_scheduler, make_workload, step
 
@@ -93,20 +91,3 @@ def test_a_refused_prompt_joins_in_the_step_after_a_request_finishes() -> None:
     assert b_done == 199 and joined == 200
     assert a.finish_clock - s.decoding.clock == 100 and s.num_preemptions == 0
     drive(s, [])
-
-
-def test_the_inferencex_sglang_rows_launch_with_it() -> None:
-    """Every InferenceX SGLang script runs --disable-radix-cache and its client --ignore-eos;
-    AIC's own rows keep the engine's defaults."""
-    for inferencex in (True, False):
-        got = launch_settings(
-            engine="sglang",
-            model="deepseek-r1",
-            precision="fp8",
-            tp=8,
-            gpu_memory_bytes=180 * GB,
-            concurrency=64,
-            isl=1024,
-            inferencex=inferencex,
-        )
-        assert got.get("kv_reservation") == ("projected" if inferencex else None)
