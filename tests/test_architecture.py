@@ -221,7 +221,11 @@ BUDGET = {
     + 10
     # + 20: SGLang's projected KV admission and Qwen3.5's own B300 scripts in the AIC launch
     # settings (issue 10, sglttft11)
-    + 20,
+    + 20
+    # + 160: the SGLang disaggregated rows' srt-slurm recipe settings per attention-DP rank
+    # (aic_sglang_recipes.py, its table read by bench/srt_slurm_recipes.py) given to their
+    # pools (issue 10, sgldisagg11)
+    + 160,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run

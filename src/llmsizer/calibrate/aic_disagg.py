@@ -226,8 +226,9 @@ def _map(row: Mapping[str, str]) -> AicDisaggCase:
             {
                 **base,
                 **layouts["prefill"],
-                **_memory_fraction(row, model, layouts["prefill"]),
+                **_memory_fraction(row, model, layouts["prefill"], "prefill"),
                 **_batch(row, "prefill_batch_size"),
+                **_recipe_engine(row, "prefill"),
                 "isl": isl,
                 "osl": osl,
                 "concurrency": concurrency,
@@ -239,8 +240,9 @@ def _map(row: Mapping[str, str]) -> AicDisaggCase:
             {
                 **base,
                 **layouts["decode"],
-                **_memory_fraction(row, model, layouts["decode"]),
+                **_memory_fraction(row, model, layouts["decode"], "decode"),
                 **_batch(row, "decode_batch_size"),
+                **_recipe_engine(row, "decode"),
                 **_mtp(row, model),
             }
         )
@@ -283,10 +285,14 @@ def _check_fit(case: AicDisaggCase) -> None:
 
 
 def _memory_fraction(
-    row: Mapping[str, str], model: str, layout: dict[str, int]
+    row: Mapping[str, str], model: str, layout: dict[str, int], pool: str
 ) -> dict[str, float]:
-    """`gpu_memory_utilization` 0.95 for an SGLang DeepSeek FP8 pool of 4 GPUs (module
-    docstring), else nothing (the preset's 0.9)."""
+    """`gpu_memory_utilization`: the pool's `mem-fraction-static` where its SGLang recipe
+    sets it (`llmsizer.calibrate.aic_sglang_recipes`), else 0.95 for an SGLang DeepSeek FP8
+    pool of 4 GPUs (module docstring), else nothing (the preset's 0.9)."""
+    recipe = row.get(f"{pool}_mem_fraction_static", "").strip()
+    if recipe:
+        return {"gpu_memory_utilization": float(recipe)}
     gpus = layout["tp"] * layout["attention_dp_size"]
     fp8 = row["gemm_quant_mode"].strip() == "fp8"
     if row["backend"] == "sglang" and model.startswith("deepseek") and fp8 and gpus == 4:
@@ -304,6 +310,18 @@ def _mtp(row: Mapping[str, str], model: str) -> dict[str, Any]:
     spec = mtp_speculation(row["backend"], model, row.get("mtp_tokens", ""))
     ahead = {"overlap_scheduler": True} if row["backend"] == "sglang" else {}
     return {"speculative": spec, **ahead}
+
+
+def _recipe_engine(row: Mapping[str, str], pool: str) -> dict[str, int]:
+    """A pool's engine settings from its SGLang recipe's cells
+    (`llmsizer.calibrate.aic_sglang_recipes`), per attention-DP rank: the prefill pool's
+    `chunked-prefill-size` as `max_num_batched_tokens`, the decode pool's
+    `cuda-graph-max-bs` as `max_cudagraph_capture_size`; nothing where the cells are empty."""
+    cells = {"prefill": ("prefill_chunked_prefill_size", "max_num_batched_tokens"),
+             "decode": ("decode_cuda_graph_max_bs", "max_cudagraph_capture_size")}  # fmt: skip
+    column, key = cells[pool]
+    text = row.get(column, "").strip()
+    return {key: int(text)} if text else {}
 
 
 def _batch(row: Mapping[str, str], column: str) -> dict[str, int]:

@@ -53,6 +53,7 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 from importlib import resources
 
+from llmsizer.calibrate.aic_sglang_recipes import recipe_columns, sglang_recipe
 from llmsizer.calibrate.aic_sweeps import (
     Pool,
     Sweep,
@@ -107,6 +108,7 @@ def inferencex_sweeps() -> dict[Key, list[Versions]]:
             source=f"{line['config']} @{line['commit']}",
             mtp_tokens=int(line["mtp_tokens"]) if line["mtp_tokens"] else None,
             decode_batch=recipe_decode_batch(line["engine"], line["recipe"]),
+            recipe=line["recipe"],
         )
         by_since = configs[key].setdefault(line["config"], {})
         by_since.setdefault(line["since"], []).append(sweep)
@@ -164,7 +166,7 @@ def with_inferencex_launches(rows: Sequence[Mapping[str, str]]) -> list[dict[str
                 mtp = " MTP" if sweep.mtp else ""
                 row |= {"launch": f"{sweep.label}{mtp} ({sweep.source})"}
                 row |= sweep.prefill.columns("prefill") | sweep.decode.columns("decode")
-                row |= mtp_columns(sweep) | decode_batch_columns(sweep)
+                row |= mtp_columns(sweep) | decode_batch_columns(sweep) | _sglang_columns(sweep)
         elif r["mode"] == "disagg" and workers_given(r) and not row["launch"]:
             row |= _launched_batch(r)
         out.append(row)
@@ -182,9 +184,20 @@ def _gpus(row: Mapping[str, str], pool: str) -> int:
 
 
 def _launched_batch(row: Mapping[str, str]) -> dict[str, str]:
-    """A dump row's decode batch as its sweep launched it (module docstring), else nothing."""
-    if row["backend"] != "trtllm":
+    """A dump row's decode batch (TensorRT-LLM) or its SGLang recipe's settings as its sweep
+    launched it (module docstring), else nothing."""
+    if row["backend"] not in ("trtllm", "sglang"):
         return {}
     workers = (_int(row, "prefill_num_workers"), _int(row, "decode_num_workers"))
     sweep = inferencex_sweep(row, workers)
-    return decode_batch_columns(sweep) if isinstance(sweep, Sweep) else {}
+    if not isinstance(sweep, Sweep):
+        return {}
+    return decode_batch_columns(sweep) | _sglang_columns(sweep)
+
+
+def _sglang_columns(sweep: Sweep) -> dict[str, str]:
+    """The pool cells of an SGLang sweep's srt-slurm recipe
+    (`llmsizer.calibrate.aic_sglang_recipes`), else nothing."""
+    commit = sweep.source.rsplit("@", 1)[-1]
+    found = sglang_recipe(sweep.recipe, commit) if sweep.recipe else None
+    return {} if found is None else recipe_columns(found)

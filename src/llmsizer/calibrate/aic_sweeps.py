@@ -69,6 +69,7 @@ class Sweep:
     source: str = ""
     mtp_tokens: int | None = None
     decode_batch: int | None = None  # its decode workers' max batch per rank, where named
+    recipe: str = ""  # the srt-slurm recipe it names (`CONFIG_FILE=`), where it names one
 
     @property
     def num_gpus(self) -> int:

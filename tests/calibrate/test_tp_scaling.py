@@ -1,0 +1,59 @@
+"""`bench/tp_scaling.py`: TPOT over TP sizes split into the part that shrinks with TP and the
+part that does not (docs/aic_measurement.md section 22)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+
+@pytest.fixture
+def tp_scaling(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    spec = importlib.util.spec_from_file_location("tp_scaling", BENCH / "tp_scaling.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "tp_scaling", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_split_recovers_the_two_parts(tp_scaling: ModuleType) -> None:
+    # 10 ms of weight and KV streaming on one GPU, 4.5 ms of fixed cost on every GPU
+    tps = [1, 2, 4, 8]
+    tpot = [10.0 / tp + 4.5 for tp in tps]
+    bytes_tp1, fixed = tp_scaling.split(tps, tpot)
+    assert bytes_tp1 == pytest.approx(10.0)
+    assert fixed == pytest.approx(4.5)
+
+
+def test_split_is_the_least_squares_fit(tp_scaling: ModuleType) -> None:
+    # a point off the line moves both parts, and the residuals sum to zero (an intercept)
+    tps, tpot = [1, 2, 4], [14.0, 9.0, 7.5]
+    bytes_tp1, fixed = tp_scaling.split(tps, tpot)
+    residuals = [t - (bytes_tp1 / tp + fixed) for tp, t in zip(tps, tpot, strict=True)]
+    assert sum(residuals) == pytest.approx(0.0, abs=1e-9)
+    assert 0 < fixed < 7.5 and bytes_tp1 > 0
+
+
+def test_split_needs_two_tp_sizes(tp_scaling: ModuleType) -> None:
+    with pytest.raises(ValueError, match=r"tp sizes \[4\]"):
+        tp_scaling.split([4, 4], [7.0, 7.1])
+
+
+def test_series_keep_three_tp_sizes_at_low_load(tp_scaling: ModuleType) -> None:
+    def row(tp: int, c: int, model: str = "llama") -> dict[str, str]:
+        return {"backend": "trtllm", "system": "h100_sxm", "model": model, "quant": "bf16",
+                "version": "1.0.0rc3", "isl": "1024", "osl": "512", "concurrency": str(c),
+                "tp": str(tp), "measured_mean_tpot_ms": "7.0", "p": "8.0"}  # fmt: skip
+
+    rows = [row(tp, 8) for tp in (1, 2, 4)] + [row(tp, 64) for tp in (1, 2, 4)]
+    rows += [row(tp, 8, "two-sizes") for tp in (1, 2)]
+    kept = tp_scaling.series(rows, "p", max_c=16)
+    assert list(kept) == [("trtllm", "h100_sxm", "llama", "bf16", "1.0.0rc3", "1024", "512", "8")]
+    assert sorted(tp for tp, _, _ in kept[next(iter(kept))]) == [1, 2, 4]
