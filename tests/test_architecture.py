@@ -116,7 +116,10 @@ BUDGET = {
     + 10
     # + 40: a run's finished first tokens read off the step end times, without building the
     # step log (`_Run.first_tokens`): the lever table's early-stop checks (issue 11, levers11)
-    + 40,
+    + 40
+    # + 85: SGLang's projected KV admission of ignore-EOS requests, `batching/projected_kv.py`,
+    # and its `kv_reservation` value (issue 10, sglttft11)
+    + 85,
     "workload": 1300,
     "bench": 2700,
     "report": 2100,
@@ -233,6 +236,9 @@ BUDGET = {
     + 60
     # + 10: a results point's records_path the OS refuses is the reader's message (fuzz)
     + 10
+    # + 20: SGLang's projected KV admission and Qwen3.5's own B300 scripts in the AIC launch
+    # settings (issue 10, sglttft11)
+    + 20
     # + 160: the SGLang disaggregated rows' srt-slurm recipe settings per attention-DP rank
     # (aic_sglang_recipes.py, its table read by bench/srt_slurm_recipes.py) given to their
     # pools (issue 10, sgldisagg11)

@@ -14,14 +14,20 @@ in the engines' wheels and the scripts at the commits named there:
 - **SGLang** 0.5.9 (`server_args.py`): `chunked_prefill_size` 8192 below 160 GB of GPU
   memory, 16384 above (B200, B300). InferenceX: DeepSeek-R1/V3 FP8 at TP8 chunk 32768 and
   `--max-running-requests` 128, at TP4 8192 and 32; NVFP4 16384 and 256
-  (`dsr1_fp{8,4}_b200.sh` @ 20073baf); Qwen3.5 32768 and 128; GLM-5 32768 and CONC. The
-  DeepSeek (NVFP4 since 2025-09, FP8) and Qwen3.5 scripts set `--scheduler-recv-interval` 30
-  at CONC >= 16, else 10; FP8 at TP4 always 10 (`SCHEDULER_RECV_INTERVAL`). The caps are, in the
-  scripts' words, "the maximum concurrency" of the official sweep (`nvidia-master.yaml` @
-  cdcf0df1 runs DeepSeek FP8 TP8 at CONC <= 64, TP4 <= 32). Rows above a cap come from runs
-  beyond that sweep, and they ran with a cap of at least CONC: DeepSeek-R1 FP8 TP8 1k/1k at
-  CONC 512 has a mean TTFT of 3.1 s at 69 ms TPOT, where a cap of 128 would hold 384 clients
-  for about a whole request (~70 s). So the cap is `max(script cap, CONC)`.
+  (`dsr1_fp{8,4}_b200.sh` @ 20073baf); Qwen3.5 32768 and 128 (memory 0.82, NVFP4 0.85); its
+  B300 scripts (the 0.5.10.post1 rows, 2026-04-17/18): FP8 16384, CONC, receive interval 10,
+  memory 0.8 (`qwen3.5_fp8_b300.sh` @ c0f62a2e), NVFP4 memory 0.8 (@ 8acbd08b); GLM-5 32768
+  and CONC. The DeepSeek (NVFP4 since 2025-09, FP8) and Qwen3.5 scripts set
+  `--scheduler-recv-interval` 30 at CONC >= 16, else 10; FP8 at TP4 always 10
+  (`SCHEDULER_RECV_INTERVAL`). The caps are, in the scripts' words, "the maximum concurrency" of
+  the official sweep (`nvidia-master.yaml` @ cdcf0df1 runs DeepSeek FP8 TP8 at CONC <= 64, TP4
+  <= 32). Rows above a cap come from runs beyond that sweep, and they ran with a cap of at least
+  CONC: DeepSeek-R1 FP8 TP8 1k/1k at CONC 512 has a mean TTFT of 3.1 s at 69 ms TPOT, where a
+  cap of 128 would hold 384 clients for about a whole request (~70 s). So the cap is `max(script
+  cap, CONC)`.
+  All run `--disable-radix-cache`, the client `--ignore-eos`: SGLang admits a prompt only while
+  every running request can decode to its end (`kv_reservation` `projected`, 0.5.9 / 0.5.10
+  `PrefillAdder.add_one_req_ignore_eos`, `sim.batching.projected_kv`; aic_measurement §21).
 - **TensorRT-LLM** (`llm_args.py`): `max_num_tokens` 8192, chunked context off: the preset.
   InferenceX: Llama-70B `--max_num_tokens 16384`, `max_batch_size` 1024
   (`70b_fp8_b200_trt_slurm.sh` @ c198b20e); DeepSeek-R1/V3 `max(8192, ceil64(CONC + ISL +
@@ -39,7 +45,7 @@ TensorRT-LLM's overlap scheduler (`llm_args.py`), vLLM's async scheduling (vllm-
 and SGLang's overlap schedule: each engine's default, turned off by no InferenceX script.
 Memory fractions, each in its engine's meaning (`llmsizer.perf.memory.MemoryRule`): vLLM
 Kimi-K2.5 INT4 `--gpu-memory-utilization 0.95`; SGLang DeepSeek-R1/V3 FP8
-`--mem-fraction-static` 0.82 at TP8 and 0.95 at TP4, NVFP4 0.85, Qwen3.5 0.82, GLM-5 0.85;
+`--mem-fraction-static` 0.82 at TP8 and 0.95 at TP4, NVFP4 0.85, Qwen3.5 0.82 (above), GLM-5 0.85;
 TensorRT-LLM DeepSeek-R1/V3 `free_gpu_memory_fraction: 0.8` (the same scripts). The rest
 launch at 0.9, the default here (vLLM's default, TensorRT-LLM's too).
 
@@ -99,6 +105,7 @@ from typing import Any
 from llmsizer.units import GB
 
 SGLANG_LARGE_GPU_BYTES = 160 * GB  # server_args.py: >= 160 GB gets chunked_prefill_size 16384
+SGLANG_B300_BYTES = 250 * GB  # a B300 (288 GB), not a B200 (180 GB): its own Qwen3.5 scripts
 # Per-token acceptance of a model's own MTP head on InferenceX's random-token prompts, in the
 # geometric model (`perf.speculative`). DeepSeek: vLLM PR 41044, DeepSeek-V4 on random
 # 1024/1024 at k 2, positions accepted 75.7-78.6 % and 35.5-38.1 %: 2.14 = 1 + a + a^2. Real
@@ -144,6 +151,7 @@ def launch_settings(
         elif family == "llama-70b":
             settings["max_num_seqs"] = concurrency if gpu_memory_bytes < 100 * GB else 512
     elif engine == "sglang":
+        settings["kv_reservation"] = "projected"  # ignore_eos, radix cache off (docstring)
         fp8 = precision.startswith("fp8")
         if family in ("qwen3.5", "deepseek"):
             tp4_fp8 = family == "deepseek" and fp8 and tp < 8
@@ -159,8 +167,10 @@ def launch_settings(
             settings.update(
                 max_num_batched_tokens=32768,
                 max_num_seqs=max(128, concurrency),
-                gpu_memory_utilization=0.82,
+                gpu_memory_utilization=0.85 if precision == "fp4" else 0.82,
             )
+            if gpu_memory_bytes >= SGLANG_B300_BYTES and version.startswith("0.5.10"):
+                settings |= _sglang_qwen_b300(fp8, concurrency)
         elif family == "glm":
             settings.update(
                 max_num_batched_tokens=32768, max_num_seqs=concurrency, gpu_memory_utilization=0.85
@@ -234,6 +244,18 @@ def agg_mtp_speculation(
     if engine != "trtllm" or version != TRT_MTP_SWEEP_IMAGE:
         return None
     return mtp_speculation(engine, model, "1" if attention_dp > 1 else "3")
+
+
+def _sglang_qwen_b300(fp8: bool, concurrency: int) -> dict[str, Any]:
+    """Qwen3.5 on B300 as its own scripts launched it (module docstring)."""
+    if not fp8:
+        return {"gpu_memory_utilization": 0.8}
+    return {
+        "max_num_batched_tokens": 16384,
+        "scheduler_recv_interval": 10,
+        "max_num_seqs": concurrency,
+        "gpu_memory_utilization": 0.8,
+    }
 
 
 def _trtllm_deepseek(

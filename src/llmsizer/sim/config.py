@@ -109,10 +109,13 @@ class EngineConfig(BaseModel):
         description="decode_first: decodes every step, prompts fill the rest (vLLM); "
         "prefill_first: steps with prompt work pause decodes (SGLang).",
     )
-    kv_reservation: Literal["incremental", "full"] = Field(
+    kv_reservation: Literal["incremental", "full", "projected"] = Field(
         "incremental",
         description="incremental: allocate KV as tokens are scheduled, preempt when full; "
-        "full: reserve prompt + max output at admission, never preempt (TRT-LLM).",
+        "full: reserve prompt + max output at admission, never preempt (TRT-LLM); "
+        "projected: allocate as scheduled, admit only while the running requests, finishing "
+        "in order, can all decode to their end (SGLang with ignore_eos and the radix cache "
+        "off); a refused request waits until one finishes.",
     )
     block_size: int = Field(16, ge=1, le=1024, description="Tokens per KV-cache block.")
     num_gpu_blocks: int | None = Field(

@@ -12,7 +12,10 @@ and the KV cache allow. Two orders engines actually use:
 KV blocks are either allocated as tokens are scheduled (`incremental`, vLLM and SGLang: a
 request that cannot grow preempts the lowest-priority running request, which recomputes
 later) or reserved for prompt plus maximum output at admission (`full`, TensorRT-LLM's
-GUARANTEED_NO_EVICT: no preemption, fewer requests at once).
+GUARANTEED_NO_EVICT: no preemption, fewer requests at once), or allocated as scheduled and
+admitted only while every running request can still decode to its end (`projected`, SGLang's
+admission of ignore-EOS requests with the radix cache off,
+`llmsizer.sim.batching.projected_kv`: a refused request waits until one finishes).
 
 `scheduler_recv_interval` N (SGLang's `--scheduler-recv-interval`, `SchedulerRecvSkipper`
 with its default weights: a decode step 1, an idle loop 1, any other step 1000): the scheduler
@@ -49,11 +52,12 @@ from llmsizer.sim.batch import Batch, PrefillChunk, make_batch
 from llmsizer.sim.batching.attention_dp import AttentionDpBalance
 from llmsizer.sim.batching.base import Scheduler, SchedulerOutput
 from llmsizer.sim.batching.overlap import OverlapAdmission
+from llmsizer.sim.batching.projected_kv import fits_projected
 from llmsizer.sim.kv_cache import KVCacheManager
 from llmsizer.sim.request import SimRequest
 
 SchedulePolicy = Literal["decode_first", "prefill_first"]
-KvReservation = Literal["incremental", "full"]
+KvReservation = Literal["incremental", "full", "projected"]
 
 
 class ContinuousScheduler(Scheduler):
@@ -92,6 +96,7 @@ class ContinuousScheduler(Scheduler):
         self.kv_reservation = kv_reservation
         self.decode_first = policy == "decode_first"  # read every step: compared once here
         self.reserve_full = kv_reservation == "full"
+        self.projected = kv_reservation == "projected"
         # The waiting request a decode-only step refused, and the running count then
         # (`decodes_only`); reset by every `schedule`.
         self.refused: SimRequest | None = None
@@ -244,7 +249,7 @@ class ContinuousScheduler(Scheduler):
             k = self._lookup_prefix(r)
             n = self._chunk(r.num_remaining_prefill, budget)
             need = self._blocks_to_admit(r, n)
-            if n == 0 or not self.kv.allocate(need):
+            if n == 0 or (self.projected and not self._fits(r)) or not self.kv.allocate(need):
                 if k:
                     self._undo_lookup(r)
                 elif not out:
@@ -257,6 +262,11 @@ class ContinuousScheduler(Scheduler):
             self.num_read = max(self.num_read - 1, 0)
             budget -= n
         return out
+
+    def _fits(self, r: SimRequest) -> bool:
+        """SGLang's projected check (`projected_kv`): every request can still decode to its end."""
+        free_tokens = self.kv.num_allocatable() * self.kv.block_size
+        return fits_projected(free_tokens, r, self.running, self.decoding.clock)
 
     def _refuse(self, r: SimRequest, n: int) -> None:
         """Remember `r`, refused in a step with no prompt work, so that `decodes_only` can
