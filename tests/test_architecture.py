@@ -215,7 +215,10 @@ BUDGET = {
     # settings beside hold10's MTP ones (merged)
     + 60
     # + 10: a results point's records_path the OS refuses is the reader's message (fuzz)
-    + 10,
+    + 10
+    # + 40: each measurements.csv row's runtime priced by its own general fit (the C++
+    # runtime's shipped in calibrate/data; issue 10, trtcpp11)
+    + 40,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run
