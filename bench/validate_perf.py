@@ -102,7 +102,8 @@ def fit(csv_path: Path, every: int, workers: Sweep) -> None:
     centre = cpp_fit.factors.replace(**{f: getattr(priors, f) for f in PYTORCH_OWN_PRIORS})
     general = _fit(pytorch, centre, workers)
     centred = f"the C++ runtime's fit, {', '.join(PYTORCH_OWN_PRIORS)} at the priors"
-    rows = f"every PyTorch-backend row it prices ({len(pytorch)}: the v1.0 table but {own})"
+    rows = f"every PyTorch-backend row it prices ({len(pytorch)}: the v1.0 table but on "
+    rows += f"{', '.join(own)} GPUs, which their own fits price)"
     trtllm = calibration_file(
         general, EnginePreset.TRTLLM, _fitted_on(pytorch, digest, rows, centred, every)
     )
