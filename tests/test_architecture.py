@@ -248,7 +248,10 @@ BUDGET = {
     + 115
     # + 45: TensorRT-LLM's piecewise CUDA graphs for prompt steps where the DeepSeek scripts
     # of the 1.2.0rc6 images turned them on, by image and script commit (issue 10, eager11)
-    + 45,
+    + 45
+    # + 40: each measurements.csv row's runtime priced by its own general fit (the C++
+    # runtime's shipped in calibrate/data; issue 10, trtcpp11)
+    + 40,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run

@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import pytest
 
+from llmsizer.calibrate import validation
 from llmsizer.calibrate.measurements import (
     TRTLLM_BENCH_GRAPH_SIZES,
     Measurement,
     load_measurements,
     map_row,
     pytorch_graph_sizes,
+    runtime_of,
     runtime_settings,
 )
-from llmsizer.instance import make_instance
+from llmsizer.instance import calibrated_for, make_instance
 from llmsizer.sim import EngineConfig
 from tests.calibrate.test_calibration import csv_row
 from tests.conftest import shared_path
@@ -127,12 +129,52 @@ def test_every_row_runs_with_its_own_runtimes_settings() -> None:
         graphs = make_instance(m.spec).step.cuda_graphs
         if m.source_id == "TRTLLM_PERF_v1.0":
             runtimes["pytorch"] += 1
+            assert m.runtime == "pytorch", m.row_id
             # pipeline stages run `_executor_loop_pp`, which has no overlap
             assert engine.overlap_scheduler is (m.spec.pipeline_parallel_size == 1), m.row_id
             assert graphs.padding and graphs.run(1, decode_only=True) == (1, False), m.row_id
         else:
             runtimes["cpp"] += 1
+            assert m.runtime != "pytorch", m.row_id
             assert not engine.overlap_scheduler, m.row_id
             top = engine.max_num_seqs
             assert graphs.run(top, decode_only=True) == (top, False), m.row_id
     assert runtimes == {"pytorch": 140, "cpp": 522}
+
+
+@pytest.mark.parametrize(
+    ("engine", "runtime"),
+    [
+        (PYTORCH, "pytorch"),
+        ("TensorRT-LLM", "cpp"),
+        ("TensorRT-LLM + Triton tensorrtllm_backend", "cpp"),
+        ("TensorRT-LLM (gptSessionBenchmark)", "cpp"),
+        ("vLLM (June 2023)", "vllm"),
+    ],
+)
+def test_a_rows_runtime_is_read_from_its_engine_label(engine: str, runtime: str) -> None:
+    assert runtime_of(engine) == runtime
+
+
+def test_a_cpp_row_and_a_pytorch_row_of_one_shape_select_their_own_fits(monkeypatch) -> None:
+    """The same deployment and lengths, run by the C++ runtime and by the PyTorch backend:
+    the first is priced by the C++ runtime's general fit, the second as `predict` prices it
+    (the engine's general fit), whatever those files hold (a distinct C++ fit stands in)."""
+    cpp = map_row(csv_row())
+    pytorch = map_row(csv_row(source_id="TRTLLM_PERF_v1.0", engine=PYTORCH))
+    assert isinstance(cpp, Measurement) and isinstance(pytorch, Measurement)
+    assert (cpp.runtime, pytorch.runtime) == ("cpp", "pytorch")
+    assert (cpp.spec.model, cpp.spec.gpu, cpp.spec.isl, cpp.spec.osl) == (
+        pytorch.spec.model, pytorch.spec.gpu, pytorch.spec.isl, pytorch.spec.osl
+    )  # fmt: skip
+    shipped = validation.cpp_runtime_calibration()
+    assert "C++ runtime" in shipped.fitted_on["runtime"]
+    assert validation.shipped_factors(cpp) == shipped.efficiency()
+    own = shipped.model_copy(
+        update={"factors": {**shipped.factors, "gemm_bandwidth_efficiency": 0.5}}
+    )
+    monkeypatch.setattr(validation, "cpp_runtime_calibration", lambda: own)
+    assert validation.shipped_factors(cpp).gemm_bandwidth_efficiency == 0.5
+    general = validation.shipped_factors(pytorch)
+    assert general == calibrated_for(pytorch.spec)
+    assert general.gemm_bandwidth_efficiency != 0.5

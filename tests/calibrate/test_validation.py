@@ -12,7 +12,7 @@ SLOW = default_efficiency("trtllm").replace(gemm_bandwidth_efficiency=0.5)
 
 
 def measurement(row_id: int, source: str, spec: PredictSpec, **measured: float) -> Measurement:
-    return Measurement(row_id, source, spec, measured, "A")
+    return Measurement(row_id, source, spec, measured, "A", "cpp")
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +35,7 @@ def report():
         measurement(2, "TRTLLM_ONLINE_v0.14", online, mean_ttft_ms=20.0, mean_tpot_ms=7.0),
     ]
     skipped = [Skipped(3, "COURSE", "not one configuration's measurement (ratio)")]
-    factor_sets = {"default": lambda spec: default_efficiency(spec.preset), "slow": lambda _: SLOW}
+    factor_sets = {"default": lambda m: default_efficiency(m.spec.preset), "slow": lambda _: SLOW}
     return validate(rows, factor_sets, skipped, fitted_rows=frozenset({1}))
 
 

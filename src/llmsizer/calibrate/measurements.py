@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from llmsizer.calibrate.record import Case
 from llmsizer.instance import PredictSpec, make_instance
@@ -26,6 +26,18 @@ from llmsizer.perf.memory import (
 from llmsizer.sim.config import PRESETS
 from llmsizer.specs import get_gpu, get_model
 
+Runtime = Literal["vllm", "pytorch", "cpp"]
+
+
+def runtime_of(engine: str) -> Runtime:
+    """What ran a row's steps, by its engine label: vLLM; TensorRT-LLM's PyTorch backend
+    (the v1.0 table's trtllm-bench, and every AIC row); or TensorRT-LLM's C++ runtime
+    (TensorRT engines: every other TensorRT-LLM row, Triton's tensorrtllm_backend,
+    gptSessionBenchmark; docs/aic_measurement.md section 15)."""
+    if engine.startswith("vLLM"):
+        return "vllm"
+    return "pytorch" if "PyTorch backend" in engine else "cpp"
+
 
 @dataclass(frozen=True, slots=True)
 class Measurement:
@@ -36,6 +48,7 @@ class Measurement:
     spec: PredictSpec
     measured: dict[str, float]
     quality: str
+    runtime: Runtime  # what ran the steps (`runtime_of`): which general fit prices the row
 
     @property
     def case(self) -> Case:
@@ -85,7 +98,8 @@ def map_row(row: Mapping[str, str]) -> Measurement | Skipped:
         spec, measured = _map(row)
     except _Skip as reason:
         return Skipped(int(row["id"]), row["source_id"], str(reason))
-    return Measurement(int(row["id"]), row["source_id"], spec, measured, row["quality"])
+    runtime = runtime_of(row["engine"])
+    return Measurement(int(row["id"]), row["source_id"], spec, measured, row["quality"], runtime)
 
 
 # trtllm-bench dataset sizes per (ISL, OSL): TensorRT-LLM perf-overview, "$num_requests"
@@ -287,9 +301,10 @@ def runtime_settings(
     engine enqueues its fused kernels from C++ ahead of the GPU, not kernel by kernel from
     Python, so its decode steps are priced at their own size without the eager launch cost
     (priced eager and refitted, the online ITL went from 9.7 to 37 % MdAPE)."""
-    if engine.startswith("vLLM"):
+    runtime = runtime_of(engine)
+    if runtime == "vllm":
         return {} if _version(version) >= (0, 14) else {"overlap_scheduler": False}
-    if "PyTorch backend" in engine:
+    if runtime == "pytorch":
         sizes = pytorch_graph_sizes(TRTLLM_BENCH_GRAPH_SIZES, max_num_seqs, max_num_tokens)
         return {"cudagraph_padding": True, "cudagraph_capture_sizes": sizes}
     every = tuple(range(1, max_num_seqs + 1))

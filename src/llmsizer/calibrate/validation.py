@@ -9,12 +9,20 @@ throughput, TTFT and ITL/TPOT, the issue's bars, the worst rows and every skippe
 Predictions are `predict`'s: each case is simulated (`record_trace`) and re-priced per
 factor set (`llmsizer.calibrate.replay`), which equals `predict` exactly for offline and
 closed-loop cases under any factors; Poisson cases are simulated once per factor set.
+
+The shipped fit prices each row as its runtime ran (`shipped_factors`): a row of
+TensorRT-LLM's C++ runtime (TensorRT engines, no CUDA graphs) with the C++ runtime's own
+general fit (`calibrate/data/calibrated_trtllm_cpp.yaml`, written with the engine's general
+fit by `bench/validate_perf.py --fit`), every other row as `predict` prices it
+(`calibrated_for`: the PyTorch backend's, which `llmsizer predict` and the AIC rows use).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -24,13 +32,15 @@ from llmsizer.calibrate.gpu_fit import LATENCY_METRICS
 from llmsizer.calibrate.measurements import Measurement, Skipped, load_measurements
 from llmsizer.calibrate.record import record_traces
 from llmsizer.calibrate.replay import ScheduleTrace
+from llmsizer.errors import parse_yaml
 from llmsizer.instance import PredictSpec, calibrated_for
 from llmsizer.perf import EfficiencyFactors
-from llmsizer.perf.calibrated import packaged_calibration
+from llmsizer.perf.calibrated import CalibrationFile, packaged_calibration, parse_calibration
 from llmsizer.perf.efficiency import EnginePreset, default_efficiency
 from llmsizer.sweep import Sweep
 
-FactorSet = Callable[[PredictSpec], EfficiencyFactors]  # a case's deployment -> its factors
+FactorSet = Callable[[Measurement], EfficiencyFactors]  # a row -> the factors that price it
+CPP_RUNTIME_FILE = "calibrated_trtllm_cpp.yaml"  # in llmsizer/calibrate/data
 GROUPS = {
     "output_throughput": "throughput",
     "output_throughput_per_gpu": "throughput",
@@ -173,7 +183,7 @@ def validate(
     predicted: dict[str, list[float]] = {}
     traces: dict[int, ScheduleTrace] = {}
     for name, factor_set in factor_sets.items():
-        eff = [factor_set(s) for s in specs]
+        eff = [factor_set(m) for m in measurements]
         redo = [i for i, s in enumerate(specs) if i not in traces or s.request_rate is not None]
         say(f"{name}: simulating {len(redo)} cases")
         traces.update(_record(specs, redo, latencies, eff, workers))
@@ -188,8 +198,22 @@ def validate(
     return ValidationReport(comparisons, tuple(factor_sets), tuple(skipped), fitted_rows)
 
 
-def _priors(spec: PredictSpec) -> EfficiencyFactors:
-    return default_efficiency(spec.preset)
+def _priors(m: Measurement) -> EfficiencyFactors:
+    return default_efficiency(m.spec.preset)
+
+
+@cache
+def cpp_runtime_calibration() -> CalibrationFile:
+    """The C++ runtime's general fit, shipped in `calibrate/data/` (module docstring)."""
+    text = resources.files("llmsizer.calibrate").joinpath("data", CPP_RUNTIME_FILE).read_text()
+    return parse_calibration(parse_yaml(text), CPP_RUNTIME_FILE)
+
+
+def shipped_factors(m: Measurement) -> EfficiencyFactors:
+    """The shipped factors that price row `m` as its runtime ran it (module docstring)."""
+    if m.runtime == "cpp":
+        return cpp_runtime_calibration().efficiency()
+    return calibrated_for(m.spec)
 
 
 def validate_calibration_set(
@@ -199,10 +223,11 @@ def validate_calibration_set(
     ("fitted"), with the rows the shipped fit used marked: what `bench/validate_perf.py`
     renders and a `llmsizer validate` command can call."""
     data = load_measurements(csv_path)
-    ids = str(packaged_calibration(EnginePreset.TRTLLM).fitted_on.get("row_ids", ""))
+    fits = (packaged_calibration(EnginePreset.TRTLLM), cpp_runtime_calibration())
+    ids = " ".join(str(f.fitted_on.get("row_ids", "")) for f in fits)
     return validate(
         data.measurements,
-        {"default": _priors, "fitted": calibrated_for},
+        {"default": _priors, "fitted": shipped_factors},
         data.skipped,
         fitted_rows=frozenset(int(i) for i in ids.split()),
         workers=workers,
