@@ -6,7 +6,9 @@
     options: --csv PATH (default ../shared/calibration/measurements.csv), --workers N,
              --ray (start or join a local Ray), --ray-address ADDR (a Ray cluster),
              --out PATH (default examples/validation/perf_validation.md), --fit-every K,
-             --rows PATH (every compared metric of every row as CSV, for slicing)
+             --rows PATH (every compared metric of every row as CSV, for slicing),
+             --fit-runtime pytorch (keep the shipped C++-runtime fit: refit the
+             PyTorch backend's general fit alone, around it)
 
 Every row of the CSV is mapped to a `PredictSpec` and its measured metrics, or skipped with
 a reason (`llmsizer.calibrate.measurements.load_measurements`). `--fit` fits the TensorRT-LLM
@@ -76,11 +78,12 @@ def say(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
-def fit(csv_path: Path, every: int, workers: Sweep) -> None:
+def fit(csv_path: Path, every: int, workers: Sweep, pytorch_only: bool = False) -> None:
     """Fit the engine's two general fits (module docstring): the C++ runtime's on every K-th
     of its rows from the TensorRT-LLM priors, then the PyTorch backend's on all of its rows
     that it prices (GPUs without a fit of their own: Hopper) around the C++ fit, but for the
-    factor the C++ runtime's launch gaps went into."""
+    factor the C++ runtime's launch gaps went into. `pytorch_only`: the shipped C++ fit is
+    kept (and the vLLM / SGLang files it carries over to), only the PyTorch backend's refit."""
     data = load_measurements(csv_path)
     cpp = [m for m in data.measurements if m.runtime == "cpp"][::every]
     own = packaged_architectures(EnginePreset.TRTLLM)  # priced by their own (AIC) fits
@@ -91,25 +94,32 @@ def fit(csv_path: Path, every: int, workers: Sweep) -> None:
     ]
     digest = hashlib.sha256(csv_path.read_bytes()).hexdigest()
     priors = default_efficiency(EnginePreset.TRTLLM)
-    cpp_fit = _fit(cpp, priors, workers)
-    rows = f"one mapped C++-runtime row in every {every}, in file order from the first "
-    save_calibration(
-        CALIBRATE_DATA / CPP_RUNTIME_FILE,
-        calibration_file(cpp_fit, EnginePreset.TRTLLM, _fitted_on(
-            cpp, digest, rows + f"({len(cpp)} of {len(data.measurements)} mapped; "
-            f"{len(data.skipped)} skipped)", "the TensorRT-LLM priors", every)),
-    )  # fmt: skip
-    centre = cpp_fit.factors.replace(**{f: getattr(priors, f) for f in PYTORCH_OWN_PRIORS})
+    if pytorch_only:
+        cpp_factors = cpp_runtime_calibration().efficiency()
+    else:
+        cpp_fit = _fit(cpp, priors, workers)
+        cpp_factors = cpp_fit.factors
+        rows = f"one mapped C++-runtime row in every {every}, in file order from the first "
+        save_calibration(
+            CALIBRATE_DATA / CPP_RUNTIME_FILE,
+            calibration_file(cpp_fit, EnginePreset.TRTLLM, _fitted_on(
+                cpp, digest, rows + f"({len(cpp)} of {len(data.measurements)} mapped; "
+                f"{len(data.skipped)} skipped)", "the TensorRT-LLM priors", every)),
+        )  # fmt: skip
+    centre = cpp_factors.replace(**{f: getattr(priors, f) for f in PYTORCH_OWN_PRIORS})
     general = _fit(pytorch, centre, workers)
     centred = f"the C++ runtime's fit, {', '.join(PYTORCH_OWN_PRIORS)} at the priors"
     rows = f"every PyTorch-backend row it prices ({len(pytorch)}: the v1.0 table but on "
     rows += f"{', '.join(own)} GPUs, which their own fits price)"
-    trtllm = calibration_file(
-        general, EnginePreset.TRTLLM, _fitted_on(pytorch, digest, rows, centred, every)
-    )
+    fitted_on = _fitted_on(pytorch, digest, rows, centred, every)
+    if pytorch_only:
+        fitted_on["produced_by"] = "bench/validate_perf.py --fit --fit-runtime pytorch"
+    trtllm = calibration_file(general, EnginePreset.TRTLLM, fitted_on)
     save_calibration(DATA / "calibrated_trtllm.yaml", trtllm)
+    if pytorch_only:
+        return
     for engine in (EnginePreset.VLLM, EnginePreset.SGLANG):
-        carried = {k: float(f"{getattr(cpp_fit.factors, k):.4g}") for k in KERNEL_FACTORS}
+        carried = {k: float(f"{getattr(cpp_factors, k):.4g}") for k in KERNEL_FACTORS}
         note = {
             "carried_over": f"kernel factors from {CPP_RUNTIME_FILE} (the C++ runtime's "
             f"general fit, as before the split): the calibration set has no {engine.value} "
@@ -170,11 +180,17 @@ def main() -> None:
     parser.add_argument("--ray-address", default=None, help="a Ray cluster to record on")
     parser.add_argument("--fit", action="store_true", help="re-fit and rewrite the shipped fit")
     parser.add_argument("--fit-every", type=int, default=3, help="fit on every K-th row")
+    parser.add_argument(
+        "--fit-runtime",
+        choices=("both", "pytorch"),
+        default="both",
+        help="pytorch: keep the shipped C++-runtime fit, refit the PyTorch backend's only",
+    )
     parser.add_argument("--rows", type=Path, default=None, help="write every comparison as CSV")
     args = parser.parse_args()
     with open_sweep(args.workers, ray=args.ray, ray_address=args.ray_address) as sweep:
         if args.fit:
-            fit(args.csv, args.fit_every, sweep)
+            fit(args.csv, args.fit_every, sweep, pytorch_only=args.fit_runtime == "pytorch")
             packaged_calibration.cache_clear()  # read the files just written
             cpp_runtime_calibration.cache_clear()
         t0 = time.perf_counter()
