@@ -2,10 +2,10 @@
 
     .venv/bin/python examples/fleet/nemo43b_routers.py
 
-`plan` answers 11 DGX H100, one TP8 TensorRT-LLM instance each, for 31 req/s of
-3500-in / 500-out requests with p95 TTFT <= 3 s, judging one instance at 31/11 req/s: a
+`plan` answers 10 DGX H100, one TP8 TensorRT-LLM instance each, for 31 req/s of
+3500-in / 500-out requests with p95 TTFT <= 3 s, judging one instance at 31/10 req/s: a
 perfectly balanced fleet. Here the whole fleet is simulated at 31 req/s (Poisson, seed 0,
-the same 9,300 requests for every fleet) behind each router, with 11 to 14 instances; the
+the same 9,300 requests for every fleet) behind each router, with 10 to 13 instances; the
 table gives p95 / p99 TTFT and whether the limit holds, and the smallest fleet that meets it
 per router. Writes `nemo43b_routers.md` and `nemo43b_routers.png` beside this file.
 """
@@ -24,7 +24,7 @@ HERE = Path(__file__).resolve().parent
 RATE, ISL, OSL, NUM_REQUESTS = 31.0, 3500, 500, 9300
 LIMIT_MS = 3000.0
 ROUTERS = ["round_robin", "random", "power_of_two", "least_outstanding", "least_kv"]
-PLANNED = 11  # `examples/sizing/nemo43b_dgx_h100.txt`
+PLANNED = 10  # `examples/sizing/nemo43b_dgx_h100.txt`
 FLEETS = [PLANNED, PLANNED + 1, PLANNED + 2, PLANNED + 3]
 
 
