@@ -244,3 +244,26 @@ def test_attention_dp_pools_count_all_their_gpus_for_the_link_and_simulate() -> 
     assert s["completed"] == 40
     # a DeepSeek decode step reads at least the active experts' and attention weights
     assert s["mean_tpot_ms"] > 1 and s["mean_ttft_ms"] > s["mean_tpot_ms"]
+
+
+def test_trtllm_decode_pools_capture_padded_graphs_up_to_their_batch() -> None:
+    """The srt-slurm recipes' decode `cuda_graph_config`: padded, up to the batch per rank;
+    the prefill pool and a row without a batch cell keep the preset's graphs."""
+    from llmsizer.instance import make_instance
+
+    case = map_disagg_row({**ROW, "decode_batch_size": "256"})
+    assert isinstance(case, AicDisaggCase)
+    engine = case.decode.engine
+    assert engine.cudagraph_padding is True and engine.max_cudagraph_capture_size == 256
+    assert case.prefill.engine.max_cudagraph_capture_size is None
+    graphs = make_instance(case.decode, max_model_len=2048).step.cuda_graphs
+    assert graphs is not None and graphs.run(200, decode_only=True) == (256, False)  # not eager
+    bare = map_disagg_row(
+        {**ROW, "decode_batch_size": "", "silicon_data_source": "x; silicon_concurrency=16; y"}
+    )
+    assert isinstance(bare, AicDisaggCase) and bare.decode.engine.max_cudagraph_capture_size is None
+    sglang = map_disagg_row({**ROW, "backend": "sglang"})
+    assert (
+        isinstance(sglang, AicDisaggCase)
+        and sglang.decode.engine.max_cudagraph_capture_size is None
+    )

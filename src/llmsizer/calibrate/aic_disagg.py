@@ -321,7 +321,22 @@ def _recipe_engine(row: Mapping[str, str], pool: str) -> dict[str, int]:
              "decode": ("decode_cuda_graph_max_bs", "max_cudagraph_capture_size")}  # fmt: skip
     column, key = cells[pool]
     text = row.get(column, "").strip()
+    if pool == "decode" and row["backend"] == "trtllm":
+        return _trtllm_decode_graphs(row)
     return {key: int(text)} if text else {}
+
+
+def _trtllm_decode_graphs(row: Mapping[str, str]) -> dict[str, Any]:
+    """A TensorRT-LLM decode pool's CUDA graphs: padded, up to its batch per rank. Every
+    srt-slurm TensorRT-LLM recipe's decode worker sets `cuda_graph_config: {enable_padding:
+    true, batch_sizes: [...]}` whose largest size is its `max_batch_size` (NVIDIA/srt-slurm
+    `recipes/trtllm/*/*/*/*.yaml` at c88ef731, e.g. `b200-fp4/1k1k/mtp/
+    ctx3_gen4_dep8_batch128_eplb0_mtp1.yaml`: 1, 2, 4, ..., 64, 122, 124, 126, 128; the
+    preset's default, 128 unpadded, ran larger batches eager). Nothing without a batch cell."""
+    text = row["decode_batch_size"].strip()
+    if not text:
+        return {}
+    return {"cudagraph_padding": True, "max_cudagraph_capture_size": int(text)}
 
 
 def _batch(row: Mapping[str, str], column: str) -> dict[str, int]:
