@@ -111,7 +111,7 @@ def test_simulate_and_gpus_factors_accept_the_file(collected: Path) -> None:
     assert factor_source(cal, "gemm_compute_efficiency").startswith("collected on CPU")
     assert factor_source(cal, "step_overhead_s") == "vllm prior"  # not a kernel timing
     shipped = packaged_calibration("trtllm")
-    assert factor_source(shipped, "gemm_compute_efficiency") == "fit (270 measurements)"
+    assert factor_source(shipped, "gemm_compute_efficiency") == "fit (60 measurements)"
 
 
 def test_the_end_to_end_check_is_reported(collected: Path) -> None:

@@ -102,10 +102,12 @@ def test_waiting_for_better_objectives_finds_the_same_best_in_fewer_probes(
 def test_a_probe_put_aside_finds_the_same_group_in_fewer_steps(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """NeMo's INT4 TP2 probe at 36 instances looks like failing after a few slices and is put
-    aside while TP4 fails at 19 and passes at 20; TP2's next probe is then the floor of
-    that bound, 39 instances, whose failure drops it: its probes at 36 (abandoned) and 38
-    are not needed. Every configuration's verdict is the one without pauses."""
+    """NeMo's INT4 TP2 probe looks like failing after a few slices and is put aside while TP4
+    searches; once TP4 has passed, TP2's failing probe settles it and the probe a search
+    without pauses runs after it is not needed (factors of session 11: TP4 passes at 18
+    instances, TP2 is probed at 35 alone, against 35 and 33 without pauses; session 10's
+    factors: 39 alone against 36, 38 and 39, 15 % fewer steps). Every configuration's
+    verdict is the one without pauses."""
     space, configs = _int4_group()
     steps = [0]
     advance = early_stop.WatchedRun.advance
@@ -121,12 +123,14 @@ def test_a_probe_put_aside_finds_the_same_group_in_fewer_steps(
     with_pauses, steps[0] = steps[0], 0
     monkeypatch.setattr(Aside, "pause", lambda self, config, heap: None)
     unpaused = search(space, calibrated_for)
-    assert with_pauses < 0.85 * steps[0], (with_pauses, steps[0])
+    assert with_pauses < 0.97 * steps[0], (with_pauses, steps[0])
     for a, b in zip(paused, unpaused, strict=True):
         assert (a.config, a.status, a.rate, a.capacity) == (b.config, b.status, b.rate, b.capacity)
     tp2 = {r.config.tensor_parallel_size: r for r in paused}[2]
+    alone = {r.config.tensor_parallel_size: r for r in unpaused}[2]
     counts = Counts(space.load_rps)
-    assert [counts.of(p.offered_rate) for p in tp2.points] == [39]  # the floor alone
+    probed = [counts.of(p.offered_rate) for p in tp2.points]
+    assert probed == [35] and [counts.of(p.offered_rate) for p in alone.points] == [35, 33]
     assert tp2.status is Status.BOUNDED and len(configs) == len(paused)
 
 
