@@ -29,8 +29,8 @@ from dataclasses import dataclass
 
 from llmsizer.perf.deployment import Deployment
 from llmsizer.perf.efficiency import EfficiencyFactors
-from llmsizer.perf.moe_kernels import experts_rate_scale
 from llmsizer.perf.launches import eager_layer_units
+from llmsizer.perf.moe_kernels import experts_rate_scale
 from llmsizer.perf.roofline import expected_max_normal
 from llmsizer.specs.dtypes import Precision
 
