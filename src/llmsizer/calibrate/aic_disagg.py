@@ -312,7 +312,7 @@ def _mtp(row: Mapping[str, str], model: str) -> dict[str, Any]:
     return {"speculative": spec, **ahead}
 
 
-def _recipe_engine(row: Mapping[str, str], pool: str) -> dict[str, int]:
+def _recipe_engine(row: Mapping[str, str], pool: str) -> dict[str, Any]:
     """A pool's engine settings from its SGLang recipe's cells
     (`llmsizer.calibrate.aic_sglang_recipes`), per attention-DP rank: the prefill pool's
     `chunked-prefill-size` as `max_num_batched_tokens`, the decode pool's
@@ -332,7 +332,7 @@ def _trtllm_decode_graphs(row: Mapping[str, str]) -> dict[str, Any]:
     true, batch_sizes: [...]}` whose largest size is its `max_batch_size` (NVIDIA/srt-slurm
     `recipes/trtllm/*/*/*/*.yaml` at c88ef731, e.g. `b200-fp4/1k1k/mtp/
     ctx3_gen4_dep8_batch128_eplb0_mtp1.yaml`: 1, 2, 4, ..., 64, 122, 124, 126, 128; the
-    preset's default, 128 unpadded, ran larger batches eager). Nothing without a batch cell."""
+    preset's 128 unpadded ran more eager). Batch: the recipe's, or AIC's clients per rank."""
     text = row["decode_batch_size"].strip()
     if not text:
         return {}
