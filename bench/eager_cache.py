@@ -18,19 +18,17 @@ ones.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import pickle
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+from regraph_cache import write_checked
 from validate_aic import say
 
-from llmsizer.calibrate.aic_fit import Recorded
 from llmsizer.calibrate.features import FEATURES
-from llmsizer.calibrate.record import record_trace
 from llmsizer.calibrate.replay import ScheduleTrace
 from llmsizer.instance import make_instance
-from llmsizer.perf import calibrated_efficiency
 from llmsizer.perf.launches import eager_layer_units
 from llmsizer.specs import get_model
 
@@ -46,7 +44,8 @@ def rescale(trace: ScheduleTrace, ratio: float) -> ScheduleTrace:
 
 
 def _with_defaults(spec: Any) -> Any:
-    """`spec` as pickled, with the fields added since at their defaults."""
+    """`spec` as pickled, with the fields added since at their defaults (what the converted
+    cache keeps, and what `--check` records again)."""
     missing = {
         name: field.get_default(call_default_factory=True)
         for name, field in type(spec).model_fields.items()
@@ -74,21 +73,10 @@ def main() -> None:
         graphs = make_instance(spec, max_model_len=spec.isl + spec.osl).step
         compiled = graphs.cuda_graphs is not None and graphs.cuda_graphs.compiled
         ratio = 1.0 if compiled else eager_layer_units(model) / model.num_layers
-        cases.append(case)
+        cases.append(dataclasses.replace(case, spec=spec))
         traces.append(rescale(trace, ratio))
     say(f"{len(cases)} rows converted, {dropped} left out (to be recorded again)")
-    args.new.write_bytes(pickle.dumps(Recorded(tuple(cases), tuple(traces))))
-    say(f"wrote {args.new}")
-    if args.check:
-        worst = 0.0
-        for case, trace in list(zip(cases, traces, strict=True))[:: args.check]:
-            fresh = record_trace(case.spec, calibrated_efficiency(case.backend))
-            a, b = fresh.features, trace.features
-            if a.shape != b.shape:
-                raise SystemExit(f"{case.row_id}: its schedule changed; record it again")
-            scale = np.maximum(np.abs(a).max(axis=0), 1e-300)
-            worst = max(worst, float((np.abs(a - b) / scale).max()))
-        say(f"checked {len(cases[:: args.check])} rows: largest relative difference {worst:.2e}")
+    write_checked(args.new, cases, traces, args.check)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import pickle
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -87,6 +88,26 @@ def regraph(trace: ScheduleTrace, new: StepFeaturizer) -> ScheduleTrace:
     return ScheduleTrace(**(fields | {"features": out}))
 
 
+def write_checked(
+    path: Path, cases: Sequence[AicCase], traces: Sequence[ScheduleTrace], check: int
+) -> None:
+    """Write the converted cache to `path`; with `check` K, record every K-th row again and
+    say the largest relative difference of its features from the converted ones."""
+    path.write_bytes(pickle.dumps(Recorded(tuple(cases), tuple(traces))))
+    say(f"wrote {path}")
+    if not check:
+        return
+    worst = 0.0
+    for case, trace in list(zip(cases, traces, strict=True))[::check]:
+        fresh = record_trace(case.spec, calibrated_efficiency(case.backend))
+        a, b = fresh.features, trace.features
+        if a.shape != b.shape:
+            raise SystemExit(f"{case.row_id}: its schedule changed; record it again")
+        scale = np.maximum(np.abs(a).max(axis=0), 1e-300)
+        worst = max(worst, float((np.abs(a - b) / scale).max()))
+    say(f"checked {len(cases[::check])} rows: largest relative difference {worst:.2e}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("old", type=Path)
@@ -112,18 +133,7 @@ def main() -> None:
         cases.append(now)
         traces.append(regraph(trace, StepFeaturizer(inst.deployment, inst.step.cuda_graphs)))
     say(f"{len(cases)} rows converted, {dropped} left out (to be recorded again)")
-    args.new.write_bytes(pickle.dumps(Recorded(tuple(cases), tuple(traces))))
-    say(f"wrote {args.new}")
-    if args.check:
-        worst = 0.0
-        for case, trace in list(zip(cases, traces, strict=True))[:: args.check]:
-            fresh = record_trace(case.spec, calibrated_efficiency(case.backend))
-            a, b = fresh.features, trace.features
-            if a.shape != b.shape:
-                raise SystemExit(f"{case.row_id}: its schedule changed; record it again")
-            scale = np.maximum(np.abs(a).max(axis=0), 1e-300)
-            worst = max(worst, float((np.abs(a - b) / scale).max()))
-        say(f"checked {len(cases[:: args.check])} rows: largest relative difference {worst:.2e}")
+    write_checked(args.new, cases, traces, args.check)
 
 
 if __name__ == "__main__":

@@ -4,9 +4,7 @@ a recipe read at the commit the runs used, and the settings reaching the fleet's
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
+from collections.abc import Callable
 from types import ModuleType
 
 from llmsizer.calibrate.aic_disagg import AIC_SYSTEMS, AicDisaggCase, map_disagg_row
@@ -105,20 +103,12 @@ def test_a_dump_rows_derived_batches_give_way_to_the_recipe() -> None:
     assert "recipe" not in kept and kept["prefill_batch_size"] == "1"
 
 
-def _transcriber() -> ModuleType:
-    path = Path(__file__).resolve().parents[2] / "bench" / "srt_slurm_recipes.py"
-    spec = importlib.util.spec_from_file_location("srt_slurm_recipes", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_a_recipe_files_variants_merge_over_its_base_as_srt_slurm_does() -> None:
+def test_a_recipe_files_variants_merge_over_its_base_as_srt_slurm_does(
+    bench_script: Callable[[str], ModuleType],
+) -> None:
     # `recipes/b200-fp4/1k1k.yaml:zip_override_stp_lowlat[1]`: the base with the i-th element
     # of each list of the zip section; `:override_X` a plain merge over the base
-    t = _transcriber()
+    t = bench_script("srt_slurm_recipes")
 
     def decode(**cells: object) -> dict[str, object]:
         return {"backend": {"sglang_config": {"decode": cells}}}

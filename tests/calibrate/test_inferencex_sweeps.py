@@ -3,9 +3,7 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -27,18 +25,10 @@ SEARCH = [
 ]  # fmt: skip
 
 
-def load() -> ModuleType:
-    path = Path(__file__).resolve().parents[2] / "bench" / "inferencex_sweeps.py"
-    spec = importlib.util.spec_from_file_location("inferencex_sweeps", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_a_config_entry_is_one_line_per_sweep_in_either_schema() -> None:
-    sweeps = load()._sweeps
+def test_a_config_entry_is_one_line_per_sweep_in_either_schema(
+    bench_script: Callable[[str], ModuleType],
+) -> None:
+    sweeps = bench_script("inferencex_sweeps")._sweeps
     lengths = [{"isl": 8192, "osl": 1024, "search-space": SEARCH}]
     old = sweeps("dsr1-fp4-gb300-dynamo-trt", {**ENTRY, "seq-len-configs": lengths})
     new = sweeps("dsr1-fp4-gb300-dynamo-trt", {**ENTRY, "scenarios": {"fixed-seq-len": lengths}})

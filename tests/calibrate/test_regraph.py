@@ -3,9 +3,7 @@ has the features a fresh recording has (a closed loop's schedule does not change
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
+from collections.abc import Callable
 from types import ModuleType
 
 import numpy as np
@@ -15,24 +13,15 @@ from llmsizer.calibrate import record
 from llmsizer.calibrate.features import StepFeaturizer
 from llmsizer.instance import PredictSpec, make_instance
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
-
-
-def _regraph_module(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
-    monkeypatch.syspath_prepend(str(BENCH))  # it imports its neighbour validate_aic
-    spec = importlib.util.spec_from_file_location("regraph_cache", BENCH / "regraph_cache.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "regraph_cache", module)
-    spec.loader.exec_module(module)
-    return module
-
 
 @pytest.mark.parametrize(("engine", "concurrency"), [("vllm", 21), ("trtllm", 45)])
 def test_a_converted_trace_equals_a_fresh_recording(
-    engine: str, concurrency: int, monkeypatch: pytest.MonkeyPatch
+    engine: str,
+    concurrency: int,
+    monkeypatch: pytest.MonkeyPatch,
+    bench_script: Callable[[str], ModuleType],
 ) -> None:
-    regraph = _regraph_module(monkeypatch).regraph
+    regraph = bench_script("regraph_cache").regraph
     spec = PredictSpec.model_validate(
         {
             "model": "llama-3.1-8b", "gpu": "h100-sxm", "engine": engine, "isl": 300,

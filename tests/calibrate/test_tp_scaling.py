@@ -3,24 +3,15 @@ part that does not (docs/aic_measurement.md section 22)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
+from collections.abc import Callable
 from types import ModuleType
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
-
 
 @pytest.fixture
-def tp_scaling(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
-    spec = importlib.util.spec_from_file_location("tp_scaling", BENCH / "tp_scaling.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "tp_scaling", module)
-    spec.loader.exec_module(module)
-    return module
+def tp_scaling(bench_script: Callable[[str], ModuleType]) -> ModuleType:
+    return bench_script("tp_scaling")
 
 
 def test_split_recovers_the_two_parts(tp_scaling: ModuleType) -> None:
