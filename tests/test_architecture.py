@@ -69,9 +69,12 @@ SHARED = {"errors", "output", "sweep"}
 
 # Lines per subpackage (code, comments and docstrings): growth past these needs a reason.
 BUDGET = {
-    "specs": 1555,  # + linear attention, sparse attention, MTP, quant modes (h-catalog);
+    "specs": 1555  # + linear attention, sparse attention, MTP, quant modes (h-catalog);
     # + config.json validation (issue 14)
     # + 22: a collected calibration file's device as a GPU (issue 16)
+    # + 15: a launch's linear-attention state dtype checked and priced (`check_state_dtype`,
+    # issue 10, mamba12)
+    + 15,
     "perf": 2600  # + 150: CUDA graphs in the step cost, per engine with sources (issue 10,
     # cuda_graphs.py), and speculating steps priced without a batch, in quiet runs, the
     # drafter's passes reused (issue 11, verify_step.py): about 225 lines each, in the slack
@@ -96,7 +99,10 @@ BUDGET = {
     # + 115: an eager step's kernel launches per kind of layer, each part's count with its
     # engine source, a compiled model's attention-only launches (issue 10, eager11,
     # launches.py; +1 the merge's second import)
-    + 116,
+    + 116
+    # + 15: a launch's linear-attention state dtype (`mamba_ssm_cache_dtype`, SGLang
+    # --mamba-ssm-dtype) priced in the state moved per decoding sequence (issue 10, mamba12)
+    + 15,
     "sim": 1760  # + 110: decode-only steps in a row and their compact step log (issue 13)
     # + 50: delay batching in the continuous scheduler (merged from main, unbudgeted there)
     # + 120: quiet decode runs priced at once, a refused first waiting request kept on the
@@ -144,6 +150,9 @@ BUDGET = {
     # they do in the engine (`deployment.one_step_ahead`, issue 10, presets10)
     + 15
     # + 15: the `moe_backend` field, the experts' kernel a launch picked (issue 10, tpotver11)
+    + 15
+    # + 15: the `mamba_ssm_cache_dtype` field (SGLang --mamba-ssm-dtype) checked at the
+    # boundary (issue 10, mamba12)
     + 15,
     "sizing": 3650  # the plan pipeline only; + levers, arrivals, price models (issue 11), ETA
     # + the probe cache and quick plans the studio needs (issue 15); fleet check (issue 12)
@@ -251,7 +260,10 @@ BUDGET = {
     + 45
     # + 40: each measurements.csv row's runtime priced by its own general fit (the C++
     # runtime's shipped in calibrate/data; issue 10, trtcpp11)
-    + 40,
+    + 40
+    # + 20: the SGLang Qwen3.5 scripts' `--mamba-ssm-dtype bfloat16`, by precision and the
+    # day each script was added, with the InferenceX commits (issue 10, mamba12)
+    + 20,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run

@@ -61,6 +61,7 @@ from pathlib import Path
 from typing import Any
 
 from llmsizer.calibrate.aic_launch import launch_settings
+from llmsizer.calibrate.aic_sweeps import measured_at
 from llmsizer.calibrate.engine_kernels import apply_version_launch
 from llmsizer.instance import PredictSpec, make_instance
 from llmsizer.specs import get_gpu, get_model
@@ -177,6 +178,7 @@ def _map(row: Mapping[str, str], check_fit: bool) -> AicCase:
         version=row["backend_version"].strip(),
         attention_dp=dp,
         ep=ep,
+        measured=measured_at(row) or "",
     )
     fields = apply_version_launch(fields, row["backend_version"])  # what the version ran
     try:

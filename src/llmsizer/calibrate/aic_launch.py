@@ -51,6 +51,15 @@ launch at 0.9, the default here (vLLM's default, TensorRT-LLM's too).
 
 AIC's own gap-analysis rows (aiperf against AIC-generated launches) keep the engine defaults.
 
+Linear-attention state dtype (`sglang_state_dtype`): every InferenceX SGLang Qwen3.5 FP8 and
+NVFP4 script launches `--mamba-ssm-dtype bfloat16` from its first commit (B200 FP8
+`qwen3.5_fp8_b200.sh` @ efd49e50b, 2026-03-03; NVFP4 `qwen3.5_fp4_b200.sh` @ 48d35c480,
+2026-04-08; B300 `qwen3.5_fp8_b300.sh` @ c0f62a2e, `qwen3.5_fp4_b300.sh` @ 8acbd08b), so the
+Gated DeltaNet state is half the config's float32; the BF16 scripts (`qwen3.5_bf16_b200.sh`,
+`_b300.sh`) never set it, nor does AIC's generator (`backend_templates/sglang/cli_args.*.j2`).
+A row measured before its precision's script existed (by day: the rows give dates) ran no
+such script and keeps the config's dtype.
+
 MTP speculative decoding (`mtp_speculation`; `docs/aic_measurement.md` section 14): the rows
 an InferenceX MTP sweep ran (`llmsizer.calibrate.aic_launches`) speculate with the model's
 own MTP head, `num_speculative_tokens` k its draft tokens per step:
@@ -113,6 +122,9 @@ SGLANG_B300_BYTES = 250 * GB  # a B300 (288 GB), not a B200 (180 GB): its own Qw
 MTP_ACCEPTANCE = {"deepseek": 0.68}
 MTP_TOKENS = {"trtllm": 3, "sglang": 2}  # a sweep that does not name k (module docstring)
 TRT_MTP_SWEEP_IMAGE = "1.2.0rc6.post3"  # run only by InferenceX's MTP configs (docstring)
+# The day each InferenceX SGLang Qwen3.5 script with `--mamba-ssm-dtype bfloat16` was added
+# (module docstring): FP8 efd49e50b, NVFP4 48d35c480 (SemiAnalysisAI/InferenceX)
+SGLANG_QWEN_BF16_STATE_SINCE = {"fp8": "2026-03-03", "fp4": "2026-04-08"}
 
 
 def launch_settings(
@@ -129,8 +141,10 @@ def launch_settings(
     version: str = "",
     attention_dp: int = 1,
     ep: int = 1,
+    measured: str = "",
 ) -> dict[str, Any]:
-    """`EngineConfig` overrides for one row (module docstring); empty when the preset holds."""
+    """`EngineConfig` overrides for one row (module docstring); empty when the preset holds.
+    `measured`: the row's `measured=` time (ISO, '' when it gives none)."""
     settings: dict[str, Any] = {}
     if engine == "sglang" and gpu_memory_bytes >= SGLANG_LARGE_GPU_BYTES:
         settings["max_num_batched_tokens"] = 16384
@@ -171,6 +185,7 @@ def launch_settings(
             )
             if gpu_memory_bytes >= SGLANG_B300_BYTES and version.startswith("0.5.10"):
                 settings |= _sglang_qwen_b300(fp8, concurrency)
+            settings |= sglang_state_dtype(precision, measured)
         elif family == "glm":
             settings.update(
                 max_num_batched_tokens=32768, max_num_seqs=concurrency, gpu_memory_utilization=0.85
@@ -244,6 +259,16 @@ def agg_mtp_speculation(
     if engine != "trtllm" or version != TRT_MTP_SWEEP_IMAGE:
         return None
     return mtp_speculation(engine, model, "1" if attention_dp > 1 else "3")
+
+
+def sglang_state_dtype(precision: str, measured: str) -> dict[str, Any]:
+    """`mamba_ssm_cache_dtype` bfloat16 for an InferenceX SGLang Qwen3.5 row its FP8 or
+    NVFP4 script launched (module docstring: measured on or after the script's first day,
+    or undated), else {}: the config's float32."""
+    since = SGLANG_QWEN_BF16_STATE_SINCE.get("fp8" if precision.startswith("fp8") else precision)
+    if since is None or (measured and measured[:10] < since):
+        return {}
+    return {"mamba_ssm_cache_dtype": "bfloat16"}
 
 
 def _sglang_qwen_b300(fp8: bool, concurrency: int) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 from llmsizer.instance.speculation import SpeculativeSpec
 from llmsizer.perf.moe_kernels import check_moe_backend
 from llmsizer.sim import PRESETS, EngineConfig
+from llmsizer.specs.model_parts import check_state_dtype
 
 _ENGINE_KEYS = frozenset(EngineConfig.model_fields) - {"engine"}
 
@@ -95,10 +96,26 @@ class HardwareSpec(BaseModel):
         "fitted factors price.",
     )
 
+    mamba_ssm_cache_dtype: str | None = Field(
+        None,
+        validation_alias=AliasChoices("mamba_ssm_cache_dtype", "mamba_ssm_dtype"),
+        description="Linear-attention (Gated DeltaNet, Mamba) recurrent state dtype: "
+        "float32, bfloat16, float16 (vLLM --mamba-ssm-cache-dtype, SGLang "
+        "--mamba-ssm-dtype); unset or auto: the model config's mamba_ssm_dtype.",
+    )
+
     @field_validator("moe_backend")
     @classmethod
     def _known_moe_backend(cls, name: str | None) -> str | None:
         return check_moe_backend(name)
+
+    @field_validator("mamba_ssm_cache_dtype")
+    @classmethod
+    def _known_state_dtype(cls, name: str | None) -> str | None:
+        if name is None or name == "auto":
+            return None
+        check_state_dtype(name)
+        return name
 
     @model_validator(mode="before")
     @classmethod

@@ -101,6 +101,7 @@ def make_instance(
         expert_parallel_size=spec.expert_parallel_size,
         attention_dp_size=spec.attention_dp_size,
         moe_backend=spec.moe_backend,
+        mamba_ssm_cache_dtype=spec.mamba_ssm_cache_dtype,
     )
     memory = plan_memory(
         deployment,

@@ -213,14 +213,16 @@ def _linear_state_io_bytes(d: Deployment) -> float:
     one GPU: its recurrent and convolution state read and written back (the Gated DeltaNet
     decode kernel loads each sequence's state, updates it and stores it: fla
     `fused_recurrent_gated_delta_rule` with the state updated in place, as SGLang's and
-    vLLM's Qwen3-Next / Qwen3.5 layers run it), in the config's state dtype (Qwen3.5:
-    `mamba_ssm_dtype` float32, 4.2 MB a layer), the value heads split over tp."""
+    vLLM's Qwen3-Next / Qwen3.5 layers run it), in the launch's state dtype, else the
+    config's (Qwen3.5: `mamba_ssm_dtype` float32, 4.2 MB a layer; bfloat16 half that), the
+    value heads split over tp."""
     la = d.model.linear_attention
     if la is None:
         return 0.0
     heads = la.num_value_heads
     share = -(-heads // d.tensor_parallel_size) / heads
-    return 2.0 * d.model.linear_state_bytes_per_sequence(d.activation_precision) * share
+    state = d.model.linear_state_bytes_per_sequence(d.activation_precision, d.mamba_ssm_cache_dtype)
+    return 2.0 * state * share
 
 
 def _indexer_layers(d: Deployment) -> int:

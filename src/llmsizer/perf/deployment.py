@@ -28,7 +28,11 @@ every rank's tokens gathered, over all tp x D GPUs (`moe_world_size`; experts sp
   and D = T (`moe_expert_parallel_size` and `moe_tensor_parallel_size` as given).
 
 `moe_backend` names the routed experts' kernel where the launch chose one other than the
-engine's default (`llmsizer.perf.moe_kernels`).
+engine's default (`llmsizer.perf.moe_kernels`). `mamba_ssm_cache_dtype` (vLLM
+`--mamba-ssm-cache-dtype`, SGLang `--mamba-ssm-dtype`: float32, bfloat16, float16) is the
+linear-attention layers' recurrent state dtype where the launch overrode the config's
+`mamba_ssm_dtype` (SGLang `configs/mamba_utils.py` `mamba2_state_dtype`: the flag, set as
+`SGLANG_MAMBA_SSM_DTYPE` by `ServerArgs`, wins over the config, which wins over float32).
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from llmsizer.perf.sparsity import StructuredSparsity
 from llmsizer.specs.dtypes import Precision
 from llmsizer.specs.gpus import GpuSpec, get_gpu
 from llmsizer.specs.model_catalog import get_model
+from llmsizer.specs.model_parts import check_state_dtype
 from llmsizer.specs.models import ModelSpec
 
 
@@ -58,9 +63,12 @@ class Deployment:
     expert_parallel_size: int = 1
     attention_dp_size: int = 1
     moe_backend: str | None = None  # None: the engine's default kernel (module docstring)
+    mamba_ssm_cache_dtype: str | None = None  # None: the config's (module docstring)
 
     def __post_init__(self) -> None:
         check_moe_backend(self.moe_backend)
+        if self.mamba_ssm_cache_dtype is not None:
+            check_state_dtype(self.mamba_ssm_cache_dtype)
         tp, pp = self.tensor_parallel_size, self.pipeline_parallel_size
         if tp < 1 or pp < 1:
             raise ValueError(f"parallel sizes must be >= 1, got tp={tp}, pp={pp}")
@@ -119,6 +127,7 @@ class Deployment:
         expert_parallel_size: int = 1,
         attention_dp_size: int = 1,
         moe_backend: str | None = None,
+        mamba_ssm_cache_dtype: str | None = None,
     ) -> Deployment:
         """Look names up leniently (`"llama-3.1-70b"`, `"H100 SXM"`, `"FP8"`, `"auto"`)."""
         kv = None
@@ -135,6 +144,7 @@ class Deployment:
             expert_parallel_size=expert_parallel_size,
             attention_dp_size=attention_dp_size,
             moe_backend=moe_backend,
+            mamba_ssm_cache_dtype=mamba_ssm_cache_dtype,
         )
 
     @property

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from llmsizer.errors import parse_json, read_text
+from llmsizer.specs.model_parts import check_state_dtype
 from llmsizer.specs.models import (
     LinearAttentionSpec,
     MlaSpec,
@@ -243,7 +244,6 @@ def _sliding_window(config: Mapping[str, Any], layers: int) -> tuple[int | None,
 
 
 _LAYER_KINDS = frozenset({"full_attention", "sliding_attention", "linear_attention"})
-_STATE_DTYPE_BYTES = {"float32": 4.0, "bfloat16": 2.0, "float16": 2.0}
 
 
 def _check_layer_kinds(config: Mapping[str, Any], layers: int) -> None:
@@ -280,8 +280,6 @@ def _linear_attention(
     if not count:
         return None
     dtype = config.get("mamba_ssm_dtype")
-    if dtype is not None and str(dtype) not in _STATE_DTYPE_BYTES:
-        raise ValueError(f"mamba_ssm_dtype {dtype!r}; known: {sorted(_STATE_DTYPE_BYTES)}")
     return LinearAttentionSpec(
         num_layers=count,
         num_key_heads=reader.int("linear_num_key_heads"),
@@ -289,7 +287,7 @@ def _linear_attention(
         key_head_dim=reader.int("linear_key_head_dim"),
         value_head_dim=reader.int("linear_value_head_dim"),
         conv_kernel_size=reader.int("linear_conv_kernel_dim"),
-        recurrent_state_bytes_per_element=None if dtype is None else _STATE_DTYPE_BYTES[dtype],
+        recurrent_state_bytes_per_element=None if dtype is None else check_state_dtype(str(dtype)),
     )
 
 

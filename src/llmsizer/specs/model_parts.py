@@ -17,6 +17,17 @@ from dataclasses import dataclass
 _INDEXER_KEY_BYTES_PER_VALUE = 1.0
 _INDEXER_SCALE_BYTES = 4.0
 _INDEXER_SCALE_BLOCK = 128
+# The recurrent-state dtypes a Gated DeltaNet / Mamba layer may keep, by their config and
+# engine-flag names (HF `mamba_ssm_dtype`; SGLang `--mamba-ssm-dtype` choices float32,
+# bfloat16, float16; vLLM `mamba_ssm_cache_dtype`), in bytes per value
+STATE_DTYPE_BYTES = {"float32": 4.0, "bfloat16": 2.0, "float16": 2.0}
+
+
+def check_state_dtype(name: str) -> float:
+    """Bytes per value of a recurrent-state dtype named as in `STATE_DTYPE_BYTES`."""
+    if name not in STATE_DTYPE_BYTES:
+        raise ValueError(f"mamba_ssm_dtype {name!r}; known: {sorted(STATE_DTYPE_BYTES)}")
+    return STATE_DTYPE_BYTES[name]
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,11 +123,18 @@ class LinearAttentionSpec:
         """Values in one layer's convolution state for one sequence."""
         return self.conv_dim * (self.conv_kernel_size - 1)
 
-    def state_bytes_per_sequence(self, activation_bytes_per_element: float) -> float:
+    def state_bytes_per_sequence(
+        self, activation_bytes_per_element: float, recurrent_bytes_per_element: float | None = None
+    ) -> float:
         """Bytes of state one sequence holds over all linear-attention layers; constant in
-        the context length. The recurrent state uses its own dtype when the config names one,
-        the convolution state the activation dtype."""
-        recurrent = self.recurrent_state_bytes_per_element or activation_bytes_per_element
+        the context length. The recurrent state is in `recurrent_bytes_per_element` when the
+        launch names its dtype (SGLang `--mamba-ssm-dtype`), else in the config's, else in
+        the activation dtype; the convolution state in the activation dtype."""
+        recurrent = (
+            recurrent_bytes_per_element
+            or self.recurrent_state_bytes_per_element
+            or activation_bytes_per_element
+        )
         per_layer = (
             self.recurrent_state_elements * recurrent
             + self.conv_state_elements * activation_bytes_per_element

@@ -28,7 +28,13 @@ from pathlib import Path
 from typing import Any
 
 from llmsizer.specs.dtypes import Precision
-from llmsizer.specs.model_parts import LinearAttentionSpec, MlaSpec, MoeSpec, SparseAttentionSpec
+from llmsizer.specs.model_parts import (
+    LinearAttentionSpec,
+    MlaSpec,
+    MoeSpec,
+    SparseAttentionSpec,
+    check_state_dtype,
+)
 
 __all__ = ["LinearAttentionSpec", "MlaSpec", "ModelSpec", "MoeSpec", "SparseAttentionSpec"]
 
@@ -347,11 +353,15 @@ class ModelSpec:
         layers hold no KV: see `linear_state_bytes_per_sequence`)."""
         return self.num_kv_cache_layers * self.kv_bytes_per_token_per_layer(kv_precision)
 
-    def linear_state_bytes_per_sequence(self, activation_precision: Precision) -> float:
+    def linear_state_bytes_per_sequence(
+        self, activation_precision: Precision, mamba_ssm_dtype: str | None = None
+    ) -> float:
         """Bytes of linear-attention state one sequence holds, whatever its length (0 for a
-        model without linear attention)."""
+        model without linear attention); `mamba_ssm_dtype` the recurrent state's dtype where
+        the launch names one (`STATE_DTYPE_BYTES`), else the config's."""
         if self.linear_attention is None:
             return 0.0
+        recurrent = None if mamba_ssm_dtype is None else check_state_dtype(mamba_ssm_dtype)
         return self.linear_attention.state_bytes_per_sequence(
-            activation_precision.bytes_per_element
+            activation_precision.bytes_per_element, recurrent
         )
