@@ -100,9 +100,11 @@ BUDGET = {
     # engine source, a compiled model's attention-only launches (issue 10, eager11,
     # launches.py; +1 the merge's second import)
     + 116
-    # + 15: a launch's linear-attention state dtype (`mamba_ssm_cache_dtype`, SGLang
-    # --mamba-ssm-dtype) priced in the state moved per decoding sequence (issue 10, mamba12)
-    + 15,
+    # + 50: a launch's linear-attention state dtype (`mamba_ssm_cache_dtype`, SGLang
+    # --mamba-ssm-dtype) priced in the state moved per decoding sequence, and in the memory
+    # plan: KV over the softmax layers only, SGLang's state slots set aside, with sources
+    # (issue 10, mamba12)
+    + 50,
     "sim": 1760  # + 110: decode-only steps in a row and their compact step log (issue 13)
     # + 50: delay batching in the continuous scheduler (merged from main, unbudgeted there)
     # + 120: quiet decode runs priced at once, a refused first waiting request kept on the

@@ -111,6 +111,9 @@ def make_instance(
         max_num_seqs=engine.max_num_seqs,
         max_model_len=max_model_len,
         rule=ENGINE_MEMORY_RULES.get(spec.preset, MemoryRule.TOTAL),
+        # SGLang sets its running sequences' linear-attention states aside (perf.memory);
+        # vLLM pages them in its KV pool as they run: not counted
+        num_state_slots=engine.max_num_seqs if spec.preset == "sglang" else 0,
     )
     graphs = capture_plan(
         spec.preset,

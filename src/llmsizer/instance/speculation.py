@@ -44,7 +44,7 @@ from typing import Literal, Self
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from llmsizer.perf import Deployment, StepModel
+from llmsizer.perf import StepModel
 from llmsizer.perf.memory import weight_bytes_per_gpu
 from llmsizer.perf.speculative import (
     SpeculativeDecoding,
@@ -154,15 +154,9 @@ def kv_share(spec: SpeculativeSpec, cost: SpeculativeStepCost, kv_cache_bytes: f
     """Fraction of the target's KV cache left once the drafter's weights and KV are in it."""
     target, draft = cost.target.deployment, cost.draft.deployment
     extra_weights = weight_bytes_per_gpu(draft) if spec.draft_model else 0.0
-    per_token = _kv_bytes_per_token(target)
-    draft_ratio = _kv_bytes_per_token(draft) / per_token
+    draft_ratio = draft.kv_bytes_per_token_per_gpu / target.kv_bytes_per_token_per_gpu
     left = max(0.0, kv_cache_bytes - extra_weights) / kv_cache_bytes if kv_cache_bytes else 0.0
     return left / (1.0 + draft_ratio)
-
-
-def _kv_bytes_per_token(d: Deployment) -> float:
-    layers = math.ceil(d.model.num_layers / d.pipeline_parallel_size)
-    return d.kv_bytes_per_token_per_layer_per_gpu * layers
 
 
 @dataclass(frozen=True, slots=True)

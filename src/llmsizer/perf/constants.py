@@ -216,13 +216,7 @@ def _linear_state_io_bytes(d: Deployment) -> float:
     vLLM's Qwen3-Next / Qwen3.5 layers run it), in the launch's state dtype, else the
     config's (Qwen3.5: `mamba_ssm_dtype` float32, 4.2 MB a layer; bfloat16 half that), the
     value heads split over tp."""
-    la = d.model.linear_attention
-    if la is None:
-        return 0.0
-    heads = la.num_value_heads
-    share = -(-heads // d.tensor_parallel_size) / heads
-    state = d.model.linear_state_bytes_per_sequence(d.activation_precision, d.mamba_ssm_cache_dtype)
-    return 2.0 * state * share
+    return 2.0 * d.linear_state_bytes_per_gpu
 
 
 def _indexer_layers(d: Deployment) -> int:

@@ -217,6 +217,28 @@ class Deployment:
             return per_layer
         return per_layer * self.kv_heads_per_gpu / self.model.num_key_value_heads
 
+    @property
+    def kv_bytes_per_token_per_gpu(self) -> float:
+        """KV-cache bytes one token takes on a GPU of the stage with most layers, over the
+        softmax layers only: linear-attention layers keep a state per sequence instead
+        (SGLang `model_runner_kv_cache_mixin.py` `profile_max_num_token`: a hybrid model's
+        token cell counts its `full_attention_layer_ids`)."""
+        layers = -(-self.model.num_kv_cache_layers // self.pipeline_parallel_size)
+        return self.kv_bytes_per_token_per_layer_per_gpu * layers
+
+    @property
+    def linear_state_bytes_per_gpu(self) -> float:
+        """Linear-attention state one sequence holds on one GPU: its value heads split over
+        tp (SGLang `Mamba2StateShape`: `divide(num_heads, tp)`), all its layers."""
+        la = self.model.linear_attention
+        if la is None:
+            return 0.0
+        share = -(-la.num_value_heads // self.tensor_parallel_size) / la.num_value_heads
+        state = self.model.linear_state_bytes_per_sequence(
+            self.activation_precision, self.mamba_ssm_cache_dtype
+        )
+        return state * share
+
     def allreduce_hops(self, group_size: int) -> int:
         """Latency hops of one all-reduce over `group_size` GPUs (`roofline.allreduce_hops`):
         inside the scale-up domain every GPU is one hop from every other (NVSwitch, or a full

@@ -13,7 +13,12 @@ forward pass, R non-torch memory: CUDA context, NCCL and cuBLAS workspaces):
   `docs/source/reference/memory.md`, "KV cache tensor": "KV cache will by default allocate
   85% of the remaining free GPU memory"; the PyTorch backend's default f is 0.9).
 The KV cache is cut into blocks of `block_size` tokens (default 16); the simulator's block
-manager takes `MemoryPlan.num_kv_blocks`.
+manager takes `MemoryPlan.num_kv_blocks`. A token's KV counts the softmax layers only
+(`Deployment.kv_bytes_per_token_per_gpu`). A model with linear attention (Qwen3.5) keeps a
+recurrent state per sequence; SGLang sets `num_state_slots` states aside before the KV
+tokens, `max_running_requests` of them with the radix cache off (`model_runner_kv_cache_
+mixin.py` `handle_max_mamba_cache`, 0.5.9: "Use explicitly set max_running_requests when
+radix cache is disabled"), in the launch's state dtype (`--mamba-ssm-dtype`).
 
 Assumptions, stated once:
 - weights: the stage with most bytes. Layers are split evenly over pipeline stages (the
@@ -83,6 +88,7 @@ class MemoryPlan:
     block_size: int
     num_kv_blocks: int
     rule: MemoryRule = MemoryRule.TOTAL
+    linear_state_bytes: float = 0.0  # the state slots set aside (module docstring)
 
     @property
     def budget_bytes(self) -> float:
@@ -145,11 +151,13 @@ def plan_memory(
     max_model_len: int | None = None,
     runtime_overhead_bytes: float = DEFAULT_RUNTIME_OVERHEAD_BYTES,
     rule: MemoryRule = MemoryRule.TOTAL,
+    num_state_slots: int = 0,
 ) -> MemoryPlan:
     """KV blocks per GPU for `d`; `DoesNotFitError` says by how many GB it falls short.
 
     With `max_model_len`, the KV cache must also hold one sequence of that length (vLLM
-    refuses to start otherwise).
+    refuses to start otherwise). `num_state_slots`: sequences whose linear-attention state
+    the engine sets aside first (module docstring; 0 for a model without one).
     """
     if not 0 < gpu_memory_utilization <= 1:
         raise ValueError(f"gpu_memory_utilization must be in (0, 1], got {gpu_memory_utilization}")
@@ -164,9 +172,9 @@ def plan_memory(
     elif rule is MemoryRule.FREE:
         free = memory - weights - activations - runtime_overhead_bytes
         kv_cache = gpu_memory_utilization * free
-    per_token = d.kv_bytes_per_token_per_layer_per_gpu * math.ceil(
-        d.model.num_layers / d.pipeline_parallel_size
-    )
+    states = num_state_slots * _stage_state_bytes(d)
+    kv_cache -= states
+    per_token = d.kv_bytes_per_token_per_gpu
     num_blocks = max(0, math.floor(kv_cache / (per_token * block_size)))
     plan = MemoryPlan(
         gpu_memory_bytes=memory,
@@ -179,12 +187,22 @@ def plan_memory(
         block_size=block_size,
         num_kv_blocks=num_blocks,
         rule=rule,
+        linear_state_bytes=states,
     )
     needed_tokens = max_model_len or block_size
     if plan.max_num_kv_tokens < needed_tokens:
         short = needed_tokens * per_token - kv_cache
         raise DoesNotFitError(_explain(d, plan, needed_tokens, short))
     return plan
+
+
+def _stage_state_bytes(d: Deployment) -> float:
+    """One sequence's linear-attention state on a GPU of the stage with most of its layers."""
+    la = d.model.linear_attention
+    if la is None:
+        return 0.0
+    stage = -(-la.num_layers // d.pipeline_parallel_size) / la.num_layers
+    return d.linear_state_bytes_per_gpu * stage
 
 
 def _explain(d: Deployment, plan: MemoryPlan, needed_tokens: int, short_bytes: float) -> str:
@@ -196,7 +214,8 @@ def _explain(d: Deployment, plan: MemoryPlan, needed_tokens: int, short_bytes: f
         f"(tp={d.tensor_parallel_size}, pp={d.pipeline_parallel_size}{dp}) does not fit: per GPU "
         f"weights need {plan.weight_bytes / GB:.1f} GB, activations "
         f"{plan.activation_bytes / GB:.1f} GB and runtime {plan.runtime_overhead_bytes / GB:.1f} "
-        f"GB, and {needed_tokens} tokens of KV cache {kv_needed / GB:.2f} GB, "
+        f"GB, linear-attention states {plan.linear_state_bytes / GB:.1f} GB, and "
+        f"{needed_tokens} tokens of KV cache {kv_needed / GB:.2f} GB, "
         f"but gpu_memory_utilization={plan.gpu_memory_utilization} ({plan.rule.value} rule) of "
         f"{of_gb:.0f} GB leaves {plan.budget_bytes / GB:.1f} GB: short by "
         f"{short_bytes / GB:.1f} GB. Use more GPUs (tensor or pipeline parallel), a narrower "
