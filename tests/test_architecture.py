@@ -153,9 +153,9 @@ BUDGET = {
     + 15
     # + 15: the `moe_backend` field, the experts' kernel a launch picked (issue 10, tpotver11)
     + 15
-    # + 15: the `mamba_ssm_cache_dtype` field (SGLang --mamba-ssm-dtype) checked at the
-    # boundary (issue 10, mamba12)
-    + 15,
+    # + 25: the `mamba_ssm_cache_dtype` field (SGLang --mamba-ssm-dtype) checked at the
+    # boundary, the SGLang state slots an instance sets aside (issue 10, mamba12)
+    + 25,
     "sizing": 3650  # the plan pipeline only; + levers, arrivals, price models (issue 11), ETA
     # + the probe cache and quick plans the studio needs (issue 15); fleet check (issue 12)
     # + 120: the search's parts on a sweep (`search_parts`, issue 13)

@@ -63,6 +63,13 @@ def test_b300_scripts_and_older_b300_rows_set_it_too(gpu_bytes: float) -> None:
         assert got["mamba_ssm_cache_dtype"] == "bfloat16"
 
 
+@pytest.mark.parametrize("model", [QWEN, "deepseek-r1", "glm-5"])
+def test_the_sglang_scripts_turn_the_radix_cache_off(model: str) -> None:
+    """`--disable-radix-cache` in every InferenceX SGLang script; AIC's launches keep it."""
+    assert sglang(model=model)["enable_prefix_caching"] is False
+    assert "enable_prefix_caching" not in sglang(model=model, inferencex=False)
+
+
 def test_aic_launches_and_other_engines_and_models_keep_the_config() -> None:
     assert "mamba_ssm_cache_dtype" not in sglang(inferencex=False)
     assert "mamba_ssm_cache_dtype" not in sglang(model="deepseek-r1")

@@ -59,11 +59,17 @@ def test_a_state_pool_that_does_not_fit_says_so() -> None:
         plan_memory(qwen(4), 0.82, rule=MemoryRule.STATIC, num_state_slots=4096)
 
 
-@pytest.mark.parametrize(("engine", "slots"), [("sglang", 128), ("vllm", 0)])
-def test_an_instance_sets_sglangs_running_states_aside(engine: str, slots: int) -> None:
+@pytest.mark.parametrize(
+    ("engine", "radix", "slots"), [("sglang", False, 128), ("sglang", True, 0), ("vllm", False, 0)]
+)
+def test_an_instance_sets_sglangs_running_states_aside(
+    engine: str, radix: bool, slots: int
+) -> None:
+    """SGLang with the radix cache off: `max_running_requests` states; its radix-cache split
+    and vLLM's paged states are not modelled."""
     spec = DeploymentSpec(
         model=QWEN, gpu="b200", precision="fp8", kv_cache_dtype="fp8", tp=4, engine=engine,
-        max_num_seqs=128, gpu_memory_utilization=0.82,
+        max_num_seqs=128, gpu_memory_utilization=0.82, enable_prefix_caching=radix,
     )  # fmt: skip
     memory = make_instance(spec).memory
     assert memory.linear_state_bytes == pytest.approx(slots * qwen(4).linear_state_bytes_per_gpu)

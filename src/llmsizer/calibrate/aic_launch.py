@@ -27,7 +27,8 @@ in the engines' wheels and the scripts at the commits named there:
   cap, CONC)`.
   All run `--disable-radix-cache`, the client `--ignore-eos`: SGLang admits a prompt only while
   every running request can decode to its end (`kv_reservation` `projected`, 0.5.9 / 0.5.10
-  `PrefillAdder.add_one_req_ignore_eos`, `sim.batching.projected_kv`; aic_measurement §21).
+  `PrefillAdder.add_one_req_ignore_eos`, `sim.batching.projected_kv`; aic_measurement §21);
+  the radix cache off is `enable_prefix_caching` false (a hybrid model's states: `perf.memory`).
 - **TensorRT-LLM** (`llm_args.py`): `max_num_tokens` 8192, chunked context off: the preset.
   InferenceX: Llama-70B `--max_num_tokens 16384`, `max_batch_size` 1024
   (`70b_fp8_b200_trt_slurm.sh` @ c198b20e); DeepSeek-R1/V3 `max(8192, ceil64(CONC + ISL +
@@ -166,6 +167,7 @@ def launch_settings(
             settings["max_num_seqs"] = concurrency if gpu_memory_bytes < 100 * GB else 512
     elif engine == "sglang":
         settings["kv_reservation"] = "projected"  # ignore_eos, radix cache off (docstring)
+        settings["enable_prefix_caching"] = False  # --disable-radix-cache
         fp8 = precision.startswith("fp8")
         if family in ("qwen3.5", "deepseek"):
             tp4_fp8 = family == "deepseek" and fp8 and tp < 8

@@ -111,9 +111,7 @@ def make_instance(
         max_num_seqs=engine.max_num_seqs,
         max_model_len=max_model_len,
         rule=ENGINE_MEMORY_RULES.get(spec.preset, MemoryRule.TOTAL),
-        # SGLang sets its running sequences' linear-attention states aside (perf.memory);
-        # vLLM pages them in its KV pool as they run: not counted
-        num_state_slots=engine.max_num_seqs if spec.preset == "sglang" else 0,
+        num_state_slots=_state_slots(spec.preset, engine),
     )
     graphs = capture_plan(
         spec.preset,
@@ -194,3 +192,11 @@ def _all_ranks(cfg: EngineConfig, dp: int) -> EngineConfig:
             "num_attention_dp_ranks": dp,
         }
     )
+
+
+def _state_slots(preset: str, engine: EngineConfig) -> int:
+    """Sequences whose linear-attention state the engine sets aside before its KV cache:
+    SGLang with the radix cache off, `max_running_requests` (`perf.memory`). Not modelled:
+    SGLang's split with the radix cache on (`mamba_full_memory_ratio`), vLLM's states paged
+    in its KV pool as sequences run."""
+    return engine.max_num_seqs if preset == "sglang" and not engine.enable_prefix_caching else 0

@@ -18,7 +18,9 @@ manager takes `MemoryPlan.num_kv_blocks`. A token's KV counts the softmax layers
 recurrent state per sequence; SGLang sets `num_state_slots` states aside before the KV
 tokens, `max_running_requests` of them with the radix cache off (`model_runner_kv_cache_
 mixin.py` `handle_max_mamba_cache`, 0.5.9: "Use explicitly set max_running_requests when
-radix cache is disabled"), in the launch's state dtype (`--mamba-ssm-dtype`).
+radix cache is disabled"), in the launch's state dtype (`--mamba-ssm-dtype`); with the radix
+cache on it splits the memory between states and KV (`mamba_full_memory_ratio` 0.9), and vLLM
+pages the states in its KV pool as sequences run: neither is modelled (no slots).
 
 Assumptions, stated once:
 - weights: the stage with most bytes. Layers are split evenly over pipeline stages (the
