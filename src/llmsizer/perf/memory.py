@@ -211,13 +211,14 @@ def _explain(d: Deployment, plan: MemoryPlan, needed_tokens: int, short_bytes: f
     kv_needed = needed_tokens * plan.kv_bytes_per_token
     dp = f", dp={d.attention_dp_size}" if d.attention_dp_size > 1 else ""
     of_gb = plan.budget_bytes / plan.gpu_memory_utilization / GB
+    states = plan.linear_state_bytes
+    states_text = f", linear-attention states {states / GB:.1f} GB" if states else ""
     return (
         f"{d.model.name} ({d.precision.value} weights) on {d.num_gpus}x {d.gpu.key} "
         f"(tp={d.tensor_parallel_size}, pp={d.pipeline_parallel_size}{dp}) does not fit: per GPU "
         f"weights need {plan.weight_bytes / GB:.1f} GB, activations "
         f"{plan.activation_bytes / GB:.1f} GB and runtime {plan.runtime_overhead_bytes / GB:.1f} "
-        f"GB, linear-attention states {plan.linear_state_bytes / GB:.1f} GB, and "
-        f"{needed_tokens} tokens of KV cache {kv_needed / GB:.2f} GB, "
+        f"GB{states_text}, and {needed_tokens} tokens of KV cache {kv_needed / GB:.2f} GB, "
         f"but gpu_memory_utilization={plan.gpu_memory_utilization} ({plan.rule.value} rule) of "
         f"{of_gb:.0f} GB leaves {plan.budget_bytes / GB:.1f} GB: short by "
         f"{short_bytes / GB:.1f} GB. Use more GPUs (tensor or pipeline parallel), a narrower "
