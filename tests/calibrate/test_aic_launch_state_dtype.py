@@ -19,7 +19,6 @@ from llmsizer.units import GB
 from tests.conftest import shared_path
 
 QWEN = "qwen3.5-397b-a17b"
-AIC_CSV = shared_path("calibration", "aic_silicon_calibration.csv")
 
 
 def sglang(**row: Any) -> dict[str, Any]:
@@ -76,11 +75,12 @@ def test_aic_launches_and_other_engines_and_models_keep_the_config() -> None:
     assert "mamba_ssm_cache_dtype" not in sglang(engine="vllm")
 
 
+@pytest.mark.shared
 def test_the_calibration_rows_map_as_their_scripts_ran() -> None:
     """Every SGLang Qwen3.5 row: InferenceX FP8 / NVFP4 bfloat16 (all measured from
     2026-03-03 on), InferenceX BF16 and AIC's gap rows the config's float32."""
     seen: dict[tuple[str, bool], set[str | None]] = {}
-    with AIC_CSV.open(newline="") as f:
+    with shared_path("calibration", "aic_silicon_calibration.csv").open(newline="") as f:
         for row in csv.DictReader(f):
             if row["backend"] != "sglang" or "Qwen3.5" not in row["model_path"]:
                 continue
