@@ -96,7 +96,10 @@ BUDGET = {
     # + 115: an eager step's kernel launches per kind of layer, each part's count with its
     # engine source, a compiled model's attention-only launches (issue 10, eager11,
     # launches.py; +1 the merge's second import)
-    + 116,
+    + 116
+    # + 25: every step's `layer_overhead_s` per dense layer's kernels, a MoE / MLA layer its
+    # kernels' share, with the per-kernel cost's source (issue 10, tpot12, launches.py)
+    + 25,
     "sim": 1760  # + 110: decode-only steps in a row and their compact step log (issue 13)
     # + 50: delay batching in the continuous scheduler (merged from main, unbudgeted there)
     # + 120: quiet decode runs priced at once, a refused first waiting request kept on the
