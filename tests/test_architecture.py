@@ -104,7 +104,10 @@ BUDGET = {
     # --mamba-ssm-dtype) priced in the state moved per decoding sequence, and in the memory
     # plan: KV over the softmax layers only, SGLang's state slots set aside, with sources
     # (issue 10, mamba12)
-    + 50,
+    + 50
+    # + 25: every step's `layer_overhead_s` per dense layer's kernels, a MoE / MLA layer its
+    # kernels' share, with the per-kernel cost's source (issue 10, tpot12, launches.py)
+    + 25,
     "sim": 1760  # + 110: decode-only steps in a row and their compact step log (issue 13)
     # + 50: delay batching in the continuous scheduler (merged from main, unbudgeted there)
     # + 120: quiet decode runs priced at once, a refused first waiting request kept on the

@@ -70,6 +70,14 @@ def test_layer_overhead_is_the_launch_times_of_one_layers_kernels() -> None:
     )
     expected = 4 * gemm_o + attention_o + elementwise_o
     assert fit.factors["layer_overhead_s"] == pytest.approx(expected, rel=0.15)
+    # a layer of 2.25 dense layers' kernels (MoE + MLA): the factor is a dense layer's share
+    moe = fit_factors(
+        _gemms(0.6, 0.8, gemm_o) + attention + elementwise, Peaks({"bf16": F}, B), "bf16",
+        units_per_layer=2.25,
+    )  # fmt: skip
+    assert moe.factors["layer_overhead_s"] == pytest.approx(
+        fit.factors["layer_overhead_s"] / 2.25, rel=1e-3
+    )
     assert fit.factors["attention_compute_efficiency"] == pytest.approx(0.5, rel=0.05)
     assert fit.factors["attention_bandwidth_efficiency"] == pytest.approx(0.7, rel=0.05)
     with pytest.raises(ValueError, match="fp8"):

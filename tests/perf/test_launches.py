@@ -1,4 +1,5 @@
-"""Eager prompt steps: launches per kind of layer times a cost per launch (`perf.launches`)."""
+"""Eager prompt steps: launches per kind of layer times a cost per launch; every step: each
+kernel's fixed time, `layer_overhead_s` per dense layer's kernels (`perf.launches`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,13 @@ from llmsizer.perf.batch_shape import BatchShape, ChunkShape, aggregate, decode_
 from llmsizer.perf.cuda_graphs import CudaGraphs, capture_plan
 from llmsizer.perf.deployment import Deployment
 from llmsizer.perf.efficiency import EfficiencyFactors
-from llmsizer.perf.launches import DENSE_LAYER, eager_launches, eager_layer_units
+from llmsizer.perf.launches import (
+    DENSE_LAYER,
+    INDEXER,
+    eager_launches,
+    eager_layer_units,
+    layer_units,
+)
 from llmsizer.perf.step import StepModel, StepTerms, step_terms
 from llmsizer.specs import get_model
 from llmsizer.units import GB, US
@@ -101,3 +108,35 @@ def test_a_compiled_model_launches_only_its_attention_one_op_a_layer() -> None:
     deepseek = _terms(_step("deepseek-v3", _plan("sglang")), PROMPT).prefill_layers_overhead_s
     assert deepseek > _terms(_step("deepseek-v3", _plan("vllm")), PROMPT).prefill_layers_overhead_s
     assert _plan("vllm").compiled and not _plan("sglang").compiled and not _plan("trtllm").compiled
+
+
+@pytest.mark.parametrize("name", ["llama-3.1-8b", "llama-3.1-70b", "mistral-7b"])
+def test_a_dense_gqa_model_pays_layer_overhead_per_layer(name: str) -> None:
+    model = get_model(name)
+    assert layer_units(model) == model.num_layers  # priced exactly as before
+
+
+def test_a_graphed_layer_pays_its_kernels_less_the_indexer() -> None:
+    # DeepSeek-V3: MLA + MoE with a shared expert, 27 kernels a MoE layer, 18 a dense one
+    assert layer_units(get_model("deepseek-v3")) == (3 * 18 + 58 * 27) / 12
+    # GLM-5's indexer has its own fixed time (`indexer_overhead_s`): not counted twice
+    glm = get_model("glm-5")
+    assert layer_units(glm) == (eager_launches(glm) - INDEXER * glm.num_kv_cache_layers) / 12
+    assert layer_units(glm) / glm.num_layers < eager_layer_units(glm) / glm.num_layers
+    # a MoE layer without shared experts (MiniMax, Qwen3) 17 kernels
+    assert layer_units(get_model("qwen3-235b-a22b")) == 94 * 17 / 12
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
+def test_a_decode_step_pays_layer_overhead_per_kernel(engine: str) -> None:
+    # every decode step, graphed or not, pays layer_overhead_s per 12 kernels: a MoE + MLA
+    # model's fixed time is its kernels' (27 a MoE layer), not its layers' alone
+    eff = EfficiencyFactors(layer_overhead_s=DENSE_LAYER * 4 * US)  # 4 us a kernel
+    batch = decode_batch(8, 8_000)
+    for name in ("llama-3.1-70b", "deepseek-v3", "glm-5"):
+        term = _terms(_step(name, _plan(engine), eff), batch).layers_overhead_s
+        assert term == pytest.approx(layer_units(get_model(name)) * DENSE_LAYER * 4 * US)
+    slow = eff.replace(layer_overhead_s=2 * DENSE_LAYER * 4 * US)
+    for name, units in (("llama-3.1-70b", 80), ("deepseek-v3", (3 * 18 + 58 * 27) / 12)):
+        extra = _step(name, _plan(engine), slow)(batch) - _step(name, _plan(engine), eff)(batch)
+        assert extra == pytest.approx(units * DENSE_LAYER * 4 * US, rel=1e-9)

@@ -141,11 +141,17 @@ class CollectedFit:
 
 
 def fit_factors(
-    timings: list[Timing], peaks: Peaks, precision: str, gemm_launches_per_layer: float = 4.0
+    timings: list[Timing],
+    peaks: Peaks,
+    precision: str,
+    gemm_launches_per_layer: float = 4.0,
+    units_per_layer: float = 1.0,
 ) -> CollectedFit:
     """Efficiency factors for GEMMs in `precision` (the routed experts' grouped GEMMs with
     them: the model prices both at the same rates) and 16-bit attention at `peaks`; a layer
-    launches `gemm_launches_per_layer` GEMMs (`shapes.gemm_launches_per_layer`)."""
+    launches `gemm_launches_per_layer` GEMMs (`shapes.gemm_launches_per_layer`) and runs
+    `units_per_layer` dense layers' kernels (`perf.launches.layer_units` over the layers):
+    `layer_overhead_s` is a dense layer's, so one layer's intercepts are divided by it."""
     gemm_kinds = (Kind.GEMM, Kind.EXPERT_GEMM)
     gemms = [t for t in timings if t.kind in gemm_kinds and t.precision == precision]
     attention = [t for t in timings if t.kind in (Kind.PREFILL_ATTENTION, Kind.DECODE_ATTENTION)]
@@ -172,7 +178,7 @@ def fit_factors(
         "gemm_bandwidth_efficiency": fits["gemm"].bandwidth_efficiency,
         "attention_compute_efficiency": fits["attention"].compute_efficiency,
         "attention_bandwidth_efficiency": fits["attention"].bandwidth_efficiency,
-        "layer_overhead_s": min(per_layer, MAX_LAYER_OVERHEAD_S),
+        "layer_overhead_s": min(per_layer / units_per_layer, MAX_LAYER_OVERHEAD_S),
     }
     if latent:
         del factors["attention_bandwidth_efficiency"]

@@ -48,6 +48,7 @@ from llmsizer.collect.shapes import (
 from llmsizer.collect.timings import Timing
 from llmsizer.perf.calibrated import CalibrationFile
 from llmsizer.perf.efficiency import EnginePreset, default_efficiency
+from llmsizer.perf.launches import layer_units
 from llmsizer.specs import GpuSpec, ModelSpec, Precision
 from llmsizer.specs.gpus import gpu_from_entry
 
@@ -150,7 +151,8 @@ def collect(
         {p: rate for p in measured.flops_per_s if (rate := _peak(gpu, p)) is not None},
         gpu.hbm_bytes_per_s,
     )
-    fit = fit_factors(timings, peaks, precision, gemm_launches_per_layer(model))
+    units_per_layer = layer_units(model) / model.num_layers
+    fit = fit_factors(timings, peaks, precision, gemm_launches_per_layer(model), units_per_layer)
     factors = fit.factors | ({} if allreduce is None else allreduce.factors(gpu))
     note = allreduce_note(ranks, allreduce, gpu)
     say(f"all-reduce: {note}")

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from llmsizer.perf.deployment import Deployment
 from llmsizer.perf.efficiency import EfficiencyFactors
-from llmsizer.perf.launches import eager_layer_units
+from llmsizer.perf.launches import eager_layer_units, layer_units
 from llmsizer.perf.moe_kernels import experts_rate_scale
 from llmsizer.perf.roofline import expected_max_normal
 from llmsizer.specs.dtypes import Precision
@@ -177,7 +177,8 @@ def build_constants(d: Deployment, eff: EfficiencyFactors) -> StepConstants:
         send_latency_s=eff.collective_hop_latency_s,
         send_s_per_token=h * act / send_link,
         step_overhead_s=eff.step_overhead_s,
-        layers_overhead_s=m.num_layers * eff.layer_overhead_s,
+        # every kernel's fixed time, in dense layers' kernels (`perf.launches.layer_units`)
+        layers_overhead_s=layer_units(m) * eff.layer_overhead_s,
         # the eager launch, in dense layers' launches; a compiled model's, its attention's
         # (one op a layer, every kind alike: `perf.launches`)
         prefill_layers_overhead_s=eager_layer_units(m) * eff.prefill_layer_overhead_s,

@@ -27,7 +27,8 @@ calibration set by `bench/validate_perf.py --fit`. The priors:
   fitted files that still say 2 us were fitted with it held.)
 - `layer_overhead_s` 50 us: a decode layer runs ~12 kernels (4 GEMMs, attention, norms,
   rotary, activation, residuals, all-reduces), each with a few microseconds of launch gap,
-  ramp-up and tail that no byte count captures.
+  ramp-up and tail that no byte count captures. It is a dense GQA layer's: a layer of
+  another kind pays its kernels' share (`perf.launches.layer_units`; a MoE + MLA layer 2.25).
 - `prefill_layer_overhead_s` 0: the eager launch of a layer. Engines replay decode-only steps
   from captured CUDA graphs (TensorRT-LLM, vLLM, SGLang) but launch a step with prompt work
   kernel by kernel (vLLM: attention between graphed pieces), adding a few microseconds per

@@ -51,6 +51,21 @@ about what Llama-3.1-70B does per layer, SGLang's and TensorRT-LLM's DeepSeek ov
 So a dense GQA layer launches 12 (as `layer_overhead_s`'s prior counts a decode layer), a
 DeepSeek-V3 MoE + MLA layer 27, a GLM-5 one (with its indexer) 42, Qwen3.5's linear-attention
 MoE layer 32, a Qwen3 / MiniMax MoE layer without shared experts 17.
+
+A step replayed from a CUDA graph launches nothing from the host but runs the same kernels,
+and each still costs the GPU time that no byte or FLOP count holds: the graph's launch of
+the kernel (~1.3 us a kernel on an H100 under CUDA graphs), its setup and teardown, and the
+next kernel's wait for the previous one's last thread blocks (Hazy Research, "Look Ma, No
+Bubbles!", 2025-05-27: vLLM and SGLang reach at most half of an H100's bandwidth decoding
+Llama-3.2-1B, ~100 kernels a forward pass, for these bubbles). `layer_overhead_s`, ~50 us for
+a dense layer's 12 kernels, is ~4 us a kernel. So a graph-replayed layer's fixed cost is its
+kernels too: `layer_units(model)` counts them in dense GQA layers, as `eager_layer_units`
+does, less the sparse-attention indexer's (its fixed time is a factor of its own,
+`indexer_overhead_s`). The prompt path's counts stand for the decode path's: the same
+projections, norms, routing, grouped GEMMs and collectives; decode attention replaces
+prompt attention one for one. The AIC rows agree (`docs/aic_measurement.md` section 25): the
+fixed part of TPOT (what does not shrink with TP) is ~66 us a layer for Llama-3.1-70B on vLLM
+B200, 95-124 us for MiniMax-M2.5, 105-108 us for Kimi-K2.5: 1.4-1.9x, where kernels say 1.42, 2.24.
 """
 
 from __future__ import annotations
@@ -94,3 +109,11 @@ def eager_layer_units(model: ModelSpec) -> float:
     """`model`'s eager launches in dense GQA layers (`DENSE_LAYER`), the count that
     `prefill_layer_overhead_s` multiplies: its number of layers for a dense GQA model."""
     return eager_launches(model) / DENSE_LAYER
+
+
+def layer_units(model: ModelSpec) -> float:
+    """`model`'s kernels of one forward pass in dense GQA layers' kernels (`DENSE_LAYER`),
+    less the sparse-attention indexer's: the count that `layer_overhead_s` multiplies in
+    every step (module docstring), its number of layers for a dense GQA model."""
+    indexer = 0 if model.sparse_attention is None else INDEXER * model.num_kv_cache_layers
+    return (eager_launches(model) - indexer) / DENSE_LAYER
