@@ -28,13 +28,15 @@ every rank's tokens gathered, over all tp x D GPUs (`moe_world_size`; experts sp
   and D = T (`moe_expert_parallel_size` and `moe_tensor_parallel_size` as given).
 
 `moe_backend` names the routed experts' kernel where the launch chose one other than the
-engine's default (`llmsizer.perf.moe_kernels`).
+engine's default (`llmsizer.perf.moe_kernels`); `moe_a2a_backend` how attention DP's MoE
+layers exchange tokens, an all-to-all or (None) the all-gather (`llmsizer.perf.moe_comm`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from llmsizer.perf.moe_comm import all_to_all, check_moe_a2a_backend
 from llmsizer.perf.moe_kernels import check_moe_backend
 from llmsizer.perf.roofline import allreduce_hops
 from llmsizer.perf.sparsity import StructuredSparsity
@@ -58,9 +60,11 @@ class Deployment:
     expert_parallel_size: int = 1
     attention_dp_size: int = 1
     moe_backend: str | None = None  # None: the engine's default kernel (module docstring)
+    moe_a2a_backend: str | None = None  # None: the all-gather (module docstring)
 
     def __post_init__(self) -> None:
         check_moe_backend(self.moe_backend)
+        check_moe_a2a_backend(self.moe_a2a_backend)
         tp, pp = self.tensor_parallel_size, self.pipeline_parallel_size
         if tp < 1 or pp < 1:
             raise ValueError(f"parallel sizes must be >= 1, got tp={tp}, pp={pp}")
@@ -74,6 +78,7 @@ class Deployment:
             raise ValueError(f"pipeline_parallel_size {pp} > {self.model.num_layers} layers")
         self._check_attention_dp()
         self._check_expert_parallel()
+        self._check_all_to_all()
         if self.sparsity is not None:
             self.sparsity.check_gpu(self.gpu)
 
@@ -106,6 +111,20 @@ class Deployment:
                 ranks = f"tensor_parallel_size x attention_dp_size = {world}"
             raise ValueError(f"expert_parallel_size {ep} must divide {ranks} of {self.model.name}")
 
+    def _check_all_to_all(self) -> None:
+        """An all-to-all sends each token to the GPUs of its experts: attention DP ranks
+        whose experts are whole on each GPU (TensorRT-LLM falls back to the all-gather under
+        MoE TP: `CommunicationFactory.create_strategy`; SGLang's DeepEP needs ep = tp)."""
+        if all_to_all(self.moe_a2a_backend) is None:
+            return
+        dp, ep, world = self.attention_dp_size, self.expert_parallel_size, self.moe_world_size
+        if dp == 1 or ep != world:
+            raise ValueError(
+                f"moe_a2a_backend {self.moe_a2a_backend!r} needs attention_dp_size > 1 and "
+                f"expert_parallel_size = tensor_parallel_size x attention_dp_size, got "
+                f"attention_dp_size {dp}, expert_parallel_size {ep} of {world} GPUs"
+            )
+
     @classmethod
     def from_names(
         cls,
@@ -119,6 +138,7 @@ class Deployment:
         expert_parallel_size: int = 1,
         attention_dp_size: int = 1,
         moe_backend: str | None = None,
+        moe_a2a_backend: str | None = None,
     ) -> Deployment:
         """Look names up leniently (`"llama-3.1-70b"`, `"H100 SXM"`, `"FP8"`, `"auto"`)."""
         kv = None
@@ -135,6 +155,7 @@ class Deployment:
             expert_parallel_size=expert_parallel_size,
             attention_dp_size=attention_dp_size,
             moe_backend=moe_backend,
+            moe_a2a_backend=moe_a2a_backend,
         )
 
     @property
