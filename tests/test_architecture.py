@@ -96,7 +96,10 @@ BUDGET = {
     # + 115: an eager step's kernel launches per kind of layer, each part's count with its
     # engine source, a compiled model's attention-only launches (issue 10, eager11,
     # launches.py; +1 the merge's second import)
-    + 116,
+    + 116
+    # + 155: attention DP's MoE token exchange, all-to-all or gather, each backend's measured
+    # latency with its source, the engines' own choice (`moe_comm`, issue 10, a2a12)
+    + 155,
     "sim": 1760  # + 110: decode-only steps in a row and their compact step log (issue 13)
     # + 50: delay batching in the continuous scheduler (merged from main, unbudgeted there)
     # + 120: quiet decode runs priced at once, a refused first waiting request kept on the
@@ -144,7 +147,9 @@ BUDGET = {
     # they do in the engine (`deployment.one_step_ahead`, issue 10, presets10)
     + 15
     # + 15: the `moe_backend` field, the experts' kernel a launch picked (issue 10, tpotver11)
-    + 15,
+    + 15
+    # + 30: the `moe_a2a_backend` field and the engine's own exchange (issue 10, a2a12)
+    + 30,
     "sizing": 3650  # the plan pipeline only; + levers, arrivals, price models (issue 11), ETA
     # + the probe cache and quick plans the studio needs (issue 15); fleet check (issue 12)
     # + 120: the search's parts on a sweep (`search_parts`, issue 13)
@@ -251,7 +256,10 @@ BUDGET = {
     + 45
     # + 40: each measurements.csv row's runtime priced by its own general fit (the C++
     # runtime's shipped in calibrate/data; issue 10, trtcpp11)
-    + 40,
+    + 40
+    # + 45: each pool's MoE all-to-all as launched (recipes' DeepEP mode, the GB200 FP8
+    # launch script's, DeepEP's ep = tp layout) (issue 10, a2a12)
+    + 45,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run
