@@ -136,7 +136,9 @@ def test_deepep_pools_exchange_as_their_mode_says_auto_by_pool() -> None:
     # gives a batch with prompt work normal, a decode batch low latency; no DP attention,
     # or another backend: the gather
     def a2a(pool: str, **cells: str) -> str | None:
-        return pool_settings(line(pool, dp_size="8", dp_attention="1") | cells, pool).moe_a2a_backend
+        return pool_settings(
+            line(pool, dp_size="8", dp_attention="1") | cells, pool
+        ).moe_a2a_backend
 
     assert a2a("decode", decode_moe_a2a_backend="deepep", decode_deepep_mode="low_latency") == (
         "deepep_low_latency"
@@ -163,8 +165,9 @@ def test_a_deepep_recipe_splits_the_experts_over_every_gpu_of_its_pool() -> None
     assert case.decode.moe_a2a_backend == "deepep_low_latency"
     assert case.decode.expert_parallel_size == case.decode.attention_dp_size == 48
     assert case.prefill.moe_a2a_backend is None  # the recipe's prefill names no backend
-    dump = {**r, "decode_tp_size": "1", "decode_attention_dp_size": "32", "decode_moe_tp_size": "32",
-            "decode_moe_ep_size": "1", "decode_moe_a2a_backend": "deepep_low_latency"}  # fmt: skip
+    dump = {**r, "decode_tp_size": "1", "decode_attention_dp_size": "32",
+            "decode_moe_tp_size": "32", "decode_moe_ep_size": "1",
+            "decode_moe_a2a_backend": "deepep_low_latency"}  # fmt: skip
     (fixed,) = with_inferencex_launches([{**dump, "launch": "given"}])
     assert (fixed["decode_moe_tp_size"], fixed["decode_moe_ep_size"]) == ("1", "32")
     tp = {**dump, "decode_tp_size": "8", "decode_attention_dp_size": "1"}

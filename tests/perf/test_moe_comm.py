@@ -97,7 +97,7 @@ def test_features_price_an_all_to_all_as_the_step_model() -> None:
 def test_bad_exchanges_are_refused_with_what_is_allowed() -> None:
     with pytest.raises(ValueError, match="'pplx' is not known; allowed: allgather"):
         dep(16, "pplx")
-    with pytest.raises(ValueError, match="attention_dp_size > 1 .* got attention_dp_size 1"):
+    with pytest.raises(ValueError, match=r"attention_dp_size > 1 .* got attention_dp_size 1"):
         Deployment.from_names(
             "deepseek-r1", "gb200", "fp4", tensor_parallel_size=8, expert_parallel_size=8,
             moe_a2a_backend="deepep_low_latency",
@@ -129,9 +129,13 @@ def test_the_engines_own_exchange(engine, domain, dp, ep, expected) -> None:
 def test_a_tensorrt_llm_wide_dp_instance_runs_its_nvlink_all_to_all() -> None:
     spec = {"model": "deepseek-r1", "gpu": "gb200", "precision": "fp4", "kv_cache_dtype": "fp8",
             "tp": 1, "dp": 32, "ep": 32}  # fmt: skip
-    trt = make_instance(DeploymentSpec.model_validate({**spec, "engine": "trtllm"}), max_model_len=4096)
+    trt = make_instance(
+        DeploymentSpec.model_validate({**spec, "engine": "trtllm"}), max_model_len=4096
+    )
     assert trt.deployment.moe_a2a_backend == "nvlink_two_sided"
-    sgl = make_instance(DeploymentSpec.model_validate({**spec, "engine": "sglang"}), max_model_len=4096)
+    sgl = make_instance(
+        DeploymentSpec.model_validate({**spec, "engine": "sglang"}), max_model_len=4096
+    )
     assert sgl.deployment.moe_a2a_backend is None
     named = DeploymentSpec.model_validate(
         {**spec, "engine": "sglang", "moe_a2a_backend": "deepep_low_latency"}

@@ -114,4 +114,4 @@ def engine_a2a_backend(
     ep = expert_parallel_size
     if engine != "trtllm" or attention_dp_size == 1 or ep != moe_world_size or ep <= top_k:
         return None
-    return "nvlink_two_sided" if 8 < nvlink_domain and ep <= nvlink_domain else None
+    return "nvlink_two_sided" if nvlink_domain > 8 and ep <= nvlink_domain else None
