@@ -37,6 +37,7 @@ from llmsizer.specs.dtypes import Precision
 
 ALLGATHER = "allgather_reducescatter"  # the gather path, the same as None
 _US = 1e-6
+_NODE_NVLINK = 8  # GPUs of one HGX node's NVLink; a larger domain is a multi-node (NVL72) one
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,4 +115,4 @@ def engine_a2a_backend(
     ep = expert_parallel_size
     if engine != "trtllm" or attention_dp_size == 1 or ep != moe_world_size or ep <= top_k:
         return None
-    return "nvlink_two_sided" if nvlink_domain > 8 and ep <= nvlink_domain else None
+    return "nvlink_two_sided" if nvlink_domain > _NODE_NVLINK and ep <= nvlink_domain else None
