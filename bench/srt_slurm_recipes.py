@@ -23,8 +23,9 @@ InferenceX's own copy (`benchmarks/multi_node/srt-slurm-recipes/`, which its run
 into the clone) at the sweep's commit. One line per (recipe, InferenceX commit): the file and
 commit read, and per pool the SGLang server arguments that size its batches:
 `max-running-requests` (all of the worker's attention-DP ranks together), `dp-size` with
-`enable-dp-attention`, `chunked-prefill-size`, `mem-fraction-static`, `cuda-graph-max-bs`
-and `disable-cuda-graph`; empty where the recipe does not set it.
+`enable-dp-attention`, `chunked-prefill-size`, `mem-fraction-static`, `cuda-graph-max-bs`,
+`disable-cuda-graph`, and how its MoE layers exchange tokens, `moe-a2a-backend` with
+`deepep-mode`; empty where the recipe does not set it.
 """
 
 from __future__ import annotations
@@ -50,6 +51,8 @@ SETTINGS = {  # column -> the recipe's spellings of the server argument
     "mem_fraction_static": ("mem-fraction-static",),
     "cuda_graph_max_bs": ("cuda-graph-max-bs",),
     "disable_cuda_graph": ("disable-cuda-graph",),
+    "moe_a2a_backend": ("moe-a2a-backend",),
+    "deepep_mode": ("deepep-mode",),
 }
 POOL_COLUMNS = tuple(f"{pool}_{name}" for pool in ("prefill", "decode") for name in SETTINGS)
 COLUMNS = ("recipe", "inferencex_commit", "read_from", "read_commit", *POOL_COLUMNS)

@@ -107,7 +107,10 @@ BUDGET = {
     + 50
     # + 25: every step's `layer_overhead_s` per dense layer's kernels, a MoE / MLA layer its
     # kernels' share, with the per-kernel cost's source (issue 10, tpot12, launches.py)
-    + 25,
+    + 25
+    # + 155: attention DP's MoE token exchange, all-to-all or gather, each backend's measured
+    # latency with its source, the engines' own choice (`moe_comm`, issue 10, a2a12)
+    + 155,
     "sim": 1760  # + 110: decode-only steps in a row and their compact step log (issue 13)
     # + 50: delay batching in the continuous scheduler (merged from main, unbudgeted there)
     # + 120: quiet decode runs priced at once, a refused first waiting request kept on the
@@ -158,7 +161,9 @@ BUDGET = {
     + 15
     # + 25: the `mamba_ssm_cache_dtype` field (SGLang --mamba-ssm-dtype) checked at the
     # boundary, the SGLang state slots an instance sets aside (issue 10, mamba12)
-    + 25,
+    + 25
+    # + 30: the `moe_a2a_backend` field and the engine's own exchange (issue 10, a2a12)
+    + 30,
     "sizing": 3650  # the plan pipeline only; + levers, arrivals, price models (issue 11), ETA
     # + the probe cache and quick plans the studio needs (issue 15); fleet check (issue 12)
     # + 120: the search's parts on a sweep (`search_parts`, issue 13)
@@ -268,7 +273,10 @@ BUDGET = {
     + 40
     # + 20: the SGLang Qwen3.5 scripts' `--mamba-ssm-dtype bfloat16`, by precision and the
     # day each script was added, with the InferenceX commits (issue 10, mamba12)
-    + 20,
+    + 20
+    # + 45: each pool's MoE all-to-all as launched (recipes' DeepEP mode, the GB200 FP8
+    # launch script's, DeepEP's ep = tp layout) (issue 10, a2a12)
+    + 45,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run

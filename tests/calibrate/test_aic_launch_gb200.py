@@ -135,3 +135,16 @@ def test_rows_that_kept_their_layout_are_left_alone() -> None:
     assert not isinstance(sweep, str) and sweep.label == "1P DEP4 + 1D DEP16"
     (same,) = with_launched_layouts([kept])
     assert same["launch"] == "" and same["decode_tp_size"] == "16"
+
+
+def test_sglang_fp8_launch_script_pools_run_deepep_low_latency() -> None:
+    # Dynamo gb200-fp8.sh (ai-dynamo/dynamo @ 085194da): `--enable-deepep-moe --deepep-mode
+    # low_latency` on the prefill and the decode workers, both DEP; the FP4 sweeps' configs
+    # are not public: their pools keep the gather, as the TensorRT-LLM sweeps' launch rows do
+    case = mapped(row("disagg", "sglang", "fp8", 8192, 1024, "2025-12-05", pools="72"))
+    assert isinstance(case, AicDisaggCase)
+    assert case.prefill.moe_a2a_backend == case.decode.moe_a2a_backend == "deepep_low_latency"
+    fp4 = mapped(row("disagg", "sglang", "nvfp4", 1024, 512, "2025-12-20", pools="1"))
+    assert isinstance(fp4, AicDisaggCase) and fp4.decode.moe_a2a_backend is None
+    trt = mapped(row("agg", "trtllm", "nvfp4", 1024, 1075, "2025-11-17", tp="36"))
+    assert isinstance(trt, AicDisaggCase) and trt.decode.moe_a2a_backend is None

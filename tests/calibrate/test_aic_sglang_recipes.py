@@ -129,3 +129,47 @@ def test_a_recipe_files_variants_merge_over_its_base_as_srt_slurm_does(
     assert t._setting({"data-parallel-size": 4}, t.SETTINGS["dp_size"]) == "4"
     assert t._setting(merged, t.SETTINGS["dp_attention"]) == "1"
     assert t._setting(merged, t.SETTINGS["cuda_graph_max_bs"]) == ""
+
+
+def test_deepep_pools_exchange_as_their_mode_says_auto_by_pool() -> None:
+    # `deepep-mode` low_latency / normal; unset is SGLang's `auto`: `DeepEPMode.resolve`
+    # gives a batch with prompt work normal, a decode batch low latency; no DP attention,
+    # or another backend: the gather
+    def a2a(pool: str, **cells: str) -> str | None:
+        return pool_settings(
+            line(pool, dp_size="8", dp_attention="1") | cells, pool
+        ).moe_a2a_backend
+
+    assert a2a("decode", decode_moe_a2a_backend="deepep", decode_deepep_mode="low_latency") == (
+        "deepep_low_latency"
+    )
+    assert a2a("prefill", prefill_moe_a2a_backend="deepep", prefill_deepep_mode="normal") == (
+        "deepep_high_throughput"
+    )
+    assert a2a("prefill", prefill_moe_a2a_backend="deepep") == "deepep_high_throughput"
+    assert a2a("decode", decode_moe_a2a_backend="deepep") == "deepep_low_latency"
+    assert a2a("decode", decode_moe_a2a_backend="megamoe") is None
+    no_dp = line("decode", dp_size="8") | {"decode_moe_a2a_backend": "deepep"}
+    assert pool_settings(no_dp, "decode").moe_a2a_backend is None
+
+
+def test_a_deepep_recipe_splits_the_experts_over_every_gpu_of_its_pool() -> None:
+    # GB200 FP4 1k/1k at 4,096 clients, 4 DEP4 prefill + 1 DEP48 decode
+    # (`recipes/gb200-fp4/1k1k/max-tpt.yaml`: decode deepep low_latency); a dump row whose
+    # decode pool records EP 1 over 32 DP ranks gets EP 32 (SGLang `_handle_a2a_moe`:
+    # ep_size = tp_size under DeepEP) and its all-to-all
+    r = row("gb200", "sglang", "fp4", "1024x1024", 4096, "2026-03-10T00:00:00.000Z", 4, 48)
+    (out,) = with_inferencex_launches([r])
+    case = map_disagg_row(out)
+    assert isinstance(case, AicDisaggCase)
+    assert case.decode.moe_a2a_backend == "deepep_low_latency"
+    assert case.decode.expert_parallel_size == case.decode.attention_dp_size == 48
+    assert case.prefill.moe_a2a_backend is None  # the recipe's prefill names no backend
+    dump = {**r, "decode_tp_size": "1", "decode_attention_dp_size": "32",
+            "decode_moe_tp_size": "32", "decode_moe_ep_size": "1",
+            "decode_moe_a2a_backend": "deepep_low_latency"}  # fmt: skip
+    (fixed,) = with_inferencex_launches([{**dump, "launch": "given"}])
+    assert (fixed["decode_moe_tp_size"], fixed["decode_moe_ep_size"]) == ("1", "32")
+    tp = {**dump, "decode_tp_size": "8", "decode_attention_dp_size": "1"}
+    (dropped,) = with_inferencex_launches([{**tp, "launch": "given"}])
+    assert dropped["decode_moe_a2a_backend"] == ""  # no DP attention recorded: the gather

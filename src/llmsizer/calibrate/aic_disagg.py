@@ -313,17 +313,17 @@ def _mtp(row: Mapping[str, str], model: str) -> dict[str, Any]:
 
 
 def _recipe_engine(row: Mapping[str, str], pool: str) -> dict[str, Any]:
-    """A pool's engine settings from its SGLang recipe's cells
-    (`llmsizer.calibrate.aic_sglang_recipes`), per attention-DP rank: the prefill pool's
-    `chunked-prefill-size` as `max_num_batched_tokens`, the decode pool's
-    `cuda-graph-max-bs` as `max_cudagraph_capture_size`; nothing where the cells are empty."""
+    """A pool's settings from its SGLang recipe's cells (`aic_sglang_recipes`), per
+    attention-DP rank: the prefill pool's `chunked-prefill-size` as `max_num_batched_tokens`,
+    the decode pool's `cuda-graph-max-bs` as `max_cudagraph_capture_size`, each pool's DeepEP
+    all-to-all as `moe_a2a_backend`; nothing where the cells are empty."""
     cells = {"prefill": ("prefill_chunked_prefill_size", "max_num_batched_tokens"),
              "decode": ("decode_cuda_graph_max_bs", "max_cudagraph_capture_size")}  # fmt: skip
     column, key = cells[pool]
-    text = row.get(column, "").strip()
+    text, a2a = row.get(column, "").strip(), row.get(f"{pool}_moe_a2a_backend", "").strip()
     if pool == "decode" and row["backend"] == "trtllm":
         return _trtllm_decode_graphs(row)
-    return {key: int(text)} if text else {}
+    return ({key: int(text)} if text else {}) | ({"moe_a2a_backend": a2a} if a2a else {})
 
 
 def _trtllm_decode_graphs(row: Mapping[str, str]) -> dict[str, Any]:

@@ -26,6 +26,11 @@ SemiAnalysisAI/InferenceX:
   over them (DEP): Dynamo `components/backends/sglang/slurm_jobs/scripts/gb200-fp8.sh`
   launches `--tp-size $TOTAL_GPUS --dp-size $TOTAL_GPUS --enable-deepep-moe
   --ep-num-redundant-experts 32`; the FP4 8k/1k prefill workers, `dp-attn: false`, are TEP.
+  The FP8 script runs `--deepep-mode low_latency` on both pools (ai-dynamo/dynamo @
+  085194da), so their DEP pools get `{pool}_moe_a2a_backend` `deepep_low_latency`
+  (`llmsizer.perf.moe_comm`); the FP4 sweeps read their configs from the runner's own disk
+  (`CONFIG_DIR=/mnt/lustre01/artifacts/sglang-configs`, `runners/launch_gb200-nv.sh` @
+  c040b5cf), which no public copy holds: their pools keep the gather.
 
 A TensorRT-LLM row only an mtp=on sweep ran gets that sweep (labelled `MTP`), as
 `llmsizer.calibrate.aic_launches` reads the other systems: the rows do not say whether MTP
@@ -208,5 +213,15 @@ def with_launched_layouts(rows: Sequence[Mapping[str, str]]) -> list[dict[str, s
                 row |= {"mode": "disagg", "launch": sweep.label + (" MTP" if sweep.mtp else "")}
                 row |= sweep.prefill.columns("prefill") | sweep.decode.columns("decode")
                 row |= {"prefill_batch_size": "", "decode_batch_size": ""} | mtp_columns(sweep)
+                row |= _deepep_columns(r, sweep)
         out.append(row)
     return out
+
+
+def _deepep_columns(row: Mapping[str, str], sweep: Sweep) -> dict[str, str]:
+    """The DeepEP low-latency all-to-all of an SGLang FP8 sweep's DEP pools (module
+    docstring), else nothing."""
+    if row["backend"] != "sglang" or row["gemm_quant_mode"] != "fp8":
+        return {}
+    pools = {"prefill": sweep.prefill, "decode": sweep.decode}
+    return {f"{k}_moe_a2a_backend": "deepep_low_latency" for k, p in pools.items() if p.dep}

@@ -27,6 +27,13 @@ SGLang 0.5.x applies them:
   with one rank's batch) -> `decode_cuda_graph_max_bs`, the decode pool's
   `max_cudagraph_capture_size`. Prefill workers run `--disable-cuda-graph` in these recipes:
   prompt steps are eager in SGLang anyway (`llmsizer.perf.cuda_graphs`).
+- `moe-a2a-backend: deepep` on a pool with DP attention -> `{pool}_moe_a2a_backend`, the
+  pool's `moe_a2a_backend` (`llmsizer.perf.moe_comm`): `deepep-mode` `low_latency` is
+  `deepep_low_latency`, `normal` `deepep_high_throughput`, and `auto` (SGLang's default)
+  each pool's own: `DeepEPMode.resolve` picks normal for a batch with prompt work, low
+  latency for a decode batch (sglang 0.5.x `layers/moe/utils.py`), so the prefill pool's
+  normal and the decode pool's low latency. Other backends (`megamoe`, `flashinfer`) and
+  pools without DP attention are left to the gather (not priced as an all-to-all).
 
 `recipe` names the file and commit. Another setting the recipe leaves out keeps the preset's.
 """
@@ -52,6 +59,7 @@ class PoolSettings:
     chunked_prefill_size: int | None = None
     mem_fraction_static: float | None = None
     cuda_graph_max_bs: int | None = None
+    moe_a2a_backend: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +87,18 @@ def pool_settings(line: Mapping[str, str], pool: str) -> PoolSettings:
         chunked_prefill_size=None if chunk is None or chunk <= 0 else chunk // ranks,
         mem_fraction_static=float(fraction) if fraction else None,
         cuda_graph_max_bs=_int(cell["cuda_graph_max_bs"]),
+        moe_a2a_backend=_a2a(cell, pool) if ranks > 1 else None,
     )
+
+
+def _a2a(cell: Mapping[str, str], pool: str) -> str | None:
+    """A DP-attention pool's DeepEP exchange (module docstring), else None."""
+    if cell.get("moe_a2a_backend", "").strip() != "deepep":
+        return None
+    mode = cell.get("deepep_mode", "").strip() or "auto"
+    if mode == "auto":
+        mode = "normal" if pool == "prefill" else "low_latency"
+    return {"low_latency": "deepep_low_latency", "normal": "deepep_high_throughput"}[mode]
 
 
 @cache
@@ -111,6 +130,8 @@ def recipe_columns(recipe: SglangRecipe) -> dict[str, str]:
         cells[f"{pool}_batch_size"] = "" if running is None else str(running)
         if s.mem_fraction_static is not None:
             cells[f"{pool}_mem_fraction_static"] = str(s.mem_fraction_static)
+        if s.moe_a2a_backend is not None:
+            cells[f"{pool}_moe_a2a_backend"] = s.moe_a2a_backend
     if recipe.prefill.chunked_prefill_size is not None:
         cells["prefill_chunked_prefill_size"] = str(recipe.prefill.chunked_prefill_size)
     if recipe.decode.cuda_graph_max_bs is not None:

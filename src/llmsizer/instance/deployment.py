@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from llmsizer.instance.speculation import SpeculativeSpec
+from llmsizer.perf.moe_comm import check_moe_a2a_backend
 from llmsizer.perf.moe_kernels import check_moe_backend
 from llmsizer.sim import PRESETS, EngineConfig
 from llmsizer.specs.model_parts import check_state_dtype
@@ -116,6 +117,19 @@ class HardwareSpec(BaseModel):
             return None
         check_state_dtype(name)
         return name
+
+    moe_a2a_backend: str | None = Field(
+        None,
+        description="How attention-DP ranks send tokens to their experts: an all-to-all "
+        "(SGLang --moe-a2a-backend deepep with --deepep-mode low_latency: "
+        "deepep_low_latency, normal: deepep_high_throughput; TensorRT-LLM NVLinkTwoSided: "
+        "nvlink_two_sided) or allgather_reducescatter; unset: the engine's own choice.",
+    )
+
+    @field_validator("moe_a2a_backend")
+    @classmethod
+    def _known_moe_a2a_backend(cls, name: str | None) -> str | None:
+        return check_moe_a2a_backend(name)
 
     @model_validator(mode="before")
     @classmethod

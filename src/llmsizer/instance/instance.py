@@ -20,13 +20,14 @@ or eager past them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from llmsizer.instance.deployment import DeploymentSpec
 from llmsizer.perf import Deployment, EfficiencyFactors, MemoryPlan, StepModel, plan_memory
 from llmsizer.perf.calibrated import calibrated_efficiency, packaged_calibration
 from llmsizer.perf.cuda_graphs import capture_plan
 from llmsizer.perf.memory import ENGINE_MEMORY_RULES, MemoryRule
+from llmsizer.perf.moe_comm import engine_a2a_backend
 from llmsizer.perf.sparsity import StructuredSparsity
 from llmsizer.sim import Engine, EngineConfig, StepCost
 from llmsizer.specs import ModelSpec, get_gpu
@@ -102,7 +103,10 @@ def make_instance(
         attention_dp_size=spec.attention_dp_size,
         moe_backend=spec.moe_backend,
         mamba_ssm_cache_dtype=spec.mamba_ssm_cache_dtype,
+        moe_a2a_backend=spec.moe_a2a_backend,
     )
+    if spec.moe_a2a_backend is None:
+        deployment = _with_engine_a2a(spec.preset, deployment)
     memory = plan_memory(
         deployment,
         gpu_memory_utilization=spec.gpu_memory_utilization,
@@ -132,6 +136,21 @@ def make_instance(
         efficiency = calibrated_efficiency(spec.preset, deployment.gpu.architecture)
     step = StepModel(deployment, efficiency, graphs)
     return Instance(spec=spec, step=step, memory=memory, engine=engine)
+
+
+def _with_engine_a2a(engine: str, d: Deployment) -> Deployment:
+    """`d` with the MoE token exchange its engine picks where the spec names none
+    (`perf.moe_comm.engine_a2a_backend`)."""
+    moe = d.model.moe
+    name = engine_a2a_backend(
+        engine,
+        nvlink_domain=d.gpu.scale_up_domain_size,
+        attention_dp_size=d.attention_dp_size,
+        expert_parallel_size=d.expert_parallel_size,
+        moe_world_size=d.moe_world_size,
+        top_k=0 if moe is None else moe.num_experts_per_tok,
+    )
+    return d if name is None else replace(d, moe_a2a_backend=name)
 
 
 def calibrated_for(spec: DeploymentSpec) -> EfficiencyFactors:

@@ -19,7 +19,11 @@ the MoE layers' elementwise work per rank token is D times their work per gather
 every rank's tokens before it and reduce-scatter after it (an all-reduce's traffic over W:
 2 (W - 1) / W of the D T_rank h activations per link, one all-reduce's hops), plus the
 attention all-reduce over the rank's tp GPUs when tp > 1; they are priced as
-`num_allreduces` collectives of their mean hops and bytes.
+`num_allreduces` collectives of their mean hops and bytes. Where the deployment runs an
+all-to-all instead (`moe_a2a_backend`, `perf.moe_comm`), each MoE layer sends a rank's T_rank
+x k routed copies, those bound for another GPU ((W - 1) / W) over the link, out in the
+dispatch dtype and back in the activation dtype, plus the all-to-all's fixed latency, and
+permutes only the copies it receives (k per rank token, the loads balanced).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from dataclasses import dataclass
 from llmsizer.perf.deployment import Deployment
 from llmsizer.perf.efficiency import EfficiencyFactors
 from llmsizer.perf.launches import eager_layer_units, layer_units
+from llmsizer.perf.moe_comm import all_to_all, dispatch_bytes_per_element
 from llmsizer.perf.moe_kernels import experts_rate_scale
 from llmsizer.perf.roofline import expected_max_normal
 from llmsizer.specs.dtypes import Precision
@@ -204,8 +209,17 @@ def _collectives(d: Deployment, eff: EfficiencyFactors) -> tuple[int, float, flo
         return (2 * m.num_layers if tp > 1 else 0), d.allreduce_hops(tp), per_token_s(tp, 1)
     world = d.moe_world_size
     per_layer = 2 if tp > 1 else 1  # the MoE gather and scatter; the attention all-reduce
-    hops = (d.allreduce_hops(world) + d.allreduce_hops(tp)) / per_layer
-    seconds = (per_token_s(world, dp) + per_token_s(tp, 1)) / per_layer
+    moe_hops, moe_s = float(d.allreduce_hops(world)), per_token_s(world, dp)
+    a2a = all_to_all(d.moe_a2a_backend)
+    if a2a is not None and m.moe is not None:  # on the MoE layers only, per layer on average
+        share = m.num_moe_layers / m.num_layers
+        routed = m.moe.num_experts_per_tok * (world - 1) / world * m.hidden_size
+        dispatch = dispatch_bytes_per_element(d.precision, act)
+        link = d.link_bytes_per_s(world) * eff.interconnect_efficiency
+        moe_hops = share * a2a.latency_hops
+        moe_s = share * routed * (dispatch + act) / link
+    hops = (moe_hops + d.allreduce_hops(tp)) / per_layer
+    seconds = (moe_s + per_token_s(tp, 1)) / per_layer
     return per_layer * m.num_layers, hops, seconds
 
 
@@ -291,6 +305,8 @@ def _elementwise_elements(d: Deployment) -> float:
         if dp > 1:  # per rank token: the D ranks' tokens gathered over W (module docstring)
             shared = m.moe.shared_expert_intermediate_size
             routed = dp * (3 * (width - shared) / world + 2 * copies * h) + 3 * shared / tp
+            if all_to_all(d.moe_a2a_backend) is not None:  # permuting only the copies it gets
+                routed = dp * 3 * (width - shared) / world + 2 * copies * h + 3 * shared / tp
     embedding = h
     return (
         m.num_layers * per_layer

@@ -33,12 +33,15 @@ engine's default (`llmsizer.perf.moe_kernels`). `mamba_ssm_cache_dtype` (vLLM
 linear-attention layers' recurrent state dtype where the launch overrode the config's
 `mamba_ssm_dtype` (SGLang `configs/mamba_utils.py` `mamba2_state_dtype`: the flag, set as
 `SGLANG_MAMBA_SSM_DTYPE` by `ServerArgs`, wins over the config, which wins over float32).
+`moe_a2a_backend` is how attention DP's MoE layers exchange tokens, an all-to-all or (None)
+the all-gather (`llmsizer.perf.moe_comm`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from llmsizer.perf.moe_comm import all_to_all, check_moe_a2a_backend
 from llmsizer.perf.moe_kernels import check_moe_backend
 from llmsizer.perf.roofline import allreduce_hops
 from llmsizer.perf.sparsity import StructuredSparsity
@@ -65,8 +68,11 @@ class Deployment:
     moe_backend: str | None = None  # None: the engine's default kernel (module docstring)
     mamba_ssm_cache_dtype: str | None = None  # None: the config's (module docstring)
 
+    moe_a2a_backend: str | None = None  # None: the all-gather (module docstring)
+
     def __post_init__(self) -> None:
         check_moe_backend(self.moe_backend)
+        check_moe_a2a_backend(self.moe_a2a_backend)
         if self.mamba_ssm_cache_dtype is not None:
             check_state_dtype(self.mamba_ssm_cache_dtype)
         tp, pp = self.tensor_parallel_size, self.pipeline_parallel_size
@@ -82,6 +88,7 @@ class Deployment:
             raise ValueError(f"pipeline_parallel_size {pp} > {self.model.num_layers} layers")
         self._check_attention_dp()
         self._check_expert_parallel()
+        self._check_all_to_all()
         if self.sparsity is not None:
             self.sparsity.check_gpu(self.gpu)
 
@@ -114,6 +121,20 @@ class Deployment:
                 ranks = f"tensor_parallel_size x attention_dp_size = {world}"
             raise ValueError(f"expert_parallel_size {ep} must divide {ranks} of {self.model.name}")
 
+    def _check_all_to_all(self) -> None:
+        """An all-to-all sends each token to the GPUs of its experts: attention DP ranks
+        whose experts are whole on each GPU (TensorRT-LLM falls back to the all-gather under
+        MoE TP: `CommunicationFactory.create_strategy`; SGLang's DeepEP needs ep = tp)."""
+        if all_to_all(self.moe_a2a_backend) is None:
+            return
+        dp, ep, world = self.attention_dp_size, self.expert_parallel_size, self.moe_world_size
+        if dp == 1 or ep != world:
+            raise ValueError(
+                f"moe_a2a_backend {self.moe_a2a_backend!r} needs attention_dp_size > 1 and "
+                f"expert_parallel_size = tensor_parallel_size x attention_dp_size, got "
+                f"attention_dp_size {dp}, expert_parallel_size {ep} of {world} GPUs"
+            )
+
     @classmethod
     def from_names(
         cls,
@@ -128,6 +149,7 @@ class Deployment:
         attention_dp_size: int = 1,
         moe_backend: str | None = None,
         mamba_ssm_cache_dtype: str | None = None,
+        moe_a2a_backend: str | None = None,
     ) -> Deployment:
         """Look names up leniently (`"llama-3.1-70b"`, `"H100 SXM"`, `"FP8"`, `"auto"`)."""
         kv = None
@@ -145,6 +167,7 @@ class Deployment:
             attention_dp_size=attention_dp_size,
             moe_backend=moe_backend,
             mamba_ssm_cache_dtype=mamba_ssm_cache_dtype,
+            moe_a2a_backend=moe_a2a_backend,
         )
 
     @property
