@@ -110,7 +110,9 @@ BUDGET = {
     + 25
     # + 155: attention DP's MoE token exchange, all-to-all or gather, each backend's measured
     # latency with its source, the engines' own choice (`moe_comm`, issue 10, a2a12)
-    + 155,
+    + 155
+    # + 2: the merge of mamba12's and a2a12's deployment fields (session 12 lead)
+    + 2,
     "sim": 1760  # + 110: decode-only steps in a row and their compact step log (issue 13)
     # + 50: delay batching in the continuous scheduler (merged from main, unbudgeted there)
     # + 120: quiet decode runs priced at once, a refused first waiting request kept on the
@@ -276,7 +278,9 @@ BUDGET = {
     + 20
     # + 45: each pool's MoE all-to-all as launched (recipes' DeepEP mode, the GB200 FP8
     # launch script's, DeepEP's ep = tp layout) (issue 10, a2a12)
-    + 45,
+    + 45
+    # + 10: the merge of mamba12's and a2a12's launch fields (session 12 lead)
+    + 10,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run
