@@ -19,12 +19,14 @@ from llmsizer.instance.speculation import (
     run_speculative,
     speculative_cost,
 )
+from llmsizer.metrics import summarize
 from llmsizer.perf.batch_shape import BatchLike
 from llmsizer.perf.speculative import SpeculativeStepCost
 from llmsizer.records import RecordTable, RequestRecord
 from llmsizer.sim import SimResult
 from llmsizer.workload import WorkloadSpec, make_workload
 from tests.perf.test_speculative_steps import pass_by_pass
+from tests.test_chunk_table import assert_same_summary
 
 
 @dataclass(frozen=True)
@@ -119,6 +121,7 @@ def test_records_map_to_tokens_as_record_by_record(delay_s: float, k: int, osl: 
     for part in (table, table[40:], table[150:]):
         mapped = run.in_tokens(part)
         assert len(mapped) == len(part)
+        assert_same_summary(summarize(mapped), summarize(list(mapped)))  # O(steps)
         for got, r in zip(mapped, part, strict=True):
             want = per_record(r, int(workload.num_output_tokens[r.request_id]))
             np.testing.assert_array_equal(got.token_times_s, want.token_times_s)
