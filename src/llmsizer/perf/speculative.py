@@ -240,8 +240,14 @@ class SpeculativeStepCost:
         the drafter's passes the step before priced are not priced again (`_last`)."""
         n, context = num_decode_seqs, num_decode_context_tokens
         verify = self._verify.get(n) or self._verify_step(n)
+        last_n, last_context, last = self._last[0]
+        if last_n == n and last_context + n == context:  # `_draft_passes`' reuse, inline
+            drafts = (*last[1:], self.draft.decode_step_s(n, context + (self._passes - 1) * n))
+            self._last[0] = (n, context, drafts)
+        else:
+            drafts = self._draft_passes(n, context)
         drafting = 0.0
-        for d in self._draft_passes(n, context):  # `draft_time_s`'s sum, in its order
+        for d in drafts:  # `draft_time_s`'s sum, in its order
             drafting += d
         return verify.time_s(context) + drafting
 
