@@ -269,12 +269,13 @@ class _Run:
         the log is the same to the bit. Returns the time after the last step and the
         number of steps."""
         scheduler, kv = self.scheduler, self.kv
-        decoding = scheduler.decoding
-        assert self.decode_run_s is not None
-        costs = self.decode_run_s(len(decoding.members), decoding.num_context_tokens, num_steps)
-        ends = np.cumsum(np.concatenate(([now], costs)))[1:]
         limits = [t for t in (until_s, next_arrival) if t is not None]
-        num = int(np.searchsorted(ends, min(limits))) if limits else num_steps
+        limit_s = min(limits) if limits else None
+        fit = num_steps if limit_s is None else self._steps_before(now, limit_s, num_steps)
+        if fit < MIN_QUIET_RUN:  # the limit comes first: one by one costs less
+            return now, 0
+        ends = self._quiet_ends(now, num_steps, fit, limit_s)
+        num = int(np.searchsorted(ends, limit_s)) if limit_s is not None else num_steps
         booked = scheduler.decode_blocks_booked(num)
         if booked is not None and kv.capacity is not None:
             num = int(np.searchsorted(booked, kv.capacity - kv.num_used, side="right"))
@@ -291,6 +292,33 @@ class _Run:
             scheduler.skip_decode_steps(num, int(booked[num - 1]))
         self.log.decode_kv_blocks.extend(used)
         return float(ends[num - 1]), num
+
+    def _steps_before(self, now: float, limit_s: float, num_steps: int) -> int:
+        """At most `num_steps` quiet steps, and more than end before `limit_s`: as many as
+        the first one's cost fits before it, plus one (a step costs more as its context
+        grows; `_quiet_ends` prices on if one did not)."""
+        decoding = self.scheduler.decoding
+        first_s = self.decode_cost(len(decoding.members), decoding.num_context_tokens)
+        if not first_s > 0:
+            return num_steps
+        return min(num_steps, int((limit_s - now) / first_s) + 2)
+
+    def _quiet_ends(
+        self, now: float, num_steps: int, num_priced: int, limit_s: float | None
+    ) -> np.ndarray:
+        """End times of the next quiet decode steps from `now` (`_quiet_run`): the first
+        `num_priced`, and all `num_steps` if those all end before `limit_s`. Each step's
+        price and running sum are the whole run's, to the bit (`numpy.cumsum` adds in
+        sequence, from the last end on)."""
+        assert self.decode_run_s is not None
+        decoding = self.scheduler.decoding
+        n, context = len(decoding.members), decoding.num_context_tokens
+        costs = self.decode_run_s(n, context, num_priced)
+        ends = np.cumsum(np.concatenate(([now], costs)))[1:]
+        if num_priced < num_steps and (limit_s is None or ends[-1] < limit_s):
+            rest = self.decode_run_s(n, context + n * num_priced, num_steps - num_priced)
+            ends = np.concatenate((ends, np.cumsum(np.concatenate((ends[-1:], rest)))[1:]))
+        return ends
 
     def _finish(self, finished: list[SimRequest], now: float) -> None:
         for r in finished:
