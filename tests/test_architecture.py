@@ -96,7 +96,11 @@ BUDGET = {
     # + 115: an eager step's kernel launches per kind of layer, each part's count with its
     # engine source, a compiled model's attention-only launches (issue 10, eager11,
     # launches.py; +1 the merge's second import)
-    + 116,
+    + 116
+    # + 40: a speculating step's drafter pass over its prompt chunks kept by the chunks, its
+    # decode steps' draft passes reused inline, a verify step of full attention priced
+    # without its zero window terms (issue 11, speed12: the lever table within 2x in CPU)
+    + 40,
     "sim": 1760  # + 110: decode-only steps in a row and their compact step log (issue 13)
     # + 50: delay batching in the continuous scheduler (merged from main, unbudgeted there)
     # + 120: quiet decode runs priced at once, a refused first waiting request kept on the
@@ -119,7 +123,10 @@ BUDGET = {
     + 40
     # + 85: SGLang's projected KV admission of ignore-EOS requests, `batching/projected_kv.py`,
     # and its `kv_reservation` value (issue 10, sglttft11)
-    + 85,
+    + 85
+    # + 25: quiet decode runs priced only as far as the next arrival can come, else left
+    # to the step by step path (issue 11, speed12: speculating runs' short quiet runs)
+    + 25,
     "workload": 1300,
     "bench": 2700,
     "report": 2100,
