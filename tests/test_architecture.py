@@ -179,7 +179,10 @@ BUDGET = {
     + 205
     + 95
     + 25
-    + 175,
+    + 175
+    # + 10: a speculating probe's whole run summarised in verify steps as chunks of tokens,
+    # as a watched one's (issue 11, speed12)
+    + 10,
     "calibrate": 3350  # + AIC launch settings, per-architecture fit, layouts read as launched
     # + disaggregated AIC rows (issue 12)
     # + 20: a sweep (local processes or Ray) records the schedules; fits name the fit extra

@@ -181,12 +181,18 @@ class InSteps:
         same table, each step a chunk of tokens (`_in_tokens`'s rule), which a probe
         summarises in O(steps), not O(tokens) (issue 11)."""
         assert isinstance(records, RecordTable)
-        num_output = self.num_output[records.request_id]
-        times = records.num_output_tokens  # a request's first step's, then each step's
-        num_tokens = np.where((times > 1) & (num_output > 1), num_output, times)
-        fields = {f.name: getattr(records, f.name) for f in dataclasses.fields(records)}
-        fields["num_output_tokens_requested"] = num_output
-        return ChunkTable(**fields, num_tokens=num_tokens)
+        return chunk_table(records, self.num_output)
+
+
+def chunk_table(records: RecordTable, num_output: np.ndarray) -> ChunkTable:
+    """`records` of a run in verify steps whose requests have `num_output` tokens (by
+    request id) as a `ChunkTable`: each step a chunk of tokens, by `_in_tokens`'s rule."""
+    num_output = num_output[records.request_id]
+    times = records.num_output_tokens  # a request's first step's, then each step's
+    num_tokens = np.where((times > 1) & (num_output > 1), num_output, times)
+    fields = {f.name: getattr(records, f.name) for f in dataclasses.fields(records)}
+    fields["num_output_tokens_requested"] = num_output
+    return ChunkTable(**fields, num_tokens=num_tokens)
 
 
 def in_steps(
