@@ -222,20 +222,23 @@ class _Run:
         ran = 0
         first, start = step, now  # the segment's (its batch does not change until a finish)
         row = (len(members), len(running), len(waiting))
-        # Quiet runs are looked for on entry and after a finish (the count only shrinks
-        # in between), and again after a run cut short by the KV blocks free.
+        # Quiet runs are looked for after the first step (its price tells how many fit
+        # before the next arrival) and after a finish (the count only shrinks in between),
+        # and again after a run cut short by the KV blocks free.
         look = self.decode_run_s is not None
+        step_s: float | None = None  # the last step's price
         while True:
-            if look:
+            if look and step_s is not None:
                 quiet = scheduler.quiet_decode_steps()
                 skipped = 0
                 if quiet >= MIN_QUIET_RUN:
-                    now, skipped = self._quiet_run(now, quiet, until_s, next_arrival)
+                    now, skipped = self._quiet_run(now, quiet, until_s, next_arrival, step_s)
                     ran += skipped
                 look = 0 < skipped < quiet
             if not scheduler.book_decode_step():
                 break
-            end = now + cost(len(members), decoding.num_context_tokens)
+            step_s = cost(len(members), decoding.num_context_tokens)
+            end = now + step_s
             add_end(end)
             add_kv(kv.num_used)
             ran += 1
@@ -258,7 +261,12 @@ class _Run:
         return now, ran, next_arrival
 
     def _quiet_run(
-        self, now: float, num_steps: int, until_s: float | None, next_arrival: float | None
+        self,
+        now: float,
+        num_steps: int,
+        until_s: float | None,
+        next_arrival: float | None,
+        step_s: float,
     ) -> tuple[float, int]:
         """Up to `num_steps` decode-only steps in which no request finishes
         (`Scheduler.quiet_decode_steps`), priced and logged at once, stopping before the
@@ -266,12 +274,17 @@ class _Run:
         runs that one, then stops) or need a KV block that is not free (its booking may
         evict or preempt: left to the step by step path). The end times are the running
         sums `_decode_steps` makes, in its order (`numpy.cumsum` adds in sequence), so
-        the log is the same to the bit. Returns the time after the last step and the
-        number of steps."""
+        the log is the same to the bit. They are priced at once only when `MIN_QUIET_RUN`
+        of them fit before the limit, by the price `step_s` of the step before (steps cost
+        more as their context grows), and only as far as that says (`_quiet_ends`; an
+        arrival often comes long before the next finish). Returns the time after the last
+        step and the number of steps."""
         scheduler, kv = self.scheduler, self.kv
         limits = [t for t in (until_s, next_arrival) if t is not None]
         limit_s = min(limits) if limits else None
-        fit = num_steps if limit_s is None else self._steps_before(now, limit_s, num_steps)
+        fit = num_steps
+        if limit_s is not None and step_s > 0:  # each step ends at least `step_s` later
+            fit = min(num_steps, int((limit_s - now) / step_s) + 2)
         if fit < MIN_QUIET_RUN:  # the limit comes first: one by one costs less
             return now, 0
         ends = self._quiet_ends(now, num_steps, fit, limit_s)
@@ -293,32 +306,21 @@ class _Run:
         self.log.decode_kv_blocks.extend(used)
         return float(ends[num - 1]), num
 
-    def _steps_before(self, now: float, limit_s: float, num_steps: int) -> int:
-        """At most `num_steps` quiet steps, and more than end before `limit_s`: as many as
-        the first one's cost fits before it, plus one (a step costs more as its context
-        grows; `_quiet_ends` prices on if one did not)."""
-        decoding = self.scheduler.decoding
-        first_s = self.decode_cost(len(decoding.members), decoding.num_context_tokens)
-        if not first_s > 0:
-            return num_steps
-        return min(num_steps, int((limit_s - now) / first_s) + 2)
-
     def _quiet_ends(
         self, now: float, num_steps: int, num_priced: int, limit_s: float | None
     ) -> np.ndarray:
         """End times of the next quiet decode steps from `now` (`_quiet_run`): the first
-        `num_priced`, and all `num_steps` if those all end before `limit_s`. Each step's
-        price and running sum are the whole run's, to the bit (`numpy.cumsum` adds in
-        sequence, from the last end on)."""
+        `num_priced`, or all `num_steps` if those all end before `limit_s` (they cost less
+        than the step before said), priced again in one call: the last call's prices are
+        those `decode_ran` is told ran. Each step's price and running sum are the whole
+        run's, to the bit (`numpy.cumsum` adds in sequence)."""
         assert self.decode_run_s is not None
         decoding = self.scheduler.decoding
         n, context = len(decoding.members), decoding.num_context_tokens
-        costs = self.decode_run_s(n, context, num_priced)
-        ends = np.cumsum(np.concatenate(([now], costs)))[1:]
+        ends = np.cumsum(np.concatenate(([now], self.decode_run_s(n, context, num_priced))))
         if num_priced < num_steps and (limit_s is None or ends[-1] < limit_s):
-            rest = self.decode_run_s(n, context + n * num_priced, num_steps - num_priced)
-            ends = np.concatenate((ends, np.cumsum(np.concatenate((ends[-1:], rest)))[1:]))
-        return ends
+            ends = np.cumsum(np.concatenate(([now], self.decode_run_s(n, context, num_steps))))
+        return ends[1:]
 
     def _finish(self, finished: list[SimRequest], now: float) -> None:
         for r in finished:
