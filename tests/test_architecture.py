@@ -112,7 +112,11 @@ BUDGET = {
     # latency with its source, the engines' own choice (`moe_comm`, issue 10, a2a12)
     + 155
     # + 2: the merge of mamba12's and a2a12's deployment fields (session 12 lead)
-    + 2,
+    + 2
+    # + 40: a speculating step's drafter pass over its prompt chunks kept by the chunks, its
+    # decode steps' draft passes reused inline, a verify step of full attention priced
+    # without its zero window terms (issue 11, speed12: the lever table within 2x in CPU)
+    + 40,
     "sim": 1760  # + 110: decode-only steps in a row and their compact step log (issue 13)
     # + 50: delay batching in the continuous scheduler (merged from main, unbudgeted there)
     # + 120: quiet decode runs priced at once, a refused first waiting request kept on the
@@ -135,7 +139,10 @@ BUDGET = {
     + 40
     # + 85: SGLang's projected KV admission of ignore-EOS requests, `batching/projected_kv.py`,
     # and its `kv_reservation` value (issue 10, sglttft11)
-    + 85,
+    + 85
+    # + 25: quiet decode runs priced only as far as the next arrival can come, else left
+    # to the step by step path (issue 11, speed12: speculating runs' short quiet runs)
+    + 25,
     "workload": 1300,
     "bench": 2700,
     "report": 2100,
@@ -193,7 +200,10 @@ BUDGET = {
     + 205
     + 95
     + 25
-    + 175,
+    + 175
+    # + 10: a speculating probe's whole run summarised in verify steps as chunks of tokens,
+    # as a watched one's (issue 11, speed12)
+    + 10,
     "calibrate": 3350  # + AIC launch settings, per-architecture fit, layouts read as launched
     # + disaggregated AIC rows (issue 12)
     # + 20: a sweep (local processes or Ray) records the schedules; fits name the fit extra

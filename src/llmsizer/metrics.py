@@ -27,7 +27,8 @@ Percentiles and the median of that weighted sample are the ones `numpy.percentil
 `numpy.median` give on the pooled sample, bit for bit (same order statistics, same linear
 interpolation); its mean and std are sums in another order, within a relative 1e-12 of the
 pooled ones. A held first token (`first_token_delay_s`) adds a gap of its own per request
-and zeros for the tokens it holds back (`_table_itl`).
+and zeros for the tokens it holds back (`_table_itl`). A `ChunkTable`'s spans are chunks of
+tokens: the same, plus a zero gap for each token beyond the first of a chunk.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from llmsizer.records import RecordTable, RequestRecord
+from llmsizer.records import ChunkTable, RecordTable, RequestRecord
 
 DEFAULT_PERCENTILES: tuple[float, ...] = (50.0, 90.0, 95.0, 99.0)
 LATENCY_METRICS = ("ttft", "tpot", "itl", "e2el", "ntpot", "queue")
@@ -259,8 +260,9 @@ def _list_facts(records: Sequence[RequestRecord], slo: Slo | None) -> _Facts:
 def _table_facts(t: RecordTable, slo: Slo | None) -> _Facts:
     n = len(t)
     first, last, arrival, finish = t.first_token_s(), t.last_token_s(), t.arrival_s, t.finish_s
-    n_out = t.num_output_tokens.astype(np.float64)
-    multi = t.num_output_tokens > 1
+    tokens = t.num_tokens if isinstance(t, ChunkTable) else t.num_output_tokens
+    n_out = tokens.astype(np.float64)
+    multi = t.num_output_tokens > 1  # (more than one chunk exactly when more than one token)
     latencies: dict[str, np.ndarray | WeightedSample] = {}
     if n:
         latencies = {
@@ -289,7 +291,7 @@ def _table_facts(t: RecordTable, slo: Slo | None) -> _Facts:
         start_s=float(arrival.min()) if n else 0.0,
         end_s=float(finish.max()) if n else 0.0,
         num_input_tokens=int(t.num_prompt_tokens.sum()),
-        num_output_tokens=int(t.num_output_tokens.sum()),
+        num_output_tokens=int(tokens.sum()),
         num_good=good,
         latencies=latencies,
     )
@@ -325,6 +327,8 @@ def _table_itl(t: RecordTable, multi: np.ndarray) -> WeightedSample:
         start = start + made
         spans = start < stop
         start, stop = start[spans], stop[spans]
+    if isinstance(t, ChunkTable):  # the zero gaps inside chunks
+        values, counts = [*values, np.zeros(1)], [*counts, np.array([t.num_zero_gaps()])]
     cover = np.cumsum(np.bincount(start, minlength=size) - np.bincount(stop, minlength=size))
     counts.insert(0, cover[: size - 1])
     value, count = np.concatenate(values), np.concatenate(counts)

@@ -155,6 +155,63 @@ class RecordTable(Sequence[RequestRecord]):
         return replace(self, **{name: getattr(self, name)[index] for name in _ROW_COLUMNS})
 
 
+@dataclass(frozen=True, slots=True, eq=False, kw_only=True)
+class ChunkTable(RecordTable):
+    """A `RecordTable` whose spans are the times of chunks of tokens (a speculating engine's
+    verify steps, `instance.speculation`): request i's `num_tokens[i]` tokens arrive over
+    its span's times by `spread_chunks`, the first alone. Indexing builds the record of
+    tokens; a summary reads the chunks (`metrics`: O(steps), not O(tokens))."""
+
+    num_tokens: np.ndarray  # tokens each request received, at least one a time
+
+    def __post_init__(self) -> None:
+        short = np.flatnonzero(self.num_tokens < self.num_output_tokens)
+        if short.size:
+            i = int(short[0])
+            raise ValueError(
+                f"request {int(self.request_id[i])} gets {int(self.num_tokens[i])} tokens "
+                f"over {int(self.num_output_tokens[i])} chunk times: at least one a time"
+            )
+
+    @overload
+    def __getitem__(self, index: int) -> RequestRecord: ...
+    @overload
+    def __getitem__(self, index: slice) -> ChunkTable: ...
+    def __getitem__(self, index: int | slice) -> RequestRecord | ChunkTable:
+        if isinstance(index, slice):
+            rows = {name: getattr(self, name)[index] for name in _ROW_COLUMNS}
+            return replace(self, **rows, num_tokens=self.num_tokens[index])
+        record = RecordTable.__getitem__(self, index)
+        times = record.token_times_s
+        n = np.array([times.shape[0]])
+        spread, _ = spread_chunks(times, n, np.arange(n[0]), self.num_tokens[index : index + 1])
+        return replace(record, token_times_s=spread)
+
+    def num_zero_gaps(self) -> int:
+        """Gaps of zero between tokens of one chunk, over all records: each record's tokens
+        beyond its times (its other gaps are its times', `metrics`)."""
+        return int((self.num_tokens - self.num_output_tokens).sum())
+
+
+def spread_chunks(
+    times: np.ndarray, lengths: np.ndarray, within: np.ndarray, num_tokens: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(token times, tokens per time) of records of `lengths` chunk `times` each (one after
+    another), `within` each time's index in its record, `num_tokens` each: the first time
+    brings the first token, and the n - 1 after it spread as evenly as they divide over the
+    s later times (time j has delivered round(j (n - 1) / s) of them); records of one time
+    or one token keep one token a time. Token times are read-only."""
+    steps = lengths - 1
+    spread = (steps > 0) & (num_tokens > 1)
+    ratio = np.where(spread, (num_tokens - 1) / np.where(spread, steps, 1), 1.0)
+    done = np.round(within * np.repeat(ratio, lengths)).astype(np.int64)
+    counts = np.diff(done, prepend=0)
+    counts[within == 0] = 1  # each record's first token
+    expanded = np.repeat(times, counts)
+    expanded.setflags(write=False)
+    return expanded, counts
+
+
 # the columns a slice cuts: one value per request (not the shared buffer, not the hold)
 _ROW_COLUMNS = tuple(
     f.name for f in fields(RecordTable) if f.name not in ("token_buffer", "first_token_delay_s")

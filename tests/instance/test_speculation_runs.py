@@ -19,12 +19,14 @@ from llmsizer.instance.speculation import (
     run_speculative,
     speculative_cost,
 )
+from llmsizer.metrics import summarize
 from llmsizer.perf.batch_shape import BatchLike
 from llmsizer.perf.speculative import SpeculativeStepCost
 from llmsizer.records import RecordTable, RequestRecord
 from llmsizer.sim import SimResult
 from llmsizer.workload import WorkloadSpec, make_workload
 from tests.perf.test_speculative_steps import pass_by_pass
+from tests.test_chunk_table import assert_same_summary
 
 
 @dataclass(frozen=True)
@@ -68,13 +70,18 @@ def _run(step_cost: Any, rate: float, k: int) -> SimResult:
     return run_speculative(engine, workload, spec, 0.9, np.random.default_rng(4))
 
 
-@pytest.mark.parametrize(("rate", "k"), [(0.5, 3), (8.0, 4), (40.0, 2)])
-def test_a_speculating_run_is_the_step_by_step_run_to_the_bit(rate: float, k: int) -> None:
+# At 8 and 40 req/s an arrival, or a finish, comes every few steps: no quiet run of
+# `MIN_QUIET_RUN` steps fits before one, and steps are priced one by one (`_Run._quiet_run`,
+# issue 11); at 0.5 req/s most are priced in quiet runs.
+@pytest.mark.parametrize(("rate", "k", "in_runs"), [(0.5, 3, 0.5), (8.0, 4, 0.0), (40.0, 2, 0.0)])
+def test_a_speculating_run_is_the_step_by_step_run_to_the_bit(
+    rate: float, k: int, in_runs: float
+) -> None:
     instance = make_instance(DeploymentSpec(model="llama-3.1-8b", gpu="h100-sxm"))
     cost = speculative_cost(SpeculativeSpec(num_speculative_tokens=k), instance.step)
     counted = Counted(cost)
     fast, slow = _run(counted, rate, k), _run(OneByOne(cost), rate, k)
-    assert counted.in_runs > 0.2 * fast.steps.num_steps  # quiet runs were taken
+    assert counted.in_runs >= in_runs * fast.steps.num_steps  # quiet runs were taken
     assert fast.steps.num_steps == slow.steps.num_steps
     np.testing.assert_array_equal(fast.steps.end_s, slow.steps.end_s)
     np.testing.assert_array_equal(fast.steps.num_kv_blocks_used, slow.steps.num_kv_blocks_used)
@@ -119,6 +126,7 @@ def test_records_map_to_tokens_as_record_by_record(delay_s: float, k: int, osl: 
     for part in (table, table[40:], table[150:]):
         mapped = run.in_tokens(part)
         assert len(mapped) == len(part)
+        assert_same_summary(summarize(mapped), summarize(list(mapped)))  # O(steps)
         for got, r in zip(mapped, part, strict=True):
             want = per_record(r, int(workload.num_output_tokens[r.request_id]))
             np.testing.assert_array_equal(got.token_times_s, want.token_times_s)

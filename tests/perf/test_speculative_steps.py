@@ -129,6 +129,34 @@ def test_a_step_with_prompt_work_costs_what_pass_by_pass_says(name: str) -> None
 
 
 @pytest.mark.parametrize("name", COSTS)
+def test_the_drafters_prompt_pass_kept_by_its_chunks_costs_the_same(name: str) -> None:
+    """The drafter's pass over a step's prompt chunks is kept by the chunks (issue 11):
+    steps that repeat a few chunk shapes, in the simulator's chunks and perf's own, cost
+    what pass by pass says every time, and a full store starts again."""
+    cost = COSTS[name]()
+    rng = np.random.default_rng(11)
+    shapes = [(int(rng.integers(1, 2048)), int(rng.integers(0, 4096))) for _ in range(3)]
+    for i in range(40):
+        picked = [shapes[j] for j in rng.integers(0, 3, size=int(rng.integers(1, 3)))]
+        n = int(rng.integers(0, 100))
+        context = int(n * rng.integers(1, 20_000))
+        sim = Batch(tuple(PrefillChunk(*s) for s in picked), n, context)
+        perf = BatchShape(tuple(ChunkShape(*s) for s in picked), n, context)
+        expected = pass_by_pass(cost, sim)
+        assert cost(sim) == expected == cost(perf), i
+    assert 0 < len(cost._prompts) <= 2 * (3 + 9)  # each kind of chunk, by its shapes
+
+
+def test_the_kept_prompt_passes_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("llmsizer.perf.speculative._PROMPT_PASSES", 4)
+    cost = head_cost(step_model("dense"), 3)
+    for m in range(1, 11):
+        batch = Batch((PrefillChunk(m, 0),), 0, 0)
+        assert cost(batch) == pass_by_pass(cost, batch)
+        assert len(cost._prompts) <= 4
+
+
+@pytest.mark.parametrize("name", COSTS)
 def test_a_run_of_decode_steps_costs_each_step_to_the_bit(name: str) -> None:
     """Step j of a run reads n x j more keys; its k draft passes are the drafter's steps
     j .. j + k - 1 of one run, summed in the order the passes are summed one by one (by

@@ -207,3 +207,42 @@ def test_quiet_decode_runs_log_what_steps_one_by_one_log(
         assert np.array_equal(result.records.token_buffer, one_by_one.records.token_buffer)
         assert result.num_preemptions == one_by_one.num_preemptions
         assert result.peak_kv_blocks_used == one_by_one.peak_kv_blocks_used
+
+
+class _Falling:
+    """A decode step that costs less as its context grows (`_Run._quiet_ends` may not
+    assume otherwise), with its price of many steps at once: each step's own."""
+
+    def __call__(self, batch: Batch) -> float:
+        if batch.prefill_chunks:
+            return 0.004 + 1e-6 * sum(c.num_new_tokens for c in batch.prefill_chunks)
+        return self.decode_step_s(batch.num_decode_seqs, batch.num_decode_context_tokens)
+
+    def decode_step_s(self, num_decode_seqs: int, context: int) -> float:
+        return 0.002 + 0.01 / (1.0 + context / 4096) + 1e-5 * num_decode_seqs
+
+    def decode_run_s(self, num_decode_seqs: int, context: int, num_steps: int) -> np.ndarray:
+        contexts = context + num_decode_seqs * np.arange(num_steps)
+        return np.array([self.decode_step_s(num_decode_seqs, int(c)) for c in contexts])
+
+
+@pytest.mark.parametrize("mean_gap_s", [0.02, 0.3])
+def test_quiet_runs_cut_by_an_arrival_log_what_steps_one_by_one_log(
+    mean_gap_s: float, rng: np.random.Generator
+) -> None:
+    """A quiet run is priced only as far as the next arrival (or slice end) can come, from
+    its first step's cost (issue 11), and on when a cost fell with its context: the log
+    and token times are the step by step run's to the bit, in whole runs and in slices."""
+    isl, osl = rng.integers(8, 300, 200), rng.integers(50, 600, 200)
+    arrival_s = np.cumsum(rng.exponential(mean_gap_s, 200))
+    workload = make_workload(isl, osl, arrival_s=arrival_s)
+    cfg = EngineConfig(max_num_seqs=64)
+    cost = _Falling()
+    one_by_one = Engine(cfg, _StepByStep(cost)).run(workload)  # type: ignore[arg-type]
+    sliced = Engine(cfg, cost).start(workload, Arrivals(workload, cfg.block_size, True))
+    for until_s in np.arange(0.5, float(arrival_s[-1]) + 60.0, 1.3):
+        sliced.advance(float(until_s))
+    sliced.advance(None)
+    for result in (Engine(cfg, cost).run(workload), sliced.result()):
+        assert np.array_equal(result.steps.end_s, one_by_one.steps.end_s)
+        assert np.array_equal(result.records.token_buffer, one_by_one.records.token_buffer)

@@ -52,7 +52,7 @@ from llmsizer.perf.speculative import (
     draft_head_model,
     mtp_head_model,
 )
-from llmsizer.records import RecordTable, RequestRecord
+from llmsizer.records import ChunkTable, RecordTable, RequestRecord, spread_chunks
 from llmsizer.sim import Engine, EngineConfig, SimResult
 from llmsizer.sim.engine import Progress
 from llmsizer.specs import get_model
@@ -170,10 +170,23 @@ class InSteps:
     workload: Workload
     num_output: np.ndarray  # each request's real output tokens
 
-    def in_tokens(self, records: Sequence[RequestRecord]) -> list[RequestRecord]:
-        """`records` of this run's requests (a `RecordTable`, the engine's) in tokens."""
+    def in_tokens(self, records: Sequence[RequestRecord]) -> ChunkTable:
+        """`records` of this run's requests (a `RecordTable`, the engine's) in tokens: the
+        same table, each step a chunk of tokens (`_in_tokens`'s rule), which a probe
+        summarises in O(steps), not O(tokens) (issue 11)."""
         assert isinstance(records, RecordTable)
-        return _in_tokens(records, self.num_output[records.request_id])
+        return chunk_table(records, self.num_output)
+
+
+def chunk_table(records: RecordTable, num_output: np.ndarray) -> ChunkTable:
+    """`records` of a run in verify steps whose requests have `num_output` tokens (by
+    request id) as a `ChunkTable`: each step a chunk of tokens, by `_in_tokens`'s rule."""
+    num_output = num_output[records.request_id]
+    times = records.num_output_tokens  # a request's first step's, then each step's
+    num_tokens = np.where((times > 1) & (num_output > 1), num_output, times)
+    fields = {f.name: getattr(records, f.name) for f in dataclasses.fields(records)}
+    fields["num_output_tokens_requested"] = num_output
+    return ChunkTable(**fields, num_tokens=num_tokens)
 
 
 def in_steps(
@@ -210,7 +223,10 @@ def run_speculative(
     `kv_fraction` of its blocks left to the target; records in tokens (module docstring)."""
     run = in_steps(engine, workload, spec, kv_fraction, rng)
     result = run.engine.run(run.workload, progress)
-    return dataclasses.replace(result, records=run.in_tokens(result.records))
+    table = result.records
+    assert isinstance(table, RecordTable)
+    records = _in_tokens(table, run.num_output[table.request_id])
+    return dataclasses.replace(result, records=records)
 
 
 def _in_tokens(table: RecordTable, num_output: np.ndarray) -> list[RequestRecord]:
@@ -225,7 +241,7 @@ def _in_tokens(table: RecordTable, num_output: np.ndarray) -> list[RequestRecord
     times = table.token_buffer[np.repeat(table.token_start, lengths) + within]
     if table.first_token_delay_s > 0:  # the client's times, as `RecordTable.token_times_s`
         times = np.maximum(times, np.repeat(times[first] + table.first_token_delay_s, lengths))
-    expanded, counts = _spread(times, lengths, within, num_output)
+    expanded, counts = spread_chunks(times, lengths, within, num_output)
     ends = np.cumsum(np.add.reduceat(counts, first)).tolist() if total else []
     starts = [0, *ends[:-1]] if ends else []
     columns = zip(
@@ -247,28 +263,12 @@ def _in_tokens(table: RecordTable, num_output: np.ndarray) -> list[RequestRecord
     ]
 
 
-def _spread(
-    times: np.ndarray, lengths: np.ndarray, within: np.ndarray, num_output: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """(token times, tokens per step time) of records of `lengths` step `times` each, `within`
-    each time's step index in its record: `_in_tokens`'s rule."""
-    steps = lengths - 1
-    spread = (steps > 0) & (num_output > 1)
-    ratio = np.where(spread, (num_output - 1) / np.where(spread, steps, 1), 1.0)
-    done = np.round(within * np.repeat(ratio, lengths)).astype(np.int64)
-    counts = np.diff(done, prepend=0)
-    counts[within == 0] = 1  # each record's first token
-    expanded = np.repeat(times, counts)
-    expanded.setflags(write=False)
-    return expanded, counts
-
-
 def record_in_tokens(record: RequestRecord, num_output: int) -> RequestRecord:
     """One record of verify steps (a fleet's, kept with its instance) as a record of
-    `num_output` tokens, by `_in_tokens`'s rule (`_spread`)."""
+    `num_output` tokens, by `_in_tokens`'s rule (`records.spread_chunks`)."""
     times, n = record.token_times_s, len(record.token_times_s)
     if n:
-        times, _ = _spread(times, np.array([n]), np.arange(n), np.array([num_output]))
+        times, _ = spread_chunks(times, np.array([n]), np.arange(n), np.array([num_output]))
     return dataclasses.replace(record, num_output_tokens_requested=num_output, token_times_s=times)
 
 

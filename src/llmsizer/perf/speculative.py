@@ -58,6 +58,7 @@ __all__ = [
 _ELEMENTWISE = StepTerms._fields.index("elementwise_s")
 
 StepCostFn = Callable[[BatchLike], float]
+_PROMPT_PASSES = 4096  # prompt passes a cost keeps (a few hundred kB): a run's few shapes
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,9 +213,14 @@ class SpeculativeStepCost:
     # replaced whole: a thread reading it sees one step's prices or another's)
     _last: list[tuple[int, int, tuple[float, ...]]] = field(init=False, repr=False, compare=False)
     _passes: int = field(init=False, repr=False, compare=False)
+    # the drafter's pass over a step's prompt chunks, by the chunks (`_prompt_pass_s`)
+    _prompts: dict[tuple[PrefillChunkLike, ...], float] = field(
+        init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_verify", {})
+        object.__setattr__(self, "_prompts", {})
         object.__setattr__(self, "_last", [(0, 0, ())])
         object.__setattr__(self, "_passes", self.num_draft_passes)
 
@@ -234,8 +240,14 @@ class SpeculativeStepCost:
         the drafter's passes the step before priced are not priced again (`_last`)."""
         n, context = num_decode_seqs, num_decode_context_tokens
         verify = self._verify.get(n) or self._verify_step(n)
+        last_n, last_context, last = self._last[0]
+        if last_n == n and last_context + n == context:  # `_draft_passes`' reuse, inline
+            drafts = (*last[1:], self.draft.decode_step_s(n, context + (self._passes - 1) * n))
+            self._last[0] = (n, context, drafts)
+        else:
+            drafts = self._draft_passes(n, context)
         drafting = 0.0
-        for d in self._draft_passes(n, context):  # `draft_time_s`'s sum, in its order
+        for d in drafts:  # `draft_time_s`'s sum, in its order
             drafting += d
         return verify.time_s(context) + drafting
 
@@ -296,8 +308,20 @@ class SpeculativeStepCost:
         for d in self._draft_passes(n, batch.num_decode_context_tokens) if n else ():
             drafting += d
         if batch.prefill_chunks:
-            drafting += self.draft(_Prompts(batch.prefill_chunks))
+            drafting += self._prompt_pass_s(tuple(batch.prefill_chunks))
         return drafting
+
+    def _prompt_pass_s(self, chunks: tuple[PrefillChunkLike, ...]) -> float:
+        """The drafter's pass over `chunks` (`self.draft(_Prompts(chunks))`), kept by the
+        chunks, whose shapes alone set it: a run's prompts come in few lengths and chunks
+        (a quarter of a speculating step with prompt work was this pass, issue 11). The
+        simulator's chunks are named tuples, equal by value; at most `_PROMPT_PASSES` kept."""
+        price = self._prompts.get(chunks)
+        if price is None:
+            if len(self._prompts) >= _PROMPT_PASSES:
+                self._prompts.clear()
+            price = self._prompts[chunks] = self.draft(_Prompts(chunks))
+        return price
 
     def measure(self, batch: BatchLike) -> tuple[float, float, float]:
         """(seconds, FLOPs, HBM bytes) as `StepModel.measure`, verification and drafting

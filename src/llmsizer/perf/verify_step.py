@@ -83,6 +83,19 @@ class VerifyStep:
     def time_s(self, context_tokens: int) -> float:
         """Seconds of the step when the sequences' contexts sum to `context_tokens`."""
         c, n, seqs = self.constants, self.num_new, self.num_seqs
+        if not c.window and c.attention_dp_size == 1:  # full attention on one rank: most
+            # models; the sums below less their window terms, each a 0.0 that adds nothing
+            keys_full = float(context_tokens)
+            pairs = c.full_layers * (n * keys_full + self.own_pairs)
+            kv_read = c.full_layers * (keys_full + seqs * n)
+            pre_c = pairs * c.prefill_flops_per_pair / c.attention_flops_per_s
+            pre_m = (
+                kv_read * c.kv_bytes_per_token_per_layer
+                + self.num_prefill * c.attention_act_bytes_per_token
+            ) / c.attention_bytes_per_s
+            layer_work = self.layers_before_s + (pre_c if pre_c >= pre_m else pre_m)
+            layer_work += self.elementwise_s
+            return layer_work + self.lm_head_s + self.communication_s + self.overhead_s
         keys_full = float(context_tokens)
         keys_window = min(keys_full, float(seqs * c.window)) if c.window else 0.0
         # verify_aggregates' sums (each after a 0.0 that adds nothing)

@@ -222,20 +222,23 @@ class _Run:
         ran = 0
         first, start = step, now  # the segment's (its batch does not change until a finish)
         row = (len(members), len(running), len(waiting))
-        # Quiet runs are looked for on entry and after a finish (the count only shrinks
-        # in between), and again after a run cut short by the KV blocks free.
+        # Quiet runs are looked for after the first step (its price tells how many fit
+        # before the next arrival) and after a finish (the count only shrinks in between),
+        # and again after a run cut short by the KV blocks free.
         look = self.decode_run_s is not None
+        step_s: float | None = None  # the last step's price
         while True:
-            if look:
+            if look and step_s is not None:
                 quiet = scheduler.quiet_decode_steps()
                 skipped = 0
                 if quiet >= MIN_QUIET_RUN:
-                    now, skipped = self._quiet_run(now, quiet, until_s, next_arrival)
+                    now, skipped = self._quiet_run(now, quiet, until_s, next_arrival, step_s)
                     ran += skipped
                 look = 0 < skipped < quiet
             if not scheduler.book_decode_step():
                 break
-            end = now + cost(len(members), decoding.num_context_tokens)
+            step_s = cost(len(members), decoding.num_context_tokens)
+            end = now + step_s
             add_end(end)
             add_kv(kv.num_used)
             ran += 1
@@ -258,7 +261,12 @@ class _Run:
         return now, ran, next_arrival
 
     def _quiet_run(
-        self, now: float, num_steps: int, until_s: float | None, next_arrival: float | None
+        self,
+        now: float,
+        num_steps: int,
+        until_s: float | None,
+        next_arrival: float | None,
+        step_s: float,
     ) -> tuple[float, int]:
         """Up to `num_steps` decode-only steps in which no request finishes
         (`Scheduler.quiet_decode_steps`), priced and logged at once, stopping before the
@@ -266,15 +274,21 @@ class _Run:
         runs that one, then stops) or need a KV block that is not free (its booking may
         evict or preempt: left to the step by step path). The end times are the running
         sums `_decode_steps` makes, in its order (`numpy.cumsum` adds in sequence), so
-        the log is the same to the bit. Returns the time after the last step and the
-        number of steps."""
+        the log is the same to the bit. They are priced at once only when `MIN_QUIET_RUN`
+        of them fit before the limit, by the price `step_s` of the step before (steps cost
+        more as their context grows), and only as far as that says (`_quiet_ends`; an
+        arrival often comes long before the next finish). Returns the time after the last
+        step and the number of steps."""
         scheduler, kv = self.scheduler, self.kv
-        decoding = scheduler.decoding
-        assert self.decode_run_s is not None
-        costs = self.decode_run_s(len(decoding.members), decoding.num_context_tokens, num_steps)
-        ends = np.cumsum(np.concatenate(([now], costs)))[1:]
         limits = [t for t in (until_s, next_arrival) if t is not None]
-        num = int(np.searchsorted(ends, min(limits))) if limits else num_steps
+        limit_s = min(limits) if limits else None
+        fit = num_steps
+        if limit_s is not None and step_s > 0:  # each step ends at least `step_s` later
+            fit = min(num_steps, int((limit_s - now) / step_s) + 2)
+        if fit < MIN_QUIET_RUN:  # the limit comes first: one by one costs less
+            return now, 0
+        ends = self._quiet_ends(now, num_steps, fit, limit_s)
+        num = int(np.searchsorted(ends, limit_s)) if limit_s is not None else num_steps
         booked = scheduler.decode_blocks_booked(num)
         if booked is not None and kv.capacity is not None:
             num = int(np.searchsorted(booked, kv.capacity - kv.num_used, side="right"))
@@ -291,6 +305,22 @@ class _Run:
             scheduler.skip_decode_steps(num, int(booked[num - 1]))
         self.log.decode_kv_blocks.extend(used)
         return float(ends[num - 1]), num
+
+    def _quiet_ends(
+        self, now: float, num_steps: int, num_priced: int, limit_s: float | None
+    ) -> np.ndarray:
+        """End times of the next quiet decode steps from `now` (`_quiet_run`): the first
+        `num_priced`, or all `num_steps` if those all end before `limit_s` (they cost less
+        than the step before said), priced again in one call: the last call's prices are
+        those `decode_ran` is told ran. Each step's price and running sum are the whole
+        run's, to the bit (`numpy.cumsum` adds in sequence)."""
+        assert self.decode_run_s is not None
+        decoding = self.scheduler.decoding
+        n, context = len(decoding.members), decoding.num_context_tokens
+        ends = np.cumsum(np.concatenate(([now], self.decode_run_s(n, context, num_priced))))
+        if num_priced < num_steps and (limit_s is None or ends[-1] < limit_s):
+            ends = np.cumsum(np.concatenate(([now], self.decode_run_s(n, context, num_steps))))
+        return ends[1:]
 
     def _finish(self, finished: list[SimRequest], now: float) -> None:
         for r in finished:

@@ -37,6 +37,7 @@ import numpy as np
 from llmsizer.instance import Instance
 from llmsizer.instance.speculation import (
     InSteps,
+    chunk_table,
     in_steps,
     kv_fraction_of,
     run_instance,
@@ -233,9 +234,17 @@ class Probe:
         """One simulation at `rate` summarised over the requests after warm-up (`None`:
         put aside, `at_rate_or_pause`)."""
         stopped = False
-        if watch is None:
+        if watch is None and self.speculative is None:
             records = self.run(rate).records
             judged = records[int(WARMUP_FRACTION * len(records)) :]
+        elif watch is None:  # in verify steps, its judged rows as chunks (as a watched run's)
+            arrival_s = self._unit_arrivals[: self._num_at(rate / self.capacity())] * (
+                self.pp / rate
+            )
+            table = self._run_in_steps(arrival_s).records
+            assert isinstance(table, RecordTable)
+            warm = int(WARMUP_FRACTION * len(table))
+            judged = chunk_table(table[warm:], self._workload(arrival_s).num_output_tokens)
         else:
             run, steps = self._paused.pop(rate, (None, None))
             if run is None or run.watch != watch:
