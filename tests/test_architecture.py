@@ -144,7 +144,10 @@ BUDGET = {
     # they do in the engine (`deployment.one_step_ahead`, issue 10, presets10)
     + 15
     # + 15: the `moe_backend` field, the experts' kernel a launch picked (issue 10, tpotver11)
-    + 15,
+    + 15
+    # + 70: a disaggregated decode worker prices a handed-off request's first step as a decode
+    # (`instance.handoff`, issue 10, widedp12)
+    + 70,
     "sizing": 3650  # the plan pipeline only; + levers, arrivals, price models (issue 11), ETA
     # + the probe cache and quick plans the studio needs (issue 15); fleet check (issue 12)
     # + 120: the search's parts on a sweep (`search_parts`, issue 13)

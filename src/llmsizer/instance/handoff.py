@@ -1,35 +1,29 @@
 """A disaggregated decode worker's step cost: a handed-off request's first step is a decode.
 
 The decode pool admits a request with its prompt's KV in place and the prefill worker's
-token still to run (`llmsizer.fleet.disagg`): the simulated engine schedules that token as
-a prompt chunk of one token after the prompt. The engines run it as a decoding sequence,
-in the same step as the requests already decoding:
+token still to run (`llmsizer.fleet.disagg`); the simulated engine schedules that token as
+a one-token prompt chunk. The engines run it as a decoding sequence, beside the others:
 
-- TensorRT-LLM's PyTorch backend keeps the request among the generation requests; when its
-  KV has arrived, `PyExecutor._prepare_disagg_gen_transmission_complete` sets it to
-  `GENERATION_IN_PROGRESS` at `prompt_len` with the context worker's first token and MTP
-  draft tokens (`context_phase_params.first_gen_tokens`, `.draft_tokens`), so its first step
-  is a generation step with draft tokens (`tensorrt_llm/_torch/pyexecutor/py_executor.py`,
-  NVIDIA/TensorRT-LLM; the 1.x versions stored as find_string ids 1891464528 and 736889464),
-  and a step of generation requests only replays the CUDA graph of its batch size
-  (`CUDAGraphRunner._get_padded_batch`: `batch.can_run_cuda_graph`, no context requests;
+- TensorRT-LLM's PyTorch backend keeps it among the generation requests:
+  `PyExecutor._prepare_disagg_gen_transmission_complete` sets it `GENERATION_IN_PROGRESS`
+  at `prompt_len` with the context worker's token and MTP draft tokens
+  (`context_phase_params.first_gen_tokens`, `.draft_tokens`; NVIDIA/TensorRT-LLM
+  `tensorrt_llm/_torch/pyexecutor/py_executor.py`, 1.x versions stored as find_string ids
+  1891464528, 736889464), and a step without context requests replays its batch's CUDA
+  graph (`CUDAGraphRunner._get_padded_batch`, `batch.can_run_cuda_graph`;
   `tensorrt_llm/_torch/pyexecutor/cuda_graph_runner.py` @ 7b437aaa7).
-- SGLang's decode worker runs no forward pass for it: `ScheduleBatch.process_prebuilt`
-  takes the prefill's token as the batch's output and the request joins the running
-  decode batch (`python/sglang/srt/disaggregation/decode_schedule_batch_mixin.py`,
-  sgl-project/sglang @ 55db869ae).
-- vLLM V1 schedules one token for it, and a step whose every request runs one token is a
-  uniform decode batch, dispatched to the full decode graphs (`GPUModelRunner`,
-  `uniform_decode`: `max_num_scheduled_tokens == uniform_decode_query_len` and
-  `num_tokens == max_num_scheduled_tokens * num_reqs`, `vllm/v1/worker/gpu_model_runner.py`).
+- SGLang runs no forward pass for it: `ScheduleBatch.process_prebuilt` takes the prefill's
+  token as the output and the request joins the running decode batch (sgl-project/sglang
+  `python/sglang/srt/disaggregation/decode_schedule_batch_mixin.py` @ 55db869ae).
+- vLLM V1 dispatches a step whose every request runs one token to its full decode graphs
+  (`GPUModelRunner`: `uniform_decode`, `vllm/v1/worker/gpu_model_runner.py`).
 
-Priced as a prompt chunk, the step paid a prompt step's eager kernel launches (every layer's,
-`perf.launches`: 35 ms a step for DeepSeek-R1 on a GB300 DEP16 decode worker, beside a
-graphed verify step of 29 ms) and, speculating, a verify step with prompt work, in every step
-that admitted a request: in a decode pool whose clients outnumber its slots, most steps.
-`HandoffAdmission` prices each one-token chunk as one more decoding sequence reading its
-context, and passes the rest (a preempted request's recompute, in chunks) on as it is; a
-recompute chunk of exactly one token is priced as a decode too (rare: not told apart).
+Priced as prompt work, every step that admitted a request (most steps of a pool with more
+clients than slots) paid a prompt step's eager launches of every layer (`perf.launches`:
+35 ms for DeepSeek-R1 on a GB300 DEP16 worker, beside a 29 ms graphed verify step) and,
+speculating, a verify step with prompt work. `HandoffAdmission` prices each one-token chunk
+as one more decoding sequence reading its context and passes other chunks (a preempted
+request's recompute) on as prompt work; a recompute chunk of one token is not told apart.
 """
 
 from __future__ import annotations
