@@ -172,7 +172,10 @@ BUDGET = {
     # boundary, the SGLang state slots an instance sets aside (issue 10, mamba12)
     + 25
     # + 30: the `moe_a2a_backend` field and the engine's own exchange (issue 10, a2a12)
-    + 30,
+    + 30
+    # + 70: a disaggregated decode worker prices a handed-off request's first step as a decode
+    # (`instance.handoff`, issue 10, widedp12)
+    + 70,
     "sizing": 3650  # the plan pipeline only; + levers, arrivals, price models (issue 11), ETA
     # + the probe cache and quick plans the studio needs (issue 15); fleet check (issue 12)
     # + 120: the search's parts on a sweep (`search_parts`, issue 13)

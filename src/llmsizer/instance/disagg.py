@@ -13,7 +13,8 @@ as an aggregated speculating engine does (`instance.speculation`): its steps pri
 verify steps plus the drafter's passes, its KV cache shared with the drafter's, and the
 run counted in verify steps, each request's tokens mapped back from them. The prefill pool
 computes the prompt and the first token as before (the drafter's pass over the prompt, one
-layer of the target's, is not priced there).
+layer of the target's, is not priced there). The decode pool's step that admits a handed-off
+request prices its first token as a decode, as the engines run it (`instance.handoff`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import numpy as np
 
 from llmsizer.fleet import DisaggResult, KvTransfer, simulate_disaggregated
 from llmsizer.instance.deployment import DeploymentSpec
+from llmsizer.instance.handoff import HandoffAdmission
 from llmsizer.instance.instance import Instance, make_instance
 from llmsizer.instance.speculation import (
     SpeculativeSpec,
@@ -151,11 +153,12 @@ def make_disaggregated(
     eff_p, eff_d = (None, None) if efficiency is None else efficiency
     p = make_instance(prefill, max_model_len=max_model_len, efficiency=eff_p)
     d = make_instance(decode, max_model_len=max_model_len, efficiency=eff_d)
-    drafting, share, engine = decode.speculative, 1.0, d.simulator()
+    drafting, share = decode.speculative, 1.0
+    engine = d.simulator(step_cost=HandoffAdmission(d.step))
     if drafting is not None:  # module docstring
         cost = speculative_cost(drafting, d.step)
         share = kv_share(drafting, cost, d.memory.kv_cache_bytes)
-        engine = d.simulator(step_cost=cost)
+        engine = d.simulator(step_cost=HandoffAdmission(cost))
     return Disaggregated(
         prefill=[p.simulator()] * num_prefill,
         decode=[engine] * num_decode,
