@@ -8,7 +8,9 @@ usage: .venv/bin/python bench/tp_scaling.py ROWS.csv [--run RUN] [--backend trtl
 ROWS.csv is `bench/fit_aic.py --rows` output (examples/validation/aic_accuracy_rows.csv is
 main's), joined by `id` to shared/calibration/aic_silicon_calibration.csv for the
 quantisation and version. A series is one engine, GPU, model, quantisation, version, ISL,
-OSL and concurrency over three or more TP sizes; its TPOT is fitted, by least squares, as
+OSL, concurrency and MoE layout (`layout`: expert parallel or not, attention DP or not; rows of
+one TP size launched both ways are two series, docs/aic_measurement.md section 28) over three
+or more TP sizes; its TPOT is fitted, by least squares, as
 
     TPOT(tp) = bytes_tp1 / tp + fixed
 
@@ -52,9 +54,19 @@ def series(rows: Sequence[dict[str, str]], column: str, max_c: int) -> dict[tupl
     for r in rows:
         if r[column] and int(r["concurrency"]) <= max_c:
             key = (r["backend"], r["system"], r["model"], r["quant"], r["version"], r["isl"],
-                   r["osl"], r["concurrency"])  # fmt: skip
+                   r["osl"], r["concurrency"], r.get("layout", ""))  # fmt: skip
             out[key].append((int(r["tp"]), float(r["measured_mean_tpot_ms"]), float(r[column])))
     return {k: v for k, v in out.items() if len({tp for tp, _, _ in v}) >= MIN_TP_SIZES}
+
+
+def layout(aic_row: dict[str, str]) -> str:
+    """How an AIC row ran its MoE layers: "ep" (expert parallel) or "tp" (tensor-parallel
+    experts), "+dp" with attention data parallelism. Under expert parallelism the busiest
+    rank's experts, not bytes / tp, set the step (`perf.step`), so the layouts are separate
+    series."""
+    ep = int(aic_row.get("moe_ep_size") or 1) > 1
+    dp = int(aic_row.get("attention_dp_size") or 1) > 1
+    return ("ep" if ep else "tp") + ("+dp" if dp else "")
 
 
 def main() -> None:
@@ -69,7 +81,7 @@ def main() -> None:
     for r in csv.DictReader(args.rows.open()):
         a = aic[r["id"]]
         quant = a["gemm_quant_mode"] or a["moe_quant_mode"] or "bf16"
-        rows.append(r | {"quant": quant, "version": a["backend_version"]})
+        rows.append(r | {"quant": quant, "version": a["backend_version"], "layout": layout(a)})
     if args.backend:
         rows = [r for r in rows if r["backend"] == args.backend]
     column = f"{RUNS[args.run]}_mean_tpot_ms"

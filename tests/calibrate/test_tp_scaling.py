@@ -46,5 +46,28 @@ def test_series_keep_three_tp_sizes_at_low_load(tp_scaling: ModuleType) -> None:
     rows = [row(tp, 8) for tp in (1, 2, 4)] + [row(tp, 64) for tp in (1, 2, 4)]
     rows += [row(tp, 8, "two-sizes") for tp in (1, 2)]
     kept = tp_scaling.series(rows, "p", max_c=16)
-    assert list(kept) == [("trtllm", "h100_sxm", "llama", "bf16", "1.0.0rc3", "1024", "512", "8")]
+    key = ("trtllm", "h100_sxm", "llama", "bf16", "1.0.0rc3", "1024", "512", "8", "")
+    assert list(kept) == [key]
     assert sorted(tp for tp, _, _ in kept[next(iter(kept))]) == [1, 2, 4]
+
+
+def test_series_split_by_moe_layout(tp_scaling: ModuleType) -> None:
+    # TP 2 and 4 launched expert parallel, TP 1, 2 and 4 with tensor-parallel experts: the
+    # expert-parallel rows do not form a series of their own (two sizes) nor join the other
+    def row(tp: int, ep: int) -> dict[str, str]:
+        aic = {"moe_ep_size": str(ep), "attention_dp_size": "1"}
+        return {"backend": "vllm", "system": "b200_sxm", "model": "kimi", "quant": "nvfp4",
+                "version": "0.17.0", "isl": "1024", "osl": "1024", "concurrency": "4",
+                "tp": str(tp), "measured_mean_tpot_ms": "8.0", "p": "9.0",
+                "layout": tp_scaling.layout(aic)}  # fmt: skip
+
+    rows = [row(tp, 1) for tp in (1, 2, 4)] + [row(tp, tp) for tp in (2, 4)]
+    kept = tp_scaling.series(rows, "p", max_c=16)
+    assert [key[-1] for key in kept] == ["tp"]
+    assert sorted(tp for tp, _, _ in kept[next(iter(kept))]) == [1, 2, 4]
+
+
+def test_layout_names_expert_and_attention_parallelism(tp_scaling: ModuleType) -> None:
+    assert tp_scaling.layout({"moe_ep_size": "", "attention_dp_size": ""}) == "tp"
+    assert tp_scaling.layout({"moe_ep_size": "4", "attention_dp_size": "1"}) == "ep"
+    assert tp_scaling.layout({"moe_ep_size": "16", "attention_dp_size": "4"}) == "ep+dp"
