@@ -37,7 +37,6 @@ import numpy as np
 from llmsizer.instance import Instance
 from llmsizer.instance.speculation import (
     InSteps,
-    chunk_table,
     in_steps,
     kv_fraction_of,
     run_instance,
@@ -238,13 +237,10 @@ class Probe:
             records = self.run(rate).records
             judged = records[int(WARMUP_FRACTION * len(records)) :]
         elif watch is None:  # in verify steps, its judged rows as chunks (as a watched run's)
-            arrival_s = self._unit_arrivals[: self._num_at(rate / self.capacity())] * (
-                self.pp / rate
-            )
-            table = self._run_in_steps(arrival_s).records
+            steps = self.in_steps(self._workload(self._arrivals(rate)))
+            table = steps.engine.run(steps.workload).records
             assert isinstance(table, RecordTable)
-            warm = int(WARMUP_FRACTION * len(table))
-            judged = chunk_table(table[warm:], self._workload(arrival_s).num_output_tokens)
+            judged = steps.in_tokens(table[int(WARMUP_FRACTION * len(table)) :])
         else:
             run, steps = self._paused.pop(rate, (None, None))
             if run is None or run.watch != watch:
@@ -267,8 +263,7 @@ class Probe:
     def _watched(self, rate: float, watch: MissWatch) -> tuple[WatchedRun, InSteps | None]:
         """The run at `rate` watched by `watch`: a speculating one in verify steps (its
         TTFT and E2E are the same), with what maps its records back to tokens."""
-        n = self._num_at(rate / self.capacity())
-        workload = self._workload(self._unit_arrivals[:n] * (self.pp / rate))
+        workload = self._workload(self._arrivals(rate))
         if self.speculative is None:
             return WatchedRun(self.engine, workload, watch), None
         steps = self.in_steps(workload)
@@ -276,8 +271,11 @@ class Probe:
 
     def run(self, rate: float) -> SimResult:
         """The simulation behind `at_rate` (one virtual engine), for timelines."""
-        n = self._num_at(rate / self.capacity())
-        return self._simulate(self._unit_arrivals[:n] * (self.pp / rate))
+        return self._simulate(self._arrivals(rate))
+
+    def _arrivals(self, rate: float) -> np.ndarray:
+        """Arrival times of the run at `rate` (req/s per instance) on one virtual engine."""
+        return self._unit_arrivals[: self._num_at(rate / self.capacity())] * (self.pp / rate)
 
     def capacity(self) -> float:
         """Saturated throughput, req/s per instance: `OFFLINE_BATCHES` full batches of
