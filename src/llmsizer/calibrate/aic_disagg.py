@@ -90,7 +90,7 @@ from llmsizer.calibrate.aic import (
 )
 from llmsizer.calibrate.aic_launch import mtp_speculation
 from llmsizer.calibrate.aic_launch_gb200 import is_inferencex_gb200, with_launched_layouts
-from llmsizer.calibrate.aic_launches import with_inferencex_launches
+from llmsizer.calibrate.aic_launches import WIDEST_TP, with_inferencex_launches
 from llmsizer.calibrate.aic_twins import with_twin_layouts, workers_given
 from llmsizer.instance import DeploymentSpec, PredictSpec, make_instance
 from llmsizer.instance.disagg import Link, make_disaggregated
@@ -109,7 +109,6 @@ AIC_SYSTEMS = {  # AIC `system` -> catalog system (the NVLink domain and NICs ar
 }
 _FP8_KV = (Precision.FP8, Precision.FP8_BLOCK, Precision.FP4)
 SGLANG_DEEPSEEK_FP8_4GPU_FRACTION = 0.95  # InferenceX dsr1_fp8_b200.sh at TP4 (docstring)
-WIDEST_TP = 16  # the widest dense TP group in the rows: two 8-GPU H100 nodes (SGLang)
 _CONCURRENCY = re.compile(r"silicon_concurrency=(\d+)")
 
 

@@ -203,14 +203,16 @@ def _sglang_columns(sweep: Sweep) -> dict[str, str]:
     return {} if found is None else recipe_columns(found)
 
 
-_WIDEST_TP = 16  # `aic_disagg.WIDEST_TP`: a wider pool is read as one attention-DP worker
+# the widest dense TP group in the rows: two 8-GPU H100 nodes (SGLang); a wider pool is read
+# as one attention-DP worker (`aic_disagg`)
+WIDEST_TP = 16
 
 
 def _deepep_layouts(row: Mapping[str, str]) -> dict[str, str]:
     """SGLang's DeepEP all-to-all splits the experts whole over all of a worker's GPUs
     (`ServerArgs._handle_a2a_moe`: `ep_size = tp_size`, sglang 0.5.x `server_args.py`), so a
     pool whose cells name one (`{pool}_moe_a2a_backend`) gets that layout where its row
-    records DP attention (`attention_dp_size` > 1, or a pool wider than `_WIDEST_TP`);
+    records DP attention (`attention_dp_size` > 1, or a pool wider than `WIDEST_TP`);
     where it records none, the cell is dropped (the pool is priced with its gather)."""
     out: dict[str, str] = {}
     for pool in ("prefill", "decode"):
@@ -219,6 +221,6 @@ def _deepep_layouts(row: Mapping[str, str]) -> dict[str, str]:
         tp, dp = _int(row, f"{pool}_tp_size"), _int(row, f"{pool}_attention_dp_size")
         if dp > 1:
             out |= {f"{pool}_moe_tp_size": "1", f"{pool}_moe_ep_size": str(tp * dp)}
-        elif tp <= _WIDEST_TP:
+        elif tp <= WIDEST_TP:
             out[f"{pool}_moe_a2a_backend"] = ""
     return out
