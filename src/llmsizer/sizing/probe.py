@@ -237,10 +237,10 @@ class Probe:
             records = self.run(rate).records
             judged = records[int(WARMUP_FRACTION * len(records)) :]
         elif watch is None:  # in verify steps, its judged rows as chunks (as a watched run's)
-            steps = self.in_steps(self._workload(self._arrivals(rate)))
-            table = steps.engine.run(steps.workload).records
+            whole = self.in_steps(self._workload(self._arrivals(rate)))
+            table = whole.engine.run(whole.workload).records
             assert isinstance(table, RecordTable)
-            judged = steps.in_tokens(table[int(WARMUP_FRACTION * len(table)) :])
+            judged = whole.in_tokens(table[int(WARMUP_FRACTION * len(table)) :])
         else:
             run, steps = self._paused.pop(rate, (None, None))
             if run is None or run.watch != watch:
