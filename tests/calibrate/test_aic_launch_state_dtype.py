@@ -11,30 +11,20 @@ from typing import Any
 import pytest
 
 from llmsizer.calibrate.aic import AicCase, map_aic_row
-from llmsizer.calibrate.aic_launch import launch_settings
 from llmsizer.instance import DeploymentSpec
 from llmsizer.perf.deployment import Deployment
 from llmsizer.perf.step import StepModel
 from llmsizer.units import GB
+from tests.calibrate.test_aic_launch_sglang import sglang as sglang_launch
 from tests.conftest import shared_path
 
 QWEN = "qwen3.5-397b-a17b"
 
 
 def sglang(**row: Any) -> dict[str, Any]:
-    launch: dict[str, Any] = {
-        "engine": "sglang",
-        "model": QWEN,
-        "precision": "fp8",
-        "tp": 4,
-        "gpu_memory_bytes": 180 * GB,
-        "concurrency": 64,
-        "isl": 1024,
-        "inferencex": True,
-        "version": "0.5.9",
-        "measured": "2026-03-20T23:59:59Z",
-    }
-    return launch_settings(**(launch | row))
+    """`test_aic_launch_sglang.sglang`'s Qwen3.5 FP8 B200 launch, measured after the FP8
+    script's first day."""
+    return sglang_launch(**({"measured": "2026-03-20T23:59:59Z"} | row))
 
 
 @pytest.mark.parametrize(

@@ -105,6 +105,14 @@ class HardwareSpec(BaseModel):
         "--mamba-ssm-dtype); unset or auto: the model config's mamba_ssm_dtype.",
     )
 
+    moe_a2a_backend: str | None = Field(
+        None,
+        description="How attention-DP ranks send tokens to their experts: an all-to-all "
+        "(SGLang --moe-a2a-backend deepep with --deepep-mode low_latency: "
+        "deepep_low_latency, normal: deepep_high_throughput; TensorRT-LLM NVLinkTwoSided: "
+        "nvlink_two_sided) or allgather_reducescatter; unset: the engine's own choice.",
+    )
+
     @field_validator("moe_backend")
     @classmethod
     def _known_moe_backend(cls, name: str | None) -> str | None:
@@ -117,14 +125,6 @@ class HardwareSpec(BaseModel):
             return None
         check_state_dtype(name)
         return name
-
-    moe_a2a_backend: str | None = Field(
-        None,
-        description="How attention-DP ranks send tokens to their experts: an all-to-all "
-        "(SGLang --moe-a2a-backend deepep with --deepep-mode low_latency: "
-        "deepep_low_latency, normal: deepep_high_throughput; TensorRT-LLM NVLinkTwoSided: "
-        "nvlink_two_sided) or allgather_reducescatter; unset: the engine's own choice.",
-    )
 
     @field_validator("moe_a2a_backend")
     @classmethod
