@@ -293,7 +293,11 @@ BUDGET = {
     # launch script's, DeepEP's ep = tp layout) (issue 10, a2a12)
     + 45
     # + 10: the merge of mamba12's and a2a12's launch fields (session 12 lead)
-    + 10,
+    + 10
+    # + 220: InferenceX's single-node SGLang sweeps as data, the MTP sweeps' rows and their
+    # scripts' launches; AIC's gap-analysis copies of InferenceX runs read as those runs
+    # (issue 10, session 13 lead)
+    + 220,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run

@@ -91,3 +91,12 @@ def test_a_verify_step_replays_a_graph_unless_a_decode_step_would_run_eager():
     # without the flag (the lever table's EAGLE heads, issue 11) the verify stays eager
     eagle = SpeculativeStepCost(target, draft_head_model(target), SpeculativeDecoding(3, 0.7))
     assert eagle._verify_terms(batch)[PREFILL_LAYERS] == eager_s
+
+
+def test_a_hybrid_models_mtp_head_is_one_full_attention_layer():
+    # Qwen3.5: 45 of 60 layers Gated DeltaNet; its MTP layer is full attention (vLLM
+    # qwen3_next_mtp.py): a one-layer copy with the linear layers kept could not exist
+    target = make_step_model("qwen3.5-397b-a17b", "b200", "fp8", tensor_parallel_size=4)
+    model = mtp_head_model(target).deployment.model
+    assert model.num_layers == model.num_kv_cache_layers == 1
+    assert model.linear_attention is None and model.moe is not None

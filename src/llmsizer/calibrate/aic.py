@@ -60,8 +60,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from llmsizer.calibrate.aic_agg_sweeps import sglang_mtp_launch
 from llmsizer.calibrate.aic_launch import launch_settings
 from llmsizer.calibrate.aic_sweeps import measured_at
+from llmsizer.calibrate.aic_twins import GAP_MARKERS, with_inferencex_twins
 from llmsizer.calibrate.engine_kernels import apply_version_launch
 from llmsizer.instance import PredictSpec, make_instance
 from llmsizer.specs import get_gpu, get_model
@@ -77,7 +79,6 @@ AIC_GPUS = {  # AIC `system` -> catalog GPU
 LENGTH_RATIO = 0.8  # InferenceX RANDOM_RANGE_RATIO (.github/workflows/benchmark-tmpl.yml)
 PROMPTS_PER_CLIENT = 10  # InferenceX --num-prompts $((CONC*10))
 GAP_PROMPTS_PER_CLIENT = 20  # AIC bench_run.sh.j2: aiperf --num-requests c*20 (HEAD default)
-_GAP_MARKERS = ("gap-analysis", "gtl_job_id=")
 _FP8_KV = (Precision.FP8, Precision.FP8_BLOCK, Precision.FP4)
 _CONCURRENCY = re.compile(r"silicon_concurrency=(\d+)")
 
@@ -110,9 +111,10 @@ class _Skip(Exception):
 
 
 def load_aic(path: Path) -> list[AicCase | AicSkipped]:
-    """Every row of the CSV at `path`, mapped (`map_aic_row`), in file order."""
+    """Every row of the CSV at `path`, mapped (`map_aic_row`), in file order; a gap-analysis
+    copy of an InferenceX run as that run (`aic_twins.with_inferencex_twins`)."""
     with path.open(newline="") as f:
-        return [map_aic_row(row) for row in csv.DictReader(f)]
+        return [map_aic_row(row) for row in with_inferencex_twins(list(csv.DictReader(f)))]
 
 
 def map_aic_row(row: Mapping[str, str], *, check_fit: bool = True) -> AicCase | AicSkipped:
@@ -132,7 +134,7 @@ def _map(row: Mapping[str, str], check_fit: bool) -> AicCase:
     gpu = AIC_GPUS.get(row["system"])
     if gpu is None:
         raise _Skip(f"GPU {row['system']} not in the catalog")
-    gap = any(marker in row["silicon_data_source"] for marker in _GAP_MARKERS)
+    gap = any(marker in row["silicon_data_source"] for marker in GAP_MARKERS)
     if gpu == "gb200" and not gap:  # module docstring
         raise _Skip(
             f"disaggregated GB200 run recorded as agg (InferenceX runs GB200 only "
@@ -180,6 +182,8 @@ def _map(row: Mapping[str, str], check_fit: bool) -> AicCase:
         ep=ep,
         measured=measured_at(row) or "",
     )
+    if row["backend"] == "sglang" and not gap:  # an MTP sweep's row (aic_agg_sweeps)
+        fields |= sglang_mtp_launch(row, model, (tp, ep, dp), concurrency)
     fields = apply_version_launch(fields, row["backend_version"])  # what the version ran
     try:
         spec = PredictSpec.model_validate(fields)

@@ -21,10 +21,10 @@ in the engines' wheels and the scripts at the commits named there:
   `--scheduler-recv-interval` 30 at CONC >= 16, else 10; FP8 at TP4 always 10
   (`SCHEDULER_RECV_INTERVAL`). The caps are, in the scripts' words, "the maximum concurrency" of
   the official sweep (`nvidia-master.yaml` @ cdcf0df1 runs DeepSeek FP8 TP8 at CONC <= 64, TP4
-  <= 32). Rows above a cap come from runs beyond that sweep, and they ran with a cap of at least
-  CONC: DeepSeek-R1 FP8 TP8 1k/1k at CONC 512 has a mean TTFT of 3.1 s at 69 ms TPOT, where a
-  cap of 128 would hold 384 clients for about a whole request (~70 s). So the cap is `max(script
-  cap, CONC)`.
+  <= 32). Rows above a cap ran with a cap of at least CONC: DeepSeek-R1 FP8 TP8 1k/1k at CONC
+  512 has a mean TTFT of 3.1 s at 69 ms TPOT, where a cap of 128 would hold 384 clients for
+  about a whole request (~70 s). So the cap is `max(script cap, CONC)`; those DeepSeek rows are
+  the MTP sweep's, launched by its script (`llmsizer.calibrate.aic_agg_sweeps`).
   All run `--disable-radix-cache`, the client `--ignore-eos`: SGLang admits a prompt only while
   every running request can decode to its end (`kv_reservation` `projected`, 0.5.9 / 0.5.10
   `PrefillAdder.add_one_req_ignore_eos`, `sim.batching.projected_kv`; aic_measurement §21);
@@ -155,7 +155,7 @@ def launch_settings(
     )
     if not inferencex:
         return settings
-    family = _family(model)
+    family = family_of(model)
     if engine == "vllm":
         if family == "minimax":
             settings["max_num_batched_tokens"] = 2 * isl
@@ -227,7 +227,7 @@ def cuda_graph_settings(
     if not inferencex:
         padding = {} if engine == "vllm" else {"cudagraph_padding": True}
         return {"max_cudagraph_capture_size": per_rank, **padding}
-    family, fp8 = _family(model), precision.startswith("fp8")
+    family, fp8 = family_of(model), precision.startswith("fp8")
     if engine == "vllm" and family == "minimax":
         return {"max_cudagraph_capture_size": 2048}
     if engine == "vllm" and family == "llama-70b" and gpu_memory_bytes >= 100 * GB:  # B200
@@ -249,7 +249,7 @@ def mtp_speculation(engine: str, model: str, tokens: str) -> dict[str, Any]:
     name them)."""
     k = int(tokens) if tokens else MTP_TOKENS[engine]
     settings: dict[str, Any] = {"num_speculative_tokens": k, "method": "mtp"}
-    acceptance = MTP_ACCEPTANCE.get(_family(model))
+    acceptance = MTP_ACCEPTANCE.get(family_of(model))
     return settings if acceptance is None else settings | {"acceptance_rate": acceptance}
 
 
@@ -362,7 +362,7 @@ def _trtllm_delayed(precision: str, version: str) -> bool:
     return precision.startswith("fp8") and not _trtllm_early(version)
 
 
-def _family(model: str) -> str:
+def family_of(model: str) -> str:
     """The script family of a catalog model name (`deepseek-r1` -> `deepseek`)."""
     for prefix, family in (
         ("deepseek", "deepseek"),

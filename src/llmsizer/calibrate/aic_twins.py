@@ -1,4 +1,6 @@
-"""The layout of an exported disaggregated row, read from its twin in the database dump.
+"""Rows that repeat another row's run, read as that run: the layout of an exported
+disaggregated row from its twin in the database dump (`with_twin_layouts`), and AIC's
+gap-analysis copies of InferenceX agg runs (`with_inferencex_twins`).
 
 AIC's disaggregated rows come from two InferenceX exports (`docs/aic_measurement.md`): the
 `db-dump` rows carry each pool's worker count, batch size and parallelism (`tp_size`,
@@ -73,5 +75,48 @@ def with_twin_layouts(rows: Sequence[Mapping[str, str]]) -> list[dict[str, str]]
                 twin = min(twins, key=lambda d: abs(float(d["silicon_tpot_ms"]) / float(
                     r["silicon_tpot_ms"]) - 1))  # fmt: skip
                 row |= {c: twin[c] for c in POOL_COLUMNS} | {"twin": twin["id"]}
+        out.append(row)
+    return out
+
+
+COPY_TOLERANCE_MS = 0.005  # the gap files copy InferenceX's means rounded to 0.01 ms
+AGG_LAYOUT = ("tp_size", "pp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size")
+GAP_MARKERS = ("gap-analysis", "gtl_job_id=")  # AIC's own runs (docs/aic_measurement.md s. 1)
+
+
+def _point(row: Mapping[str, str]) -> tuple[str, ...]:
+    found = _CONCURRENCY.search(row["silicon_data_source"])
+    clients = found.group(1) if found else row["batch_size"]
+    keys = ("model_path", "system", "backend", "isl", "osl", "tp_size")
+    return (*(row[k] for k in keys), clients)
+
+
+def _copied(a: Mapping[str, str], b: Mapping[str, str]) -> bool:
+    return all(
+        abs(float(a[m]) - float(b[m])) <= COPY_TOLERANCE_MS
+        for m in ("silicon_ttft_ms", "silicon_tpot_ms")
+    )
+
+
+def with_inferencex_twins(rows: Sequence[Mapping[str, str]]) -> list[dict[str, str]]:
+    """`rows` (file order), each agg gap-analysis row whose point (model, GPU, engine,
+    lengths, TP, clients) and mean TTFT and TPOT (to the 0.01 ms they were copied at) repeat
+    an InferenceX row's given that row's `silicon_data_source` (its image and date) and
+    layout columns: it is that run, copied (`kimi-k2.5-gap-analysis.csv` and
+    `qwen3.5-397b-gap-analysis.csv`: 86 of their 93 rows; `docs/aic_measurement.md`
+    section 33), and is mapped as InferenceX ran it. Its id and measured means stay its own;
+    a `twin` key names the run ('' for the others)."""
+    runs: dict[tuple[str, ...], list[Mapping[str, str]]] = {}
+    for r in rows:
+        if r["mode"] == "agg" and not any(m in r["silicon_data_source"] for m in GAP_MARKERS):
+            runs.setdefault(_point(r), []).append(r)
+    out = []
+    for r in rows:
+        row = {**r, "twin": ""}
+        if r["mode"] == "agg" and any(m in r["silicon_data_source"] for m in GAP_MARKERS):
+            twin = next((t for t in runs.get(_point(r), ()) if _copied(r, t)), None)
+            if twin is not None:
+                copied = ("silicon_data_source", *AGG_LAYOUT)
+                row |= {c: twin[c] for c in copied if c in twin} | {"twin": twin["id"]}
         out.append(row)
     return out

@@ -136,7 +136,9 @@ def mtp_head_model(target: StepModel) -> StepModel:
     inside the target's engine step, so the step's scheduling and input preparation
     (`step_overhead_s`) are paid once, by the target (TensorRT-LLM `MTPWorker`, SGLang
     `EAGLEWorker.forward_batch_speculative_generation`, vLLM `EagleProposer.propose`: one
-    scheduler iteration each)."""
+    scheduler iteration each). A hybrid model's head is a full-attention layer, its
+    linear-attention state left out (vLLM `vllm/model_executor/models/qwen3_next_mtp.py` @
+    ffdc9857: `Qwen3NextDecoderLayer(layer_type="full_attention")`; Qwen3.5 the same)."""
     moe = target.deployment.model.moe
     model = dataclasses.replace(
         target.deployment.model,
@@ -145,6 +147,7 @@ def mtp_head_model(target: StepModel) -> StepModel:
         moe=None if moe is None else dataclasses.replace(moe, num_moe_layers=1),
         num_sliding_window_layers=0,
         sliding_window=None,
+        linear_attention=None,
     )
     deployment = dataclasses.replace(target.deployment, model=model, pipeline_parallel_size=1)
     return StepModel(deployment, dataclasses.replace(target.efficiency, step_overhead_s=0.0))
