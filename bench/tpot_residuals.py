@@ -13,7 +13,8 @@ explain (a grouping that carries the error explains much of it), the split betwe
 the shape inside a series, and the error by engine and concurrency; then the version pairs:
 one configuration (a series' keys and the concurrency) measured under two engine versions,
 by engine, model, GPU and precision, the median ratio of measured TPOT (version B over A)
-and of the LOGO prediction (docs/tpot_residuals.md, "Kernels by engine version"). With
+and of the LOGO prediction (docs/tpot_residuals.md, "Kernels by engine version"); and the
+GPU pairs, the same configuration and version on two GPUs (`gpu_pairs`). With
 BEFORE.csv, the same rows' median / p90 |error| (bias) before and after, by engine and by
 concurrency.
 """
@@ -55,9 +56,16 @@ def load(path: Path) -> list[Row]:
         a = aic[r["id"]]
         r |= {"quant": a["moe_quant_mode"] or a["gemm_quant_mode"], "ep": a["moe_ep_size"],
               "dp": a["attention_dp_size"], "version": a["backend_version"],
-              "band": band(r["concurrency"])}  # fmt: skip
+              "band": band(r["concurrency"]),
+              "client": _client(a["silicon_data_source"])}  # fmt: skip
         rows.append(r)
     return rows
+
+
+def _client(source: str) -> str:
+    """'gap' for AIC's gap-analysis rows (their own launches and client), else 'inferencex'
+    (docs/aic_measurement.md section 1: the source markers)."""
+    return "gap" if "gap-analysis" in source or "gtl_job_id" in source else "inferencex"
 
 
 def log_error(r: Row, run: str, metric: str = "tpot") -> float | None:
@@ -135,6 +143,34 @@ def version_pairs(rows: list[Row]) -> None:
         print(f"  {' '.join(key):80s} {len(ratios):3d}  {measured:.2f}  {predicted:.2f}")
 
 
+def gpu_pairs(rows: list[Row]) -> None:
+    """The GPU pairs: one configuration (a series' keys, the version and client included, and
+    the concurrency) measured on two GPUs; by engine, model, precision and version, the median
+    ratio (GPU B over A) of measured TTFT and TPOT and of their shipped prediction, which
+    prices both GPUs with one fit (docs/aic_measurement.md section 31)."""
+    config = [f for f in SERIES if f != "system"] + ["client", "concurrency"]
+    pairs: dict[tuple[str, ...], list[list[float]]] = defaultdict(list)
+    for members in grouped(rows, lambda r: tuple(r[f] for f in config)).values():
+        gpus = grouped([rows[i] for i in members], lambda r: r["system"])
+        mean = {
+            gpu: [np.mean([float(rows[members[i]][f"{k}_mean_{m}_ms"]) for i in g])
+                  for m in ("ttft", "tpot") for k in ("measured", RUNS["shipped"])]
+            for gpu, g in gpus.items()
+        }  # fmt: skip
+        names = sorted(mean)
+        for j, a in enumerate(names):
+            for b in names[j + 1 :]:
+                r = rows[members[0]]
+                key = tuple(r[f] for f in ("backend", "model", "quant", "version", "client"))
+                key += (f"{b} / {a}",)
+                pairs[key].append([y / x for x, y in zip(mean[a], mean[b], strict=True)])
+    print("\nGPU pairs: configurations, median B / A of TTFT measured, predicted (shipped);"
+          " TPOT measured, predicted")  # fmt: skip
+    for key, ratios in sorted(pairs.items()):
+        medians = "  ".join(f"{m:.2f}" for m in np.median(np.array(ratios), axis=0))
+        print(f"  {' '.join(key):72s} {len(ratios):3d}  {medians}")
+
+
 def compare(before: list[Row], after: list[Row]) -> None:
     old = {r["id"]: r for r in before}
 
@@ -158,5 +194,6 @@ if __name__ == "__main__":
     after = load(Path(sys.argv[1]))
     decompose(after)
     version_pairs(after)
+    gpu_pairs(after)
     if len(sys.argv) > 2:
         compare(load(Path(sys.argv[2])), after)

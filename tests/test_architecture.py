@@ -297,7 +297,10 @@ BUDGET = {
     # + 220: InferenceX's single-node SGLang sweeps as data, the MTP sweeps' rows and their
     # scripts' launches; AIC's gap-analysis copies of InferenceX runs read as those runs
     # (issue 10, session 13 lead)
-    + 220,
+    + 220
+    # + 5: SGLang Qwen3.5 BF16 on B300 launched by its own script, the B200 one, not the
+    # FP8 / NVFP4 B300 scripts (issue 10, b300_13)
+    + 5,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run

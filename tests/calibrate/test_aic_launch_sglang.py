@@ -60,3 +60,14 @@ def test_qwen_nvfp4_memory_fraction_by_gpu() -> None:
     b300 = sglang(precision="fp4", gpu_memory_bytes=288 * GB, version="0.5.10.post1")
     assert b300["gpu_memory_utilization"] == 0.8
     assert b300["max_num_batched_tokens"] == 32768
+
+
+def test_qwen_bf16_on_b300_ran_the_b200_script() -> None:
+    """`qwen3.5_bf16_b300.sh` @ 32274d6c1 (the rows' image v0.5.10.post1, 2026-04-18) is
+    `qwen3.5_bf16_b200.sh` line for line: memory 0.82, chunk 32768, 128 running, a receive
+    interval of 30 from CONC 16; not the FP8 / NVFP4 B300 scripts' 0.8."""
+    b300 = sglang(precision="bf16", gpu_memory_bytes=288 * GB, version="0.5.10.post1")
+    assert b300 == sglang(precision="bf16", gpu_memory_bytes=288 * GB, version="nightly-dev")
+    assert b300["gpu_memory_utilization"] == 0.82
+    assert (b300["max_num_batched_tokens"], b300["scheduler_recv_interval"]) == (32768, 30)
+    assert b300["max_num_seqs"] == 128

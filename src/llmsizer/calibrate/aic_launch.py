@@ -16,7 +16,8 @@ in the engines' wheels and the scripts at the commits named there:
   `--max-running-requests` 128, at TP4 8192 and 32; NVFP4 16384 and 256
   (`dsr1_fp{8,4}_b200.sh` @ 20073baf); Qwen3.5 32768 and 128 (memory 0.82, NVFP4 0.85); its
   B300 scripts (the 0.5.10.post1 rows, 2026-04-17/18): FP8 16384, CONC, receive interval 10,
-  memory 0.8 (`qwen3.5_fp8_b300.sh` @ c0f62a2e), NVFP4 memory 0.8 (@ 8acbd08b); GLM-5 32768
+  memory 0.8 (`qwen3.5_fp8_b300.sh` @ c0f62a2e), NVFP4 memory 0.8 (@ 8acbd08b), BF16 the
+  B200 script's 0.82 and the rest (`qwen3.5_bf16_b300.sh` @ 32274d6c1); GLM-5 32768
   and CONC. The DeepSeek (NVFP4 since 2025-09, FP8) and Qwen3.5 scripts set
   `--scheduler-recv-interval` 30 at CONC >= 16, else 10; FP8 at TP4 always 10
   (`SCHEDULER_RECV_INTERVAL`). The caps are, in the scripts' words, "the maximum concurrency" of
@@ -185,7 +186,8 @@ def launch_settings(
                 max_num_seqs=max(128, concurrency),
                 gpu_memory_utilization=0.85 if precision == "fp4" else 0.82,
             )
-            if gpu_memory_bytes >= SGLANG_B300_BYTES and version.startswith("0.5.10"):
+            b300 = gpu_memory_bytes >= SGLANG_B300_BYTES and version.startswith("0.5.10")
+            if b300 and precision != "bf16":  # the BF16 script is the B200 one (docstring)
                 settings |= _sglang_qwen_b300(fp8, concurrency)
             settings |= sglang_state_dtype(precision, measured)
         elif family == "glm":
@@ -274,8 +276,8 @@ def sglang_state_dtype(precision: str, measured: str) -> dict[str, Any]:
 
 
 def _sglang_qwen_b300(fp8: bool, concurrency: int) -> dict[str, Any]:
-    """Qwen3.5 on B300 as its own scripts launched it (module docstring)."""
-    if not fp8:
+    """Qwen3.5 FP8 or NVFP4 on B300 as its own scripts launched it (module docstring)."""
+    if not fp8:  # NVFP4
         return {"gpu_memory_utilization": 0.8}
     return {
         "max_num_batched_tokens": 16384,
