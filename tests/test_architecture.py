@@ -294,10 +294,10 @@ BUDGET = {
     + 45
     # + 10: the merge of mamba12's and a2a12's launch fields (session 12 lead)
     + 10
-    # + 220: InferenceX's single-node SGLang sweeps as data, the MTP sweeps' rows and their
+    # + 226: InferenceX's single-node SGLang sweeps as data, the MTP sweeps' rows and their
     # scripts' launches; AIC's gap-analysis copies of InferenceX runs read as those runs
     # (issue 10, session 13 lead)
-    + 220
+    + 226
     # + 5: SGLang Qwen3.5 BF16 on B300 launched by its own script, the B200 one, not the
     # FP8 / NVFP4 B300 scripts (issue 10, b300_13)
     + 5,
