@@ -135,9 +135,9 @@ def step_terms(
             c.compiled_layers_overhead_s if compiled else c.prefill_layers_overhead_s
         )
     if num_prefill:
-        pairs = full * pairs_full + windowed * pairs_window
         kv_read = full * kv_full + windowed * kv_window
-        prefill_compute_s = pairs * c.prefill_flops_per_pair / c.attention_flops_per_s
+        prefill_flops = prompt_attention_flops(c, pairs_full, pairs_window, tiles)
+        prefill_compute_s = prefill_flops / c.attention_flops_per_s
         prefill_memory_s = (
             kv_read * c.kv_bytes_per_token_per_layer + num_prefill * c.attention_act_bytes_per_token
         ) / c.attention_bytes_per_s
@@ -198,6 +198,23 @@ def padded_rows(c: StepConstants, rows: float, touched: float) -> float:
     spread = rows + touched * (tile - 1.0) / 2.0
     floor = touched * tile
     return floor if floor >= spread else spread
+
+
+def prompt_attention_flops(
+    c: StepConstants, pairs_full: float, pairs_window: float, padded: bool = True
+) -> float:
+    """Prompt attention's FLOPs on one GPU for a step's causal pairs, full and windowed.
+
+    A DSA model (`c.sparse_prefill_flops_per_pair` > 0; its window is the indexer's top-k)
+    runs dense attention while every query sees at most top-k keys, and once one sees more
+    (some windowed pairs cut) the sparse kernel over the top-k pairs, in the absorbed form,
+    its heads padded to the kernel's tile (`perf.constants._sparse_prefill`); without
+    `padded`, the real heads' FLOPs (the work MFU counts)."""
+    full, windowed = c.full_layers, c.window_layers
+    if c.sparse_prefill_flops_per_pair and pairs_window < pairs_full:
+        heads = c.sparse_prefill_head_padding if padded else 1.0
+        return full * pairs_window * c.sparse_prefill_flops_per_pair * heads
+    return (full * pairs_full + windowed * pairs_window) * c.prefill_flops_per_pair
 
 
 def step_time_s(c: StepConstants, terms: Terms) -> float:
