@@ -1,7 +1,7 @@
 """A DSA model's prompt attention (GLM-5): dense while every query sees at most the
-indexer's top-k keys, SGLang's sparse MLA kernel past it, over the top-k pairs in the
-absorbed form with the rank's heads padded to FlashMLA's tile (`perf.constants.
-_sparse_prefill`)."""
+indexer's top-k keys, SGLang's sparse kernel past it: each query reads its own top-k latent
+rows and computes on them in MLA's absorbed form, as a decode query does
+(`perf.step.prompt_attention`)."""
 
 import numpy as np
 import pytest
@@ -24,32 +24,28 @@ def prompt(new: int, context: int = 0) -> BatchShape:
     return BatchShape(prefill_chunks=(ChunkShape(new, context),))
 
 
-def compute_s(step: StepModel, batch: BatchShape, tiles: bool = True) -> float:
+def attention(step: StepModel, batch: BatchShape) -> tuple[float, float]:
     c = step.constants
-    return StepTerms._make(
-        step_terms(c, aggregate(batch, c.window), tiles=tiles)
-    ).prefill_attention_compute_s
+    t = StepTerms._make(step_terms(c, aggregate(batch, c.window)))
+    return t.prefill_attention_compute_s, t.prefill_attention_memory_s
 
 
 def capped_pairs(new: int, context: int, cap: int) -> int:
-    """Pairs a causal chunk's queries see, each at most `cap` keys, summed one by one."""
+    """Keys a causal chunk's queries read, each at most `cap`, counted one query at a time."""
     return sum(min(p, cap) for p in range(context + 1, context + new + 1))
 
 
+@pytest.mark.parametrize("tp", [4, 8])
 @pytest.mark.parametrize(("new", "context"), [(8192, 0), (3000, 0), (1024, 4096)])
-def test_past_the_topk_the_sparse_kernel_runs_the_top_k_pairs_at_128_heads_on_blackwell(
-    new, context
-):
-    step = make_step_model("glm-5", "b200", "fp8", tensor_parallel_size=8)
+def test_past_the_topk_each_query_reads_and_scores_its_top_k_rows(new, context, tp):
+    step = make_step_model("glm-5", "b200", "fp8", tensor_parallel_size=tp)
     c = step.constants
-    heads = GLM.num_attention_heads / 8  # 8 real heads a rank, run as 128
-    flops = LAYERS * capped_pairs(new, context, TOPK) * ABSORBED * 128
-    assert compute_s(step, prompt(new, context)) == pytest.approx(
-        flops / c.attention_flops_per_s, rel=1e-12
-    )
-    # the work MFU counts is the real heads'
-    real = compute_s(step, prompt(new, context), tiles=False)
-    assert real == pytest.approx(flops * heads / 128 / c.attention_flops_per_s, rel=1e-12)
+    read = LAYERS * capped_pairs(new, context, TOPK)
+    flops = read * ABSORBED * GLM.num_attention_heads / tp
+    memory = read * c.kv_bytes_per_token_per_layer + new * c.attention_act_bytes_per_token
+    compute_s, memory_s = attention(step, prompt(new, context))
+    assert compute_s == pytest.approx(flops / c.attention_flops_per_s, rel=1e-12)
+    assert memory_s == pytest.approx(memory / c.attention_bytes_per_s, rel=1e-12)
 
 
 @pytest.mark.parametrize(("new", "context"), [(1024, 0), (2048, 0), (1000, 1048)])
@@ -58,27 +54,21 @@ def test_within_the_topk_the_prompt_runs_dense_attention_as_before(new, context)
     c = step.constants
     causal = new * context + new * (new + 1) / 2
     dense = LAYERS * causal * GLM.attention_flops_per_key / 8
-    assert compute_s(step, prompt(new, context)) == pytest.approx(
-        dense / c.attention_flops_per_s, rel=1e-12
-    )
+    memory = LAYERS * (context + new) * c.kv_bytes_per_token_per_layer
+    memory += new * c.attention_act_bytes_per_token
+    compute_s, memory_s = attention(step, prompt(new, context))
+    assert compute_s == pytest.approx(dense / c.attention_flops_per_s, rel=1e-12)
+    assert memory_s == pytest.approx(memory / c.attention_bytes_per_s, rel=1e-12)
 
 
-def test_one_token_past_the_topk_costs_the_padded_kernel():
-    """SGLang's switch (dense MHA while the longest sequence is within the top-k): the
-    padding makes the sparse kernel dearer than dense attention over the same prompt."""
+def test_an_8k_prompt_past_the_topk_is_bound_by_its_reads_of_the_selected_rows():
+    """At 8k tokens the selected rows' reads (a quarter of the causal pairs cut, each row a
+    whole latent) outweigh the dense prompt's FLOPs: the step is dearer than dense."""
     step = make_step_model("glm-5", "b200", "fp8", tensor_parallel_size=8)
-    within, past = compute_s(step, prompt(TOPK)), compute_s(step, prompt(TOPK + 1))
-    assert past > 10 * within
-
-
-@pytest.mark.parametrize(
-    ("gpu", "tp", "padding"),
-    [("b200", 8, 16.0), ("h200", 8, 8.0), ("b200", 1, 2.0), ("h200", 1, 1.0)],
-)
-def test_the_heads_pad_to_128_on_blackwell_and_64_on_hopper(gpu, tp, padding):
-    c = make_step_model("glm-5", gpu, "fp8", tensor_parallel_size=tp).constants
-    assert c.sparse_prefill_head_padding == padding
-    assert c.sparse_prefill_flops_per_pair == pytest.approx(ABSORBED * GLM.num_attention_heads / tp)
+    compute_s, memory_s = attention(step, prompt(8192))
+    assert memory_s > compute_s
+    dense = LAYERS * 8192 * 8193 / 2 * GLM.attention_flops_per_key / 8
+    assert memory_s > 2 * dense / step.constants.attention_flops_per_s
 
 
 @pytest.mark.parametrize("model", ["deepseek-v3", "llama-3.1-8b"])
@@ -86,15 +76,10 @@ def test_models_without_an_indexer_keep_dense_prompt_attention(model):
     step = make_step_model(model, "b200", "fp8", tensor_parallel_size=8)
     c = step.constants
     assert c.sparse_prefill_flops_per_pair == 0.0 and c.window == 0
-    dense = (
-        get_model(model).num_layers
-        * (8192 * 8193 / 2)
-        * get_model(model).attention_flops_per_key
-        / 8
-    )
-    assert compute_s(step, prompt(8192)) == pytest.approx(
-        dense / c.attention_flops_per_s, rel=1e-12
-    )
+    m = get_model(model)
+    dense = m.num_layers * (8192 * 8193 / 2) * m.attention_flops_per_key / 8
+    compute_s, _ = attention(step, prompt(8192))
+    assert compute_s == pytest.approx(dense / c.attention_flops_per_s, rel=1e-12)
 
 
 @pytest.mark.parametrize("context_per_seq", [500, 4000])

@@ -41,9 +41,6 @@ from llmsizer.specs.dtypes import Precision
 
 _LOGIT_BYTES = 4.0  # logits are FP32; the sampler reads what the output projection writes
 _UNQUANTIZED_BYTES = Precision.BF16.bytes_per_element
-# query heads per tile of FlashMLA's sparse prefill kernel, which SGLang pads a rank's heads
-# to (`_sparse_prefill`); by GPU architecture
-_FLASHMLA_HEAD_TILE = {"hopper": 64, "blackwell": 128}
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +80,6 @@ class StepConstants:
     lm_head_bytes_per_seq: float
     prefill_flops_per_pair: float
     sparse_prefill_flops_per_pair: float
-    sparse_prefill_head_padding: float
     decode_flops_per_pair: float
     kv_bytes_per_token_per_layer: float
     attention_act_bytes_per_token: float
@@ -123,10 +119,9 @@ def build_constants(d: Deployment, eff: EfficiencyFactors) -> StepConstants:
     moe_tp = world // ep  # each expert's shards (TensorRT-LLM moe_tp_size)
     send_link = d.link_bytes_per_s(d.num_gpus) * eff.interconnect_efficiency
     num_allreduces, allreduce_hops, allreduce_s_per_token = _collectives(d, eff)
-    sparse_flops_per_pair, sparse_padding = _sparse_prefill(d)
     return StepConstants(
         # a DSA model has no sliding window: its window is the indexer's top-k, which caps
-        # the keys a query of its sparse prefill reads (`_sparse_prefill`)
+        # the keys a query of its sparse prefill reads (`_sparse_prefill_flops_per_pair`)
         window=m.sliding_window or _sparse_topk(d),
         attention_dp_size=dp,
         full_layers=m.num_layers - m.num_sliding_window_layers,
@@ -174,8 +169,7 @@ def build_constants(d: Deployment, eff: EfficiencyFactors) -> StepConstants:
         lm_head_flops_per_seq=2.0 * m.vocab_size * h / tp,
         lm_head_bytes_per_seq=act * h + 2 * _LOGIT_BYTES * m.vocab_size / tp,
         prefill_flops_per_pair=m.attention_flops_per_key / tp,
-        sparse_prefill_flops_per_pair=sparse_flops_per_pair,
-        sparse_prefill_head_padding=sparse_padding,
+        sparse_prefill_flops_per_pair=_sparse_prefill_flops_per_pair(d),
         decode_flops_per_pair=_decode_flops_per_pair(d),
         kv_bytes_per_token_per_layer=d.kv_bytes_per_token_per_layer_per_gpu,
         # each layer reads Q and writes O for every token
@@ -268,26 +262,21 @@ def _sparse_topk(d: Deployment) -> int:
     return 0 if sparse is None or d.model.mla is None else sparse.index_topk
 
 
-def _sparse_prefill(d: Deployment) -> tuple[float, float]:
-    """(FLOPs per (query, selected key) pair per layer, head padding) of a DSA model's
-    sparse prefill; (0, 1) for any other model.
+def _sparse_prefill_flops_per_pair(d: Deployment) -> float:
+    """FLOPs per (query, selected key) pair per layer of a DSA model's sparse prompt
+    attention; 0 for any other model.
 
-    SGLang prices a prompt batch whose longest sequence exceeds the indexer's top-k with
-    FlashMLA's sparse kernel (`NativeSparseAttnBackend.set_nsa_prefill_impl`: dense MHA
-    only while every sequence is within the top-k; `flashmla_auto` picks `flashmla_sparse`
-    for prompt batches), in MLA's absorbed form: each head scores the latent plus rope key
-    and sums the latent, as `_decode_flops_per_pair`. The kernel runs whole tiles of heads,
-    and the engine pads the rank's query heads with zeros to a multiple of 128 on
-    Blackwell, 64 on Hopper (`_forward_flashmla_sparse`: "FlashMLA sparse kernel requires
-    num_heads to be a multiple of 64 (Hopper) or 128 (Blackwell)"; sgl-project/sglang
-    `python/sglang/srt/layers/attention/nsa_backend.py` @ 005e8bf8), so GLM-5's 8 heads a
-    rank at TP 8 run as 128. Other GPUs run no FlashMLA: no padding."""
+    SGLang runs a prompt batch dense (MHA, the keys decompressed through `kv_b_proj`) only
+    while its longest sequence is within the indexer's top-k; past it, the absorbed sparse
+    MLA kernel, each query over its own top-k keys (`NativeSparseAttnBackend.
+    set_nsa_prefill_impl`, `use_mha` iff `max_kv_len <= nsa_index_topk`; `forward_extend`;
+    sgl-project/sglang `python/sglang/srt/layers/attention/nsa_backend.py` @ 005e8bf8). In
+    the absorbed form each head scores the latent plus rope key and sums over the latent,
+    as a decode step does (`_decode_flops_per_pair`); the keys it reads are the selected
+    latent rows, priced like a decode step's reads (`perf.step.prompt_attention`)."""
     if not _sparse_topk(d):
-        return 0.0, 1.0
-    heads = d.model.num_attention_heads / d.tensor_parallel_size
-    tile = _FLASHMLA_HEAD_TILE.get(d.gpu.architecture, 1)
-    padded = math.ceil(heads / tile) * tile
-    return _decode_flops_per_pair(d), padded / heads
+        return 0.0
+    return _decode_flops_per_pair(d)
 
 
 def _decode_flops_per_pair(d: Deployment) -> float:
