@@ -79,6 +79,7 @@ class StepConstants:
     lm_head_flops_per_seq: float
     lm_head_bytes_per_seq: float
     prefill_flops_per_pair: float
+    sparse_prefill_flops_per_pair: float
     decode_flops_per_pair: float
     kv_bytes_per_token_per_layer: float
     attention_act_bytes_per_token: float
@@ -119,7 +120,9 @@ def build_constants(d: Deployment, eff: EfficiencyFactors) -> StepConstants:
     send_link = d.link_bytes_per_s(d.num_gpus) * eff.interconnect_efficiency
     num_allreduces, allreduce_hops, allreduce_s_per_token = _collectives(d, eff)
     return StepConstants(
-        window=m.sliding_window or 0,
+        # a DSA model has no sliding window: its window is the indexer's top-k, which caps
+        # the keys a query of its sparse prefill reads (`_sparse_prefill_flops_per_pair`)
+        window=m.sliding_window or _sparse_topk(d),
         attention_dp_size=dp,
         full_layers=m.num_layers - m.num_sliding_window_layers,
         window_layers=m.num_sliding_window_layers,
@@ -166,6 +169,7 @@ def build_constants(d: Deployment, eff: EfficiencyFactors) -> StepConstants:
         lm_head_flops_per_seq=2.0 * m.vocab_size * h / tp,
         lm_head_bytes_per_seq=act * h + 2 * _LOGIT_BYTES * m.vocab_size / tp,
         prefill_flops_per_pair=m.attention_flops_per_key / tp,
+        sparse_prefill_flops_per_pair=_sparse_prefill_flops_per_pair(d),
         decode_flops_per_pair=_decode_flops_per_pair(d),
         kv_bytes_per_token_per_layer=d.kv_bytes_per_token_per_layer_per_gpu,
         # each layer reads Q and writes O for every token
@@ -250,6 +254,29 @@ def _replicated_indexer_params(d: Deployment) -> float:
     per_layer = m.sparse_attention.projection_params(m.hidden_size, m.mla.q_lora_rank)
     tp = d.tensor_parallel_size
     return _indexer_layers(d) * per_layer * (1.0 - 1.0 / tp)
+
+
+def _sparse_topk(d: Deployment) -> int:
+    """The keys each query of a DSA model's sparse attention reads at most (0: not DSA)."""
+    sparse = d.model.sparse_attention
+    return 0 if sparse is None or d.model.mla is None else sparse.index_topk
+
+
+def _sparse_prefill_flops_per_pair(d: Deployment) -> float:
+    """FLOPs per (query, selected key) pair per layer of a DSA model's sparse prompt
+    attention; 0 for any other model.
+
+    SGLang runs a prompt batch dense (MHA, the keys decompressed through `kv_b_proj`) only
+    while its longest sequence is within the indexer's top-k; past it, the absorbed sparse
+    MLA kernel, each query over its own top-k keys (`NativeSparseAttnBackend.
+    set_nsa_prefill_impl`, `use_mha` iff `max_kv_len <= nsa_index_topk`; `forward_extend`;
+    sgl-project/sglang `python/sglang/srt/layers/attention/nsa_backend.py` @ 005e8bf8). In
+    the absorbed form each head scores the latent plus rope key and sums over the latent,
+    as a decode step does (`_decode_flops_per_pair`); the keys it reads are the selected
+    latent rows, priced like a decode step's reads (`perf.step.prompt_attention`)."""
+    if not _sparse_topk(d):
+        return 0.0
+    return _decode_flops_per_pair(d)
 
 
 def _decode_flops_per_pair(d: Deployment) -> float:

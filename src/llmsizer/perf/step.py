@@ -135,9 +135,8 @@ def step_terms(
             c.compiled_layers_overhead_s if compiled else c.prefill_layers_overhead_s
         )
     if num_prefill:
-        pairs = full * pairs_full + windowed * pairs_window
-        kv_read = full * kv_full + windowed * kv_window
-        prefill_compute_s = pairs * c.prefill_flops_per_pair / c.attention_flops_per_s
+        flops, kv_read = prompt_attention(c, pairs_full, pairs_window, kv_full, kv_window)
+        prefill_compute_s = flops / c.attention_flops_per_s
         prefill_memory_s = (
             kv_read * c.kv_bytes_per_token_per_layer + num_prefill * c.attention_act_bytes_per_token
         ) / c.attention_bytes_per_s
@@ -198,6 +197,25 @@ def padded_rows(c: StepConstants, rows: float, touched: float) -> float:
     spread = rows + touched * (tile - 1.0) / 2.0
     floor = touched * tile
     return floor if floor >= spread else spread
+
+
+def prompt_attention(
+    c: StepConstants, pairs_full: float, pairs_window: float, kv_full: float, kv_window: float
+) -> tuple[float, float]:
+    """(FLOPs, KV tokens read) of a step's prompt attention on one GPU, from its causal
+    pairs and KV reads, full and windowed (`BatchAggregates`).
+
+    A DSA model (`c.sparse_prefill_flops_per_pair` > 0; its window is the indexer's top-k)
+    runs dense attention while every query sees at most top-k keys; once one sees more
+    (some windowed pairs cut), the sparse kernel: each query reads its own top-k latent rows
+    and computes on them in the absorbed form, so the step reads and computes the windowed
+    pairs, as a decode step reads each key it attends (`perf.constants.
+    _sparse_prefill_flops_per_pair`)."""
+    full, windowed = c.full_layers, c.window_layers
+    if c.sparse_prefill_flops_per_pair and pairs_window < pairs_full:
+        return full * pairs_window * c.sparse_prefill_flops_per_pair, full * pairs_window
+    flops = (full * pairs_full + windowed * pairs_window) * c.prefill_flops_per_pair
+    return flops, full * kv_full + windowed * kv_window
 
 
 def step_time_s(c: StepConstants, terms: Terms) -> float:

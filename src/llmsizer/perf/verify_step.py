@@ -14,7 +14,7 @@ import numpy as np
 from llmsizer.perf.batch_shape import Aggregates, aggregate, busiest_rank, decode_batch
 from llmsizer.perf.constants import StepConstants
 from llmsizer.perf.cuda_graphs import CudaGraphs
-from llmsizer.perf.step import step_terms
+from llmsizer.perf.step import prompt_attention, step_terms
 from llmsizer.perf.terms import PREFILL_LAYERS, Terms
 
 
@@ -106,9 +106,8 @@ class VerifyStep:
         if c.attention_dp_size > 1:
             pairs_full, pairs_window = pairs_full * self.share, pairs_window * self.share
             kv_full, kv_window = kv_full * self.share, kv_window * self.share
-        pairs = c.full_layers * pairs_full + c.window_layers * pairs_window
-        kv_read = c.full_layers * kv_full + c.window_layers * kv_window
-        pre_c = pairs * c.prefill_flops_per_pair / c.attention_flops_per_s
+        flops, kv_read = prompt_attention(c, pairs_full, pairs_window, kv_full, kv_window)
+        pre_c = flops / c.attention_flops_per_s
         pre_m = (
             kv_read * c.kv_bytes_per_token_per_layer
             + self.num_prefill * c.attention_act_bytes_per_token
@@ -131,9 +130,16 @@ class VerifyStep:
         if c.attention_dp_size > 1:
             pairs_full, pairs_window = pairs_full * self.share, pairs_window * self.share
             kv_full, kv_window = kv_full * self.share, kv_window * self.share
-        pairs = c.full_layers * pairs_full + c.window_layers * pairs_window
         kv_read = c.full_layers * kv_full + c.window_layers * kv_window
-        pre_c = pairs * c.prefill_flops_per_pair / c.attention_flops_per_s
+        flops = (
+            c.full_layers * pairs_full + c.window_layers * pairs_window
+        ) * c.prefill_flops_per_pair
+        if c.sparse_prefill_flops_per_pair:  # `prompt_attention`, elementwise
+            sparse = pairs_window < pairs_full
+            selected = c.full_layers * pairs_window
+            flops = np.where(sparse, selected * c.sparse_prefill_flops_per_pair, flops)
+            kv_read = np.where(sparse, selected, kv_read)
+        pre_c = flops / c.attention_flops_per_s
         pre_m = (
             kv_read * c.kv_bytes_per_token_per_layer
             + self.num_prefill * c.attention_act_bytes_per_token
