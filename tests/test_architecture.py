@@ -116,7 +116,11 @@ BUDGET = {
     # + 40: a speculating step's drafter pass over its prompt chunks kept by the chunks, its
     # decode steps' draft passes reused inline, a verify step of full attention priced
     # without its zero window terms (issue 11, speed12: the lever table within 2x in CPU)
-    + 40,
+    + 40
+    # + 80: a graphed decode step's shared experts on a second stream, each engine's kernels
+    # left on the first with their sources (`cuda_graphs.SharedExpertsStream`; issue 10,
+    # kernels13)
+    + 80,
     "sim": 1760  # + 110: decode-only steps in a row and their compact step log (issue 13)
     # + 50: delay batching in the continuous scheduler (merged from main, unbudgeted there)
     # + 120: quiet decode runs priced at once, a refused first waiting request kept on the
