@@ -33,7 +33,8 @@ def _step(model: str, engine: str, tp: int = 8) -> StepModel:
 
 def _fixed_s(step: StepModel, batch: BatchShape) -> float:
     c = step.constants
-    return StepTerms._make(step_terms(c, aggregate(batch, c.window), step.cuda_graphs)).layers_overhead_s
+    terms = step_terms(c, aggregate(batch, c.window), step.cuda_graphs)
+    return StepTerms._make(terms).layers_overhead_s
 
 
 def test_vllm_kimi_decode_layer_counts_fewer_kernels_than_its_eager_launches() -> None:
