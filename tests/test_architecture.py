@@ -117,9 +117,13 @@ BUDGET = {
     # decode steps' draft passes reused inline, a verify step of full attention priced
     # without its zero window terms (issue 11, speed12: the lever table within 2x in CPU)
     + 40
-    # + 60: a DSA model's sparse prompt attention past the indexer's top-k, its heads padded
-    # to FlashMLA's tile (issue 10, longttft13)
-    + 60,
+    # + 60: a DSA model's sparse prompt attention past the indexer's top-k (FlashMLA's head
+    # padding tried and rejected; issue 10, longttft13)
+    + 60
+    # + 80: a graphed decode step's shared experts on a second stream, each engine's kernels
+    # left on the first with their sources (`cuda_graphs.SharedExpertsStream`; issue 10,
+    # kernels13)
+    + 80,
     "sim": 1760  # + 110: decode-only steps in a row and their compact step log (issue 13)
     # + 50: delay batching in the continuous scheduler (merged from main, unbudgeted there)
     # + 120: quiet decode runs priced at once, a refused first waiting request kept on the

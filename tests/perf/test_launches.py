@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from llmsizer.perf.batch_shape import BatchShape, ChunkShape, aggregate, decode_batch
-from llmsizer.perf.cuda_graphs import CudaGraphs, capture_plan
+from llmsizer.perf.cuda_graphs import ENGINE_SHARED_EXPERTS, CudaGraphs, capture_plan
 from llmsizer.perf.deployment import Deployment
-from llmsizer.perf.efficiency import EfficiencyFactors
+from llmsizer.perf.efficiency import EfficiencyFactors, EnginePreset
 from llmsizer.perf.launches import (
     DENSE_LAYER,
     INDEXER,
@@ -129,14 +129,17 @@ def test_a_graphed_layer_pays_its_kernels_less_the_indexer() -> None:
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
 def test_a_decode_step_pays_layer_overhead_per_kernel(engine: str) -> None:
-    # every decode step, graphed or not, pays layer_overhead_s per 12 kernels: a MoE + MLA
-    # model's fixed time is its kernels' (27 a MoE layer), not its layers' alone
+    # every decode step, graphed or not, pays layer_overhead_s per 12 kernels on its first
+    # stream: a MoE + MLA model's fixed time is its kernels' (27 a MoE layer, less the shared
+    # experts' on a second stream: `test_shared_experts_stream`), not its layers' alone
     eff = EfficiencyFactors(layer_overhead_s=DENSE_LAYER * 4 * US)  # 4 us a kernel
     batch = decode_batch(8, 8_000)
+    left = ENGINE_SHARED_EXPERTS[EnginePreset.parse(engine)].kernels_left
     for name in ("llama-3.1-70b", "deepseek-v3", "glm-5"):
         term = _terms(_step(name, _plan(engine), eff), batch).layers_overhead_s
-        assert term == pytest.approx(layer_units(get_model(name)) * DENSE_LAYER * 4 * US)
+        assert term == pytest.approx(layer_units(get_model(name), left) * DENSE_LAYER * 4 * US)
     slow = eff.replace(layer_overhead_s=2 * DENSE_LAYER * 4 * US)
-    for name, units in (("llama-3.1-70b", 80), ("deepseek-v3", (3 * 18 + 58 * 27) / 12)):
+    deepseek = (3 * 18 + 58 * (27 - 4 + left)) / 12
+    for name, units in (("llama-3.1-70b", 80), ("deepseek-v3", deepseek)):
         extra = _step(name, _plan(engine), slow)(batch) - _step(name, _plan(engine), eff)(batch)
         assert extra == pytest.approx(units * DENSE_LAYER * 4 * US, rel=1e-9)

@@ -122,9 +122,8 @@ class StepFeaturizer:
     _to_features: np.ndarray = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        c = build_constants(
-            self.deployment, _UNIT.replace(experts_tile_rows=self.experts_tile_rows)
-        )
+        unit = _UNIT.replace(experts_tile_rows=self.experts_tile_rows)
+        c = build_constants(self.deployment, unit, self.cuda_graphs)  # as `StepModel` does
         # The terms price one all-reduce and one send: the row counts all of the step's.
         per_step = {
             "allreduce_link_s": c.num_allreduces,

@@ -31,6 +31,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from llmsizer.perf.cuda_graphs import CudaGraphs
 from llmsizer.perf.deployment import Deployment
 from llmsizer.perf.efficiency import EfficiencyFactors
 from llmsizer.perf.launches import eager_layer_units, layer_units
@@ -92,6 +93,10 @@ class StepConstants:
     send_s_per_token: float
     step_overhead_s: float
     layers_overhead_s: float
+    # a graph-replayed step of at most `shared_stream_max_tokens` experts' tokens: the shared
+    # experts on a second stream (`cuda_graphs.SharedExpertsStream`)
+    graphed_layers_overhead_s: float
+    shared_stream_max_tokens: int
     prefill_layers_overhead_s: float
     compiled_layers_overhead_s: float
     indexer_overhead_s: float
@@ -100,8 +105,11 @@ class StepConstants:
     linear_state_bytes_per_seq: float
 
 
-def build_constants(d: Deployment, eff: EfficiencyFactors) -> StepConstants:
-    """Precompute the batch-independent part of the step cost for `d` under `eff`."""
+def build_constants(
+    d: Deployment, eff: EfficiencyFactors, graphs: CudaGraphs | None = None
+) -> StepConstants:
+    """Precompute the batch-independent part of the step cost for `d` under `eff`, its
+    graph-replayed steps as `graphs` runs them."""
     m = d.model
     tp = d.tensor_parallel_size
     pp = d.pipeline_parallel_size
@@ -119,6 +127,7 @@ def build_constants(d: Deployment, eff: EfficiencyFactors) -> StepConstants:
     moe_tp = world // ep  # each expert's shards (TensorRT-LLM moe_tp_size)
     send_link = d.link_bytes_per_s(d.num_gpus) * eff.interconnect_efficiency
     num_allreduces, allreduce_hops, allreduce_s_per_token = _collectives(d, eff)
+    graphed_units, stream_max_tokens = _graphed_layer_units(d, graphs)
     return StepConstants(
         # a DSA model has no sliding window: its window is the indexer's top-k, which caps
         # the keys a query of its sparse prefill reads (`_sparse_prefill_flops_per_pair`)
@@ -188,6 +197,8 @@ def build_constants(d: Deployment, eff: EfficiencyFactors) -> StepConstants:
         step_overhead_s=eff.step_overhead_s,
         # every kernel's fixed time, in dense layers' kernels (`perf.launches.layer_units`)
         layers_overhead_s=layer_units(m) * eff.layer_overhead_s,
+        graphed_layers_overhead_s=graphed_units * eff.layer_overhead_s,
+        shared_stream_max_tokens=stream_max_tokens,
         # the eager launch, in dense layers' launches; a compiled model's, its attention's
         # (one op a layer, every kind alike: `perf.launches`)
         prefill_layers_overhead_s=eager_layer_units(m) * eff.prefill_layer_overhead_s,
@@ -197,6 +208,20 @@ def build_constants(d: Deployment, eff: EfficiencyFactors) -> StepConstants:
         sequence_overhead_s=eff.sequence_overhead_s,
         linear_state_bytes_per_seq=_linear_state_io_bytes(d),
     )
+
+
+def _graphed_layer_units(d: Deployment, graphs: CudaGraphs | None) -> tuple[float, int]:
+    """(`layer_units` of a graph-replayed step whose shared experts run on a second stream,
+    the most experts' tokens such a step has): the engine's kernels left on the first stream
+    (`cuda_graphs.SharedExpertsStream`); every step's units, and no such step, where the
+    engine runs no second stream for this model."""
+    m = d.model
+    stream = None if graphs is None else graphs.shared_experts
+    if graphs is None or stream is None or (stream.mla_only and m.mla is None):
+        return layer_units(m), 0
+    every_graph = graphs.max_capture_size * d.attention_dp_size
+    top = every_graph if stream.max_tokens is None else stream.max_tokens
+    return layer_units(m, stream.kernels_left), top
 
 
 def _collectives(d: Deployment, eff: EfficiencyFactors) -> tuple[int, float, float]:

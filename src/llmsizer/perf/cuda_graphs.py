@@ -35,6 +35,24 @@ Defaults per engine (`capture_plan`; `docs/aic_measurement.md` section 10 has th
   128 when unset; `enable_padding` False by default; with padding sizes 1, 2, 4, 8-128 in
   steps of 8, without 1-31, 32, 64, 128; then powers of two from 256 below max_batch_size,
   and max_batch_size itself. Without padding a batch size not captured runs eagerly.
+
+Inside a decode step's graph every engine runs a MoE layer's shared experts on a second CUDA
+stream beside the routed experts (`SharedExpertsStream`, `ENGINE_SHARED_EXPERTS`), so their
+GEMMs and activation leave the step's kernels in a row (`perf.launches.layer_units`):
+
+- vLLM (`FusedMoE`'s shared-experts stream, any model with shared experts, find_string id
+  53977374851, `vllm/model_executor/layers/fused_moe/layer.py`): steps of at most
+  `VLLM_SHARED_EXPERTS_STREAM_TOKEN_THRESHOLD` tokens, 256 by default (`vllm/envs.py`, id
+  6351456); the input is copied (`hidden_states.clone()`) before the fork, and the outputs
+  added after the join: 2 kernels left of the shared expert's 4.
+- SGLang (`DeepseekV2MoE.forward` -> `forward_normal_dual_stream` when
+  `get_is_capture_mode()`, `python/sglang/srt/models/deepseek_v2.py`, id 56059489236): the
+  routed experts on `alt_stream`, the shared ones on the first, the add after the join: 1 left.
+  DeepSeek's block (MLA models); Qwen3.5's at 0.5.9 is not sourced here: all 4 stay.
+- TensorRT-LLM (`Deepseekv3MoE.forward`, `maybe_execute_in_parallel(..., self.aux_stream)`,
+  `tensorrt_llm/_torch/models/modeling_deepseekv3.py`, id 2891600299; multi-stream only
+  under CUDA graphs, `tensorrt_llm/_torch/modules/multi_stream_utils.py`, id 681035315):
+  the add left, 1; DeepSeek's block (MLA models).
 """
 
 from __future__ import annotations
@@ -63,6 +81,25 @@ ENGINE_MODE: dict[EnginePreset, CudaGraphMode] = {
     EnginePreset.SGLANG: "FULL_DECODE_ONLY",  # decode batches only
     EnginePreset.TRTLLM: "FULL_DECODE_ONLY",  # generation-only batches
 }
+
+
+@dataclass(frozen=True, slots=True)
+class SharedExpertsStream:
+    """How an engine runs a MoE layer's shared experts inside a decode step's graph (module
+    docstring): on a second stream in steps of at most `max_tokens` tokens (None: every
+    graphed step), leaving `kernels_left` of their kernels (`perf.launches.SHARED_EXPERT`) on
+    the first; in every MoE block with shared experts, or (`mla_only`) DeepSeek's only."""
+
+    kernels_left: int
+    mla_only: bool
+    max_tokens: int | None = None
+
+
+ENGINE_SHARED_EXPERTS: dict[EnginePreset, SharedExpertsStream] = {
+    EnginePreset.VLLM: SharedExpertsStream(kernels_left=2, mla_only=False, max_tokens=256),
+    EnginePreset.SGLANG: SharedExpertsStream(kernels_left=1, mla_only=True),
+    EnginePreset.TRTLLM: SharedExpertsStream(kernels_left=1, mla_only=True),
+}
 _SGLANG_LARGE_GPU_BYTES = 160 * GB  # server_args.py: below it cuda_graph_max_bs by tp
 _TRTLLM_DEFAULT_MAX_BATCH_SIZE = 128  # llm_args.py: `max_batch_size or 128`
 
@@ -77,6 +114,7 @@ class CudaGraphs:
     padding: bool = True
     decode: StepKind = "full"
     mixed: StepKind = "eager"
+    shared_experts: SharedExpertsStream | None = None  # None: no second stream
     _padded: tuple[int, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -92,9 +130,10 @@ class CudaGraphs:
                 table[n] = high
         object.__setattr__(self, "_padded", tuple(table))
 
-    def __reduce__(self) -> tuple[type[CudaGraphs], tuple[tuple[int, ...], bool, str, str]]:
+    def __reduce__(self) -> tuple[type[CudaGraphs], tuple[object, ...]]:
         """Pickled by its fields (the table rebuilt), as `StepModel` is."""
-        return (CudaGraphs, (self.capture_sizes, self.padding, self.decode, self.mixed))
+        fields = (self.capture_sizes, self.padding, self.decode, self.mixed)
+        return (CudaGraphs, (*fields, self.shared_experts))
 
     @property
     def compiled(self) -> bool:
@@ -190,4 +229,5 @@ def capture_plan(
             f"max_cudagraph_capture_size {max_capture_size} must equal the largest of "
             f"cudagraph_capture_sizes ({max(capture_sizes)}) when both are set"
         )
-    return CudaGraphs(tuple(sorted(set(sizes))), padding, decode, mixed)
+    sizes = tuple(sorted(set(sizes)))
+    return CudaGraphs(sizes, padding, decode, mixed, ENGINE_SHARED_EXPERTS[engine])

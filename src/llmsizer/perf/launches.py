@@ -66,6 +66,13 @@ projections, norms, routing, grouped GEMMs and collectives; decode attention rep
 prompt attention one for one. The AIC rows agree (`docs/aic_measurement.md` section 25): the
 fixed part of TPOT (what does not shrink with TP) is ~66 us a layer for Llama-3.1-70B on vLLM
 B200, 95-124 us for MiniMax-M2.5, 105-108 us for Kimi-K2.5: 1.4-1.9x, where kernels say 1.42, 2.24.
+
+A decode step replayed from a graph runs a MoE layer's shared experts on a second CUDA stream,
+beside the routed experts, and only the kernels left on the first stream add to the step's
+fixed time: each engine's count of them is `cuda_graphs.SharedExpertsStream` (vLLM: the
+input's copy and the add, 2 of `SHARED_EXPERT`'s 4; SGLang's and TensorRT-LLM's DeepSeek
+blocks: the add, 1), and `layer_units(model, shared_expert=...)` counts with it
+(`docs/aic_measurement.md` section 29).
 """
 
 from __future__ import annotations
@@ -84,10 +91,13 @@ SHARED_EXPERT = 4
 DENSE_LAYER = NORMS + GQA_ATTENTION + DENSE_MLP  # the unit of `prefill_layer_overhead_s`
 
 
-def eager_launches(model: ModelSpec) -> int:
+def eager_launches(model: ModelSpec, shared_expert: int = SHARED_EXPERT) -> int:
     """Kernels one eager forward pass of `model`'s decoder layers launches (module
     docstring): every layer's norms, attention (softmax, MLA, linear; an indexer where
-    the model has one) and MLP (dense, or routed experts plus shared ones)."""
+    the model has one) and MLP (dense, or routed experts plus shared ones, of whose kernels
+    `shared_expert` are counted: all of them unless a second stream runs the rest)."""
+    if not 0 <= shared_expert <= SHARED_EXPERT:
+        raise ValueError(f"shared_expert {shared_expert} must be 0-{SHARED_EXPERT} kernels")
     softmax = model.num_kv_cache_layers
     attention = MLA_ATTENTION if model.mla is not None else GQA_ATTENTION
     if model.attention_output_gate:
@@ -95,7 +105,7 @@ def eager_launches(model: ModelSpec) -> int:
     if model.sparse_attention is not None:
         attention += INDEXER
     moe = model.moe
-    moe_layer = 0 if moe is None else MOE_ROUTED + (SHARED_EXPERT if moe.num_shared_experts else 0)
+    moe_layer = 0 if moe is None else MOE_ROUTED + (shared_expert if moe.num_shared_experts else 0)
     return (
         NORMS * model.num_layers
         + softmax * attention
@@ -111,9 +121,10 @@ def eager_layer_units(model: ModelSpec) -> float:
     return eager_launches(model) / DENSE_LAYER
 
 
-def layer_units(model: ModelSpec) -> float:
+def layer_units(model: ModelSpec, shared_expert: int = SHARED_EXPERT) -> float:
     """`model`'s kernels of one forward pass in dense GQA layers' kernels (`DENSE_LAYER`),
     less the sparse-attention indexer's: the count that `layer_overhead_s` multiplies in
-    every step (module docstring), its number of layers for a dense GQA model."""
+    every step (module docstring), its number of layers for a dense GQA model; with
+    `shared_expert` of a shared expert's kernels on the step's path (`eager_launches`)."""
     indexer = 0 if model.sparse_attention is None else INDEXER * model.num_kv_cache_layers
-    return (eager_launches(model) - indexer) / DENSE_LAYER
+    return (eager_launches(model, shared_expert) - indexer) / DENSE_LAYER

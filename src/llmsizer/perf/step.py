@@ -20,7 +20,9 @@ sample a token, one GPU of a tensor-parallel group spends, over all layers:
     attention DP   with D ranks (`attention_dp_size`), everything but the experts is the
                    busiest rank's (`batch_shape.busiest_rank`: ceil(n / D) of the requests);
                    the experts see all T tokens; collectives in `perf.constants`
-    overhead       step_overhead + L * layer_overhead (+ U * prefill_layer_overhead when
+    overhead       step_overhead + K * layer_overhead (K the layers' kernels in dense
+                   layers', less a second stream's in a graphed decode step: `launches`)
+                   (+ U * prefill_layer_overhead when
                    the step is launched eagerly, not from a full CUDA graph: `cuda_graphs`;
                    U its launches in dense layers' (`launches`), L for a compiled model)
                    + L_dsa * indexer_overhead (layers with a sparse-attention indexer)
@@ -127,6 +129,9 @@ def step_terms(
         dequant_s = (
             c.num_moe_layers * touched * c.expert_dequant_bytes / c.experts_dequant_bytes_per_s
         )
+    layers_s = c.layers_overhead_s
+    if not eager and run_tokens <= c.shared_stream_max_tokens:  # a second stream's kernels
+        layers_s = c.graphed_layers_overhead_s
     prefill_compute_s = prefill_memory_s = 0.0
     prefill_overhead_s = 0.0
     if eager:  # launched op by op: every layer's kernels, or a compiled model's attention
@@ -166,7 +171,7 @@ def step_terms(
         t * c.send_s_per_token,
         c.send_latency_s,
         c.step_overhead_s,
-        c.layers_overhead_s,
+        layers_s,
         prefill_overhead_s,
         c.indexer_overhead_s,
         dequant_s,
@@ -256,7 +261,7 @@ class StepModel:
     _attention: DecodeAttention = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        c = build_constants(self.deployment, self.efficiency)
+        c = build_constants(self.deployment, self.efficiency, self.cuda_graphs)
         object.__setattr__(self, "constants", c)
         rates = tuple(
             (getattr(c, flops), getattr(c, bytes_)) for flops, bytes_ in PART_RATES.values()
