@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
+
 from llmsizer.calibrate.aic import AicCase, load_aic
 from llmsizer.calibrate.aic_agg_sweeps import AggPoint, AggSweep, agg_mtp_tokens, agg_sweeps
 from tests.conftest import shared_path
@@ -54,6 +56,7 @@ def test_the_newest_revision_by_the_rows_day_decides() -> None:
     assert agg_mtp_tokens(_point(measured="2026-03-20T00:00:00Z"), (MTP,)) == 3
 
 
+@pytest.mark.shared
 def test_the_table_names_the_sglang_mtp_rows_of_the_calibration_file() -> None:
     assert any(s.mtp and s.mtp_tokens == 3 for s in agg_sweeps())
     cases = [c for c in load_aic(shared_path("calibration", "aic_silicon_calibration.csv"))
