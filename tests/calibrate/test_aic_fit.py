@@ -9,7 +9,17 @@ import numpy as np
 import pytest
 
 from llmsizer.calibrate.aic import AicCase, load_aic
-from llmsizer.calibrate.aic_fit import METRICS, PROMPT, SPLIT, Memo, Recorded, group_of, ships
+from llmsizer.calibrate.aic_fit import (
+    METRICS,
+    PROMPT,
+    SPLIT,
+    Memo,
+    Recorded,
+    group_of,
+    measurement_cases,
+    ships,
+)
+from llmsizer.calibrate.measurements import load_measurements
 from llmsizer.calibrate.aic_prior import CANDIDATES, FitPrior
 from llmsizer.instance import DeploymentSpec, make_instance, measured_uncertainty
 from llmsizer.perf.calibrated import (
@@ -114,6 +124,22 @@ def test_a_group_ships_by_its_architecture_or_by_name() -> None:
     assert ships(("sglang", "blackwell"), {"blackwell", "vllm:hopper"})
     assert ships(("vllm", "hopper"), {"blackwell", "vllm:hopper"})
     assert not ships(("trtllm", "hopper"), {"blackwell", "vllm:hopper"})
+
+
+@pytest.mark.shared
+def test_only_the_rows_the_fit_prices_join_it_not_the_cpp_runtimes() -> None:
+    """TensorRT-LLM's Hopper tables are mostly the C++ runtime's (v0.17, the online v0.14),
+    priced by their own file: only the v1.0 table (PyTorch backend, H100 and H200) joins a
+    TensorRT-LLM Hopper fit; every Blackwell row is the v1.0 table's."""
+    measurements = load_measurements(shared_path("calibration", "measurements.csv")).measurements
+    hopper = measurement_cases(measurements, {"trtllm:hopper"})
+    cpp = [m for m in measurements if m.runtime == "cpp" and m.spec.gpu in ("h100-sxm", "h200-sxm")]
+    assert len(cpp) > 200  # what a filter on the architecture alone would let in
+    assert len(hopper) == 60
+    assert {c.note for c in hopper} == {"TRTLLM_PERF_v1.0"}
+    assert {c.system for c in hopper} == {"h100_sxm", "h200-sxm"}  # AIC names H100 only
+    blackwell = measurement_cases(measurements, {"blackwell"})
+    assert len(blackwell) == 80 and {c.note for c in blackwell} == {"TRTLLM_PERF_v1.0"}
 
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])

@@ -15,8 +15,9 @@ every fold then re-prices the recorded steps (`llmsizer.calibrate.replay`), whic
   model out inside each fit's training rows (`Recorded.choose`), so a cross-validation
   fold never tunes on the rows it holds out.
 - **The throughput tables of the same GPUs join the fit.** `measurements.csv` rows on GPUs
-  of a fitted architecture (`measurement_cases`: offline and online TensorRT-LLM tables on
-  B200, GB200, RTX PRO 6000) are fitted with the AIC rows of their engine, so the factors
+  of a fitted architecture (`measurement_cases`: the v1.0 offline TensorRT-LLM table on
+  B200, GB200, RTX PRO 6000, H100, H200; the C++ runtime's tables keep their own fit) are
+  fitted with the AIC rows of their engine, so the factors
   serve both the latencies under load and the peak throughput. They are training data
   only: the accuracy is reported on the AIC rows, and a fold that holds a GPU out holds
   its measurement rows out too.
@@ -84,12 +85,14 @@ def measurement_cases(
     measurements: Sequence[Measurement], architectures: Collection[str]
 ) -> list[AicCase]:
     """The `measurements.csv` rows on GPUs of `architectures`, as cases to fit beside the AIC
-    rows (module docstring): GPUs named as the AIC rows name them, ids `measurements:<id>`."""
+    rows (module docstring): GPUs named as the AIC rows name them, ids `measurements:<id>`.
+    The C++ runtime's rows stay out: a fit of the AIC rows prices the PyTorch backend they
+    ran, and those rows keep their own fit (`calibrate.validation.shipped_factors`)."""
     aic_name = {gpu: system for system, gpu in AIC_GPUS.items()}
     out = []
     for m in measurements:
         gpu = get_gpu(m.spec.gpu)
-        if ships((m.spec.preset, gpu.architecture), architectures):
+        if m.runtime != "cpp" and ships((m.spec.preset, gpu.architecture), architectures):
             system = aic_name.get(gpu.key, gpu.key)
             model = get_model(m.spec.model).name
             out.append(
