@@ -20,8 +20,10 @@ from llmsizer.calibrate.aic_fit import (
     ships,
 )
 from llmsizer.calibrate.measurements import load_measurements
+from llmsizer.calibrate import aic_prior
 from llmsizer.calibrate.aic_prior import CANDIDATES, FitPrior
 from llmsizer.instance import DeploymentSpec, make_instance, measured_uncertainty
+from llmsizer.perf import EfficiencyFactors
 from llmsizer.perf.calibrated import (
     calibrated_efficiency,
     packaged_architectures,
@@ -203,3 +205,25 @@ def test_the_experts_prompt_compute_is_fitted_under_every_prior(recorded: Record
         assert set(PROMPT) <= set(fit.fitted)
         if prior.sigma == 0.01:
             assert fit.factors.experts_compute_efficiency == pytest.approx(general, rel=0.05)
+
+
+@pytest.mark.shared
+def test_a_group_fitting_one_factor_holds_the_rest_at_the_general_fit(
+    recorded: Recorded, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A group named in `GROUP_CANDIDATES` (TensorRT-LLM on Hopper fits its weight streaming
+    alone) moves that factor only: the others, the per-sequence cost too, stay the general
+    fit's, in the shipped fit and in every fold."""
+    only = FitPrior(fitted=("gemm_bandwidth_efficiency",))
+    monkeypatch.setitem(aic_prior.GROUP_CANDIDATES, "vllm:blackwell", (only,))
+    general = calibrated_efficiency("vllm")
+    fits = recorded.fit_groups()
+    factors = fits[("vllm", "blackwell")].factors
+    assert fits[("vllm", "blackwell")].fitted == ("gemm_bandwidth_efficiency",)
+    assert factors.gemm_bandwidth_efficiency != general.gemm_bandwidth_efficiency
+    assert factors.replace(gemm_bandwidth_efficiency=general.gemm_bandwidth_efficiency) == general
+    folds: dict[tuple[str, str, str], EfficiencyFactors] = {}
+    recorded.leave_one_out(attrgetter("system"), {"blackwell"}, min_rows=3, folds=folds)
+    assert set(folds) == {("vllm", "blackwell", "b200_sxm"), ("vllm", "blackwell", "b300_sxm")}
+    for fold in folds.values():
+        assert fold.replace(gemm_bandwidth_efficiency=general.gemm_bandwidth_efficiency) == general
