@@ -8,6 +8,7 @@ from operator import attrgetter
 import numpy as np
 import pytest
 
+from llmsizer.calibrate import aic_prior
 from llmsizer.calibrate.aic import AicCase, load_aic
 from llmsizer.calibrate.aic_fit import (
     METRICS,
@@ -19,9 +20,8 @@ from llmsizer.calibrate.aic_fit import (
     measurement_cases,
     ships,
 )
-from llmsizer.calibrate.measurements import load_measurements
-from llmsizer.calibrate import aic_prior
 from llmsizer.calibrate.aic_prior import CANDIDATES, FitPrior
+from llmsizer.calibrate.measurements import load_measurements
 from llmsizer.instance import DeploymentSpec, make_instance, measured_uncertainty
 from llmsizer.perf import EfficiencyFactors
 from llmsizer.perf.calibrated import (

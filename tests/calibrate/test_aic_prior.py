@@ -161,7 +161,7 @@ def test_a_prior_may_name_the_only_factors_its_rows_fit() -> None:
     only = FitPrior(fitted=("gemm_bandwidth_efficiency",))
     assert only.select(fit) == ("gemm_bandwidth_efficiency",)
     assert "only gemm_bandwidth_efficiency fitted" in only.describe()
-    with pytest.raises(ValueError, match="FitPrior.fitted"):
+    with pytest.raises(ValueError, match=r"FitPrior\.fitted"):
         FitPrior(fitted=())
 
 
