@@ -293,7 +293,10 @@ BUDGET = {
     # launch script's, DeepEP's ep = tp layout) (issue 10, a2a12)
     + 45
     # + 10: the merge of mamba12's and a2a12's launch fields (session 12 lead)
-    + 10,
+    + 10
+    # + 45: TensorRT-LLM's Hopper AIC fit: a prior's fitted factors, per-group candidates,
+    # the C++ runtime's rows out of the AIC fits (issue 10, trthopper13)
+    + 45,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run
