@@ -168,6 +168,6 @@ def test_a_prior_may_name_the_only_factors_its_rows_fit() -> None:
 def test_tensorrt_llm_on_hopper_fits_its_weight_streaming_alone() -> None:
     """docs/aic_measurement.md section 32: its H100 rows' TTFT holds what no factor models."""
     (prior,) = candidates_for(("trtllm", "hopper"), CANDIDATES)
-    assert prior.fitted == ("gemm_bandwidth_efficiency",)
+    assert prior.fitted == ("gemm_bandwidth_efficiency",) and prior.ttft_weight < 0.1
     assert candidates_for(("trtllm", "blackwell"), CANDIDATES) == CANDIDATES
     assert candidates_for(("vllm", "hopper"), CANDIDATES) == CANDIDATES
