@@ -307,7 +307,10 @@ BUDGET = {
     + 226
     # + 5: SGLang Qwen3.5 BF16 on B300 launched by its own script, the B200 one, not the
     # FP8 / NVFP4 B300 scripts (issue 10, b300_13)
-    + 5,
+    + 5
+    # + 45: TensorRT-LLM's Hopper AIC fit: a prior's fitted factors, per-group candidates,
+    # the C++ runtime's rows out of the AIC fits (issue 10, trthopper13)
+    + 45,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run

@@ -8,10 +8,22 @@ from operator import attrgetter
 import numpy as np
 import pytest
 
+from llmsizer.calibrate import aic_prior
 from llmsizer.calibrate.aic import AicCase, load_aic
-from llmsizer.calibrate.aic_fit import METRICS, PROMPT, SPLIT, Memo, Recorded, group_of, ships
+from llmsizer.calibrate.aic_fit import (
+    METRICS,
+    PROMPT,
+    SPLIT,
+    Memo,
+    Recorded,
+    group_of,
+    measurement_cases,
+    ships,
+)
 from llmsizer.calibrate.aic_prior import CANDIDATES, FitPrior
+from llmsizer.calibrate.measurements import load_measurements
 from llmsizer.instance import DeploymentSpec, make_instance, measured_uncertainty
+from llmsizer.perf import EfficiencyFactors
 from llmsizer.perf.calibrated import (
     calibrated_efficiency,
     packaged_architectures,
@@ -116,6 +128,22 @@ def test_a_group_ships_by_its_architecture_or_by_name() -> None:
     assert not ships(("trtllm", "hopper"), {"blackwell", "vllm:hopper"})
 
 
+@pytest.mark.shared
+def test_only_the_rows_the_fit_prices_join_it_not_the_cpp_runtimes() -> None:
+    """TensorRT-LLM's Hopper tables are mostly the C++ runtime's (v0.17, the online v0.14),
+    priced by their own file: only the v1.0 table (PyTorch backend, H100 and H200) joins a
+    TensorRT-LLM Hopper fit; every Blackwell row is the v1.0 table's."""
+    measurements = load_measurements(shared_path("calibration", "measurements.csv")).measurements
+    hopper = measurement_cases(measurements, {"trtllm:hopper"})
+    cpp = [m for m in measurements if m.runtime == "cpp" and m.spec.gpu in ("h100-sxm", "h200-sxm")]
+    assert len(cpp) > 200  # what a filter on the architecture alone would let in
+    assert len(hopper) == 60
+    assert {c.note for c in hopper} == {"TRTLLM_PERF_v1.0"}
+    assert {c.system for c in hopper} == {"h100_sxm", "h200-sxm"}  # AIC names H100 only
+    blackwell = measurement_cases(measurements, {"blackwell"})
+    assert len(blackwell) == 80 and {c.note for c in blackwell} == {"TRTLLM_PERF_v1.0"}
+
+
 @pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
 def test_blackwell_ships_its_own_fit_and_hopper_only_vllms(engine: str) -> None:
     """Blackwell ships every engine's AIC fit; on Hopper only vLLM's (TensorRT-LLM keeps
@@ -142,8 +170,8 @@ def test_the_band_uses_the_cross_validated_error_where_there_is_one() -> None:
     held = packaged_calibration("vllm", "blackwell").fitted_on["leave_one_model_out"]
     expected = held["mean_ttft_ms"]["median_ape_pct"] + held["mean_tpot_ms"]["median_ape_pct"]
     assert b200 == pytest.approx(expected / 200) and "cross-validated" in source
-    h100, source = measured_uncertainty(
-        DeploymentSpec(model="llama-3.1-8b", gpu="h100", engine="trtllm")
+    h100, source = measured_uncertainty(  # no SGLang Hopper fit: no AIC row on Hopper
+        DeploymentSpec(model="llama-3.1-8b", gpu="h100", engine="sglang")
     )
     assert h100 == 0.15 and "prior" in source
 
@@ -177,3 +205,25 @@ def test_the_experts_prompt_compute_is_fitted_under_every_prior(recorded: Record
         assert set(PROMPT) <= set(fit.fitted)
         if prior.sigma == 0.01:
             assert fit.factors.experts_compute_efficiency == pytest.approx(general, rel=0.05)
+
+
+@pytest.mark.shared
+def test_a_group_fitting_one_factor_holds_the_rest_at_the_general_fit(
+    recorded: Recorded, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A group named in `GROUP_CANDIDATES` (TensorRT-LLM on Hopper fits its weight streaming
+    alone) moves that factor only: the others, the per-sequence cost too, stay the general
+    fit's, in the shipped fit and in every fold."""
+    only = FitPrior(fitted=("gemm_bandwidth_efficiency",))
+    monkeypatch.setitem(aic_prior.GROUP_CANDIDATES, "vllm:blackwell", (only,))
+    general = calibrated_efficiency("vllm")
+    fits = recorded.fit_groups()
+    factors = fits[("vllm", "blackwell")].factors
+    assert fits[("vllm", "blackwell")].fitted == ("gemm_bandwidth_efficiency",)
+    assert factors.gemm_bandwidth_efficiency != general.gemm_bandwidth_efficiency
+    assert factors.replace(gemm_bandwidth_efficiency=general.gemm_bandwidth_efficiency) == general
+    folds: dict[tuple[str, str, str], EfficiencyFactors] = {}
+    recorded.leave_one_out(attrgetter("system"), {"blackwell"}, min_rows=3, folds=folds)
+    assert set(folds) == {("vllm", "blackwell", "b200_sxm"), ("vllm", "blackwell", "b300_sxm")}
+    for fold in folds.values():
+        assert fold.replace(gemm_bandwidth_efficiency=general.gemm_bandwidth_efficiency) == general

@@ -12,7 +12,7 @@ import yaml
 
 from llmsizer.calibrate.aic import AicCase
 from llmsizer.calibrate.aic_fit import Recorded
-from llmsizer.calibrate.aic_prior import CANDIDATES, DEFAULT, FitPrior
+from llmsizer.calibrate.aic_prior import CANDIDATES, DEFAULT, FitPrior, candidates_for
 from llmsizer.calibrate.fit import FitResult, _soft_l1, fit_factors
 from llmsizer.calibrate.record import record_trace
 from llmsizer.instance import PredictSpec, predict
@@ -153,3 +153,21 @@ def test_gpus_factors_says_the_prior_a_file_was_fitted_under(tmp_path) -> None:
     assert r.exit_code == 0, r.output
     said = " ".join(r.output.split())  # the console wraps long lines
     assert f"fitted under a {prior.describe()}" in said
+
+
+def test_a_prior_may_name_the_only_factors_its_rows_fit() -> None:
+    fit = ("gemm_bandwidth_efficiency", "layer_overhead_s", "first_token_delay_s")
+    assert DEFAULT.select(fit) == fit
+    only = FitPrior(fitted=("gemm_bandwidth_efficiency",))
+    assert only.select(fit) == ("gemm_bandwidth_efficiency",)
+    assert "only gemm_bandwidth_efficiency fitted" in only.describe()
+    with pytest.raises(ValueError, match=r"FitPrior\.fitted"):
+        FitPrior(fitted=())
+
+
+def test_tensorrt_llm_on_hopper_fits_its_weight_streaming_alone() -> None:
+    """docs/aic_measurement.md section 32: its H100 rows' TTFT holds what no factor models."""
+    (prior,) = candidates_for(("trtllm", "hopper"), CANDIDATES)
+    assert prior.fitted == ("gemm_bandwidth_efficiency",) and prior.ttft_weight < 0.1
+    assert candidates_for(("trtllm", "blackwell"), CANDIDATES) == CANDIDATES
+    assert candidates_for(("vllm", "hopper"), CANDIDATES) == CANDIDATES

@@ -15,8 +15,9 @@ every fold then re-prices the recorded steps (`llmsizer.calibrate.replay`), whic
   model out inside each fit's training rows (`Recorded.choose`), so a cross-validation
   fold never tunes on the rows it holds out.
 - **The throughput tables of the same GPUs join the fit.** `measurements.csv` rows on GPUs
-  of a fitted architecture (`measurement_cases`: offline and online TensorRT-LLM tables on
-  B200, GB200, RTX PRO 6000) are fitted with the AIC rows of their engine, so the factors
+  of a fitted architecture (`measurement_cases`: the v1.0 offline TensorRT-LLM table on
+  B200, GB200, RTX PRO 6000, H100, H200; the C++ runtime's tables keep their own fit) are
+  fitted with the AIC rows of their engine, so the factors
   serve both the latencies under load and the peak throughput. They are training data
   only: the accuracy is reported on the AIC rows, and a fold that holds a GPU out holds
   its measurement rows out too.
@@ -29,9 +30,11 @@ every fold then re-prices the recorded steps (`llmsizer.calibrate.replay`), whic
   the same way. A fold left with none (vLLM's H100, its only Hopper GPU) is a generation
   never seen and gets what a user of one gets, the engine's general fit
   (`docs/aic_measurement.md` section 13: pooling there took vLLM's H100 from 16 to 62 %
-  TTFT). Groups whose fits do not ship are scored with that general fit throughout. What
-  ships is named by architecture or by group (`ships`): `blackwell` ships every engine's
-  Blackwell fit, `vllm:hopper` one group.
+  TTFT; TensorRT-LLM's H100, its only Hopper GPU, too: section 32). Groups whose fits do
+  not ship are scored with that general fit throughout. What ships is named by architecture
+  or by group (`ships`): `blackwell` ships every engine's Blackwell fit, `vllm:hopper` and
+  `trtllm:hopper` one group each (the latter fitting one factor:
+  `aic_prior.GROUP_CANDIDATES`).
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from llmsizer.calibrate.aic import AIC_GPUS, AicCase
-from llmsizer.calibrate.aic_prior import CANDIDATES, DEFAULT, FitPrior
+from llmsizer.calibrate.aic_prior import CANDIDATES, DEFAULT, FitPrior, candidates_for
 from llmsizer.calibrate.fit import FitResult, Target, fit_factors, predictions
 from llmsizer.calibrate.gpu_fit import DEFAULT_FIT_FACTORS, LATENCY_METRICS
 from llmsizer.calibrate.measurements import Measurement
@@ -84,12 +87,14 @@ def measurement_cases(
     measurements: Sequence[Measurement], architectures: Collection[str]
 ) -> list[AicCase]:
     """The `measurements.csv` rows on GPUs of `architectures`, as cases to fit beside the AIC
-    rows (module docstring): GPUs named as the AIC rows name them, ids `measurements:<id>`."""
+    rows (module docstring): GPUs named as the AIC rows name them, ids `measurements:<id>`.
+    The C++ runtime's rows stay out: a fit of the AIC rows prices the PyTorch backend they
+    ran, and those rows keep their own fit (`calibrate.validation.shipped_factors`)."""
     aic_name = {gpu: system for system, gpu in AIC_GPUS.items()}
     out = []
     for m in measurements:
         gpu = get_gpu(m.spec.gpu)
-        if ships((m.spec.preset, gpu.architecture), architectures):
+        if m.runtime != "cpp" and ships((m.spec.preset, gpu.architecture), architectures):
             system = aic_name.get(gpu.key, gpu.key)
             model = get_model(m.spec.model).name
             out.append(
@@ -149,12 +154,12 @@ class Recorded:
             for k, i in enumerate(indices)
             for metric, value in self.cases[i].measured.items()
         ]
-        fit = FIT if prior.fits_split else FIT[: -len(SPLIT)]
+        fit = prior.select(FIT if prior.fits_split else FIT[: -len(SPLIT)])
         models = [self.cases[indices[k]].model for k, _, _ in targets]
         return fit_factors(
             traces,
             targets,
-            fit_start(engine),
+            fit_start(engine, fit),
             fit,
             prior_sigma=prior.sigmas(fit),
             robust_scale=ROBUST_SCALE,
@@ -222,7 +227,7 @@ class Recorded:
         picks among `candidates` on them (into `chosen`, when given): what ships."""
         out = {}
         for group, idx in self.groups().items():
-            prior = self.choose(idx, group[0], candidates, memo)
+            prior = self.choose(idx, group[0], candidates_for(group, candidates), memo)
             if chosen is not None:
                 chosen[group] = prior
             out[group] = self.fitted(idx, group[0], prior, memo)
@@ -281,11 +286,12 @@ class Recorded:
             if not ships((engine, architecture), architectures):
                 out |= self.predict(idx, calibrated_efficiency(engine))
                 continue
+            priors = candidates_for((engine, architecture), candidates)
             for value in sorted({held(self.cases[i]) for i in idx}):
                 test = [i for i in idx if held(self.cases[i]) == value]
                 train = self.fold_rows(idx, held, value, min_rows)
                 enough = bool(train)
-                prior = self.choose(train, engine, candidates, memo) if enough else candidates[0]
+                prior = self.choose(train, engine, priors, memo) if enough else priors[0]
                 factors = (
                     self.fitted(train, engine, prior, memo).factors
                     if enough
@@ -299,10 +305,14 @@ class Recorded:
         return out
 
 
-def fit_start(engine: str) -> EfficiencyFactors:
-    """An AIC fit's start and prior centre: the general fit, its per-sequence cost if set."""
+def fit_start(engine: str, fit: Collection[str] = FIT) -> EfficiencyFactors:
+    """An AIC fit's start and prior centre: the general fit, its per-sequence cost, when
+    `fit` fits it and the general fit has none, at `SEQUENCE_PRIOR_S` (held, it stays the
+    general fit's)."""
     general = calibrated_efficiency(engine)
-    return general.replace(sequence_overhead_s=general.sequence_overhead_s or SEQUENCE_PRIOR_S)
+    if general.sequence_overhead_s or "sequence_overhead_s" not in fit:
+        return general
+    return general.replace(sequence_overhead_s=SEQUENCE_PRIOR_S)
 
 
 def _abs_log_errors(case: AicCase, predicted: dict[str, float]) -> float:

@@ -18,6 +18,10 @@ them drift to whatever helps the MoE rows. So each group's fit is a posterior:
 - **Sigma** (log units) is `sigma` for the general factors and `split_sigma` for the
   split ones (None: the split factors are not fitted and take their parents' values).
   Which sigmas, the cross-validation chooses, nested (`aic_fit.Recorded.choose`).
+- **Which factors** (`fitted`): all by default; a group whose rows cannot tell some of
+  them from what they mean elsewhere fits only the ones named, the rest held at the
+  general fit (`GROUP_CANDIDATES`: TensorRT-LLM on Hopper, docs/aic_measurement.md
+  section 32).
 - **Weights.** A row's weight falls with its model's number of rows in the fit
   (`model_balance`: weight n_model^-balance, normalised to a mean of 1), so 299 MiniMax
   rows need not set every factor that 120 Llama rows also inform; `ttft_weight` scales
@@ -44,6 +48,7 @@ class FitPrior:
     split_sigma: float | None = None  # None: the split factors are not fitted
     model_balance: float = 0.0  # 0: every row alike; 1: every model's rows weigh alike
     ttft_weight: float = 1.0
+    fitted: tuple[str, ...] | None = None  # None: every factor; else these, the rest general
 
     def __post_init__(self) -> None:
         for name in ("sigma", "split_sigma", "ttft_weight"):
@@ -52,6 +57,12 @@ class FitPrior:
                 raise ValueError(f"FitPrior.{name} = {value!r}: must be > 0")
         if not 0 <= self.model_balance <= 1:
             raise ValueError(f"FitPrior.model_balance = {self.model_balance!r}: must be in [0, 1]")
+        if self.fitted is not None and not self.fitted:
+            raise ValueError("FitPrior.fitted = (): name a factor to fit, or None for all")
+
+    def select(self, fit: Sequence[str]) -> tuple[str, ...]:
+        """The factors of `fit` this prior lets the rows fit (`fitted`; module docstring)."""
+        return tuple(f for f in fit if self.fitted is None or f in self.fitted)
 
     @property
     def fits_split(self) -> bool:
@@ -82,9 +93,10 @@ class FitPrior:
             if self.fits_split
             else "split factors not fitted"
         )
+        only = "" if self.fitted is None else f"only {', '.join(self.fitted)} fitted; "
         return (
             f"log-normal prior around the engine's general fit, sigma {self.sigma:g}; {split}; "
-            f"row weight n_model^-{self.model_balance:g}; TTFT weight {self.ttft_weight:g}"
+            f"{only}row weight n_model^-{self.model_balance:g}; TTFT weight {self.ttft_weight:g}"
         )
 
 
@@ -97,3 +109,23 @@ DEFAULT = FitPrior()  # `Recorded.fit` without a choice: the sigma the fits ship
 # p90 88 -> 52 % but raised its median 20 -> 24 % and SGLang's TPOT median 13 -> 15 %, for
 # 3-5x the fits: not shipped (session 8), kept measurable by listing both here.
 CANDIDATES: tuple[FitPrior, ...] = (DEFAULT,)
+
+# Groups whose rows fit only some factors (`FitPrior.fitted`), by `engine:architecture`.
+# TensorRT-LLM on Hopper (docs/aic_measurement.md section 32): its AIC rows are two gap runs
+# on H100 (Llama-3.1-8B, Qwen3-235B), whose TTFT holds what no factor models (one client
+# waiting for a slot through each Llama run, a 170 ms floor in the Qwen runs: section 11);
+# fitted freely, the first-token hold, the prompt and attention factors and the per-sequence
+# cost move to serve them and the v1.0 throughput rows of the same GPUs, which the general
+# fit was fitted on, get worse (`bench/validate_perf.py`: H100/H200 offline 7.3 -> 8.6 %). What
+# their TPOT does identify, and the offline rows cannot (their large batches read KV, not
+# weights), is the weight streaming (section 22): that alone is fitted, on the TPOT (TTFT
+# weighed 1 %: at full weight Llama's waiting client pulls the bandwidth down, 0.91 -> 0.84).
+GROUP_CANDIDATES: dict[str, tuple[FitPrior, ...]] = {
+    "trtllm:hopper": (FitPrior(fitted=("gemm_bandwidth_efficiency",), ttft_weight=0.01),),
+}
+
+
+def candidates_for(group: tuple[str, str], candidates: Sequence[FitPrior]) -> Sequence[FitPrior]:
+    """The priors an (engine, architecture) group's fits choose among: its own where
+    `GROUP_CANDIDATES` names it, else `candidates`."""
+    return GROUP_CANDIDATES.get(f"{group[0]}:{group[1]}", candidates)
