@@ -21,6 +21,9 @@ TPOT) or an `AicSkipped` with a one-line reason. How the rows were measured is i
   requests. The simulation starts on an idle engine with all `c` requests at t = 0, as the
   timed run does: the client's warm-up (`2 c` requests, since 2026-01-21) drains before it,
   so nothing is dropped.
+- **Copies and MTP sweeps.** A gap-analysis row that copies an InferenceX run is read as that
+  run (`aic_twins.with_inferencex_twins`); an SGLang row InferenceX's MTP sweep ran
+  speculates as its script launched it (`aic_agg_sweeps`; TensorRT-LLM's: `aic_launch`).
 - **Expert parallelism.** `moe_ep_size` is the spec's `expert_parallel_size` (experts split
   whole over that many of the GPUs the MoE layers run on, each over `moe_tp_size` of them).
 - **Attention data parallelism.** AIC writes it as vLLM launches it: `attention_dp_size` D
