@@ -20,14 +20,12 @@ its commit time (UTC): the table's `since`.
 from __future__ import annotations
 
 import argparse
-import csv
 import re
 import subprocess
 from pathlib import Path
 from typing import Any
 
-import yaml
-from inferencex_sweeps import CONFIGS, SYSTEMS, _git, _revisions
+from inferencex_sweeps import SYSTEMS, _git, config_entries, write_table
 
 OUT = Path(__file__).resolve().parents[1] / "src/llmsizer/calibrate/data/inferencex_agg_sweeps.csv"
 COLUMNS = (
@@ -85,30 +83,16 @@ def transcribe(git_dir: Path) -> list[dict[str, Any]]:
     """Every config's lines at each revision that changed them (module docstring)."""
     last: dict[str, list[dict[str, Any]]] = {}
     table = []
-    for commit, since in _revisions(git_dir):
-        doc = None
-        for path in CONFIGS:
-            try:
-                doc = yaml.load(_git(git_dir, "show", f"{commit}:{path}"), Loader=yaml.CSafeLoader)
-                break
-            except subprocess.CalledProcessError:
-                continue  # not at this path in this revision
-            except yaml.YAMLError:
-                break  # a revision that does not parse ran nothing
-        if not isinstance(doc, dict):
-            continue
-        for name, entry in doc.items():
-            if not isinstance(entry, dict):
-                continue
-            lines = _lines(str(name), entry)
-            if lines and last.get(str(name)) != lines:
-                last[str(name)] = lines
-                tokens = _mtp_tokens(git_dir, commit, entry) if any(x["mtp"] for x in lines) else ""
-                table += [
-                    {"since": since, "commit": commit[:9], **line,
-                     "mtp_tokens": tokens if line["mtp"] else ""}
-                    for line in lines
-                ]  # fmt: skip
+    for commit, since, name, entry in config_entries(git_dir):
+        lines = _lines(name, entry)
+        if lines and last.get(name) != lines:
+            last[name] = lines
+            tokens = _mtp_tokens(git_dir, commit, entry) if any(x["mtp"] for x in lines) else ""
+            table += [
+                {"since": since, "commit": commit[:9], **line,
+                 "mtp_tokens": tokens if line["mtp"] else ""}
+                for line in lines
+            ]  # fmt: skip
     return table
 
 
@@ -118,10 +102,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
     table = transcribe(args.git_dir)
-    with args.out.open("w", newline="") as f:
-        out = csv.DictWriter(f, COLUMNS, lineterminator="\n")
-        out.writeheader()
-        out.writerows(table)
+    write_table(args.out, COLUMNS, table)
     print(f"wrote {len(table)} sweeps to {args.out}")
 
 

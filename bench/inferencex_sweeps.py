@@ -23,6 +23,7 @@ import argparse
 import csv
 import re
 import subprocess
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -108,10 +109,9 @@ def _sweeps(name: str, entry: dict[str, Any]) -> dict[tuple[str, int, int], list
     return out
 
 
-def transcribe(git_dir: Path) -> list[dict[str, Any]]:
-    """Every config's sweeps at each revision that changed them (module docstring)."""
-    last: dict[tuple[str, int, int], list[dict[str, Any]]] = {}
-    table = []
+def config_entries(git_dir: Path) -> Iterator[tuple[str, str, str, dict[str, Any]]]:
+    """(commit, its time, config name, config) of every config at every revision of the
+    config file (`_revisions`), oldest first; a revision that does not parse ran nothing."""
     for commit, since in _revisions(git_dir):
         doc = None
         for path in CONFIGS:
@@ -121,17 +121,32 @@ def transcribe(git_dir: Path) -> list[dict[str, Any]]:
             except subprocess.CalledProcessError:
                 continue  # not at this path in this revision
             except yaml.YAMLError:
-                break  # a revision that does not parse ran nothing
-        if not isinstance(doc, dict):
-            continue
-        for name, entry in doc.items():
-            if not isinstance(entry, dict):
-                continue
-            for key, lines in _sweeps(str(name), entry).items():
-                if last.get(key) != lines:
-                    last[key] = lines
-                    table += [{"since": since, "commit": commit[:9], **line} for line in lines]
+                break
+        if isinstance(doc, dict):
+            for name, entry in doc.items():
+                if isinstance(entry, dict):
+                    yield commit, since, str(name), entry
+
+
+def transcribe(git_dir: Path) -> list[dict[str, Any]]:
+    """Every config's sweeps at each revision that changed them (module docstring)."""
+    last: dict[tuple[str, int, int], list[dict[str, Any]]] = {}
+    table = []
+    for commit, since, name, entry in config_entries(git_dir):
+        for key, lines in _sweeps(name, entry).items():
+            if last.get(key) != lines:
+                last[key] = lines
+                table += [{"since": since, "commit": commit[:9], **line} for line in lines]
     return table
+
+
+def write_table(path: Path, columns: Sequence[str], table: list[dict[str, Any]]) -> None:
+    """`table` as CSV at `path`, in `columns` order."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as f:
+        out = csv.DictWriter(f, columns, lineterminator="\n")
+        out.writeheader()
+        out.writerows(table)
 
 
 def main() -> None:
@@ -140,11 +155,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
     table = transcribe(args.git_dir)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    with args.out.open("w", newline="") as f:
-        out = csv.DictWriter(f, COLUMNS, lineterminator="\n")
-        out.writeheader()
-        out.writerows(table)
+    write_table(args.out, COLUMNS, table)
     print(f"wrote {len(table)} sweeps to {args.out}")
 
 
