@@ -24,7 +24,7 @@ from __future__ import annotations
 import csv
 import sys
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -117,26 +117,31 @@ def decompose(rows: list[Row]) -> None:
             )
 
 
-def version_pairs(rows: list[Row]) -> None:
-    """The version pairs, largest measured TPOT jump first (module docstring)."""
-    config = [f for f in SERIES if f != "version"] + ["concurrency"]
-    by_config = grouped(rows, lambda r: tuple(r[f] for f in config))
-    pairs: dict[tuple[str, ...], list[tuple[float, float]]] = defaultdict(list)
-    for members in by_config.values():
-        versions = grouped([rows[i] for i in members], lambda r: r["version"])
-        if len(versions) < 2:
-            continue
+def _pair_ratios(
+    rows: list[Row], config: list[str], field: str, columns: list[str]
+) -> Iterator[tuple[Row, str, str, list[float]]]:
+    """For each configuration (rows equal in `config`) measured under two or more values of
+    `field`: (a row of it, value A, value B, B / A of each column's mean), every pair of
+    values in sorted order."""
+    for members in grouped(rows, lambda r: tuple(r[f] for f in config)).values():
+        groups = grouped([rows[i] for i in members], lambda r: r[field])
         mean = {
-            v: [np.mean([float(rows[members[i]][f"{k}_mean_tpot_ms"]) for i in g])
-                for k in ("measured", RUNS["LOGO"])]
-            for v, g in versions.items()
-        }  # fmt: skip
+            v: [np.mean([float(rows[members[i]][c]) for i in g]) for c in columns]
+            for v, g in groups.items()
+        }
         names = sorted(mean)
         for j, a in enumerate(names):
             for b in names[j + 1 :]:
-                r = rows[members[0]]
-                key = (r["backend"], r["model"], r["system"], r["quant"], f"{a} -> {b}")
-                pairs[key].append((mean[b][0] / mean[a][0], mean[b][1] / mean[a][1]))
+                yield rows[members[0]], a, b, [y / x for x, y in zip(mean[a], mean[b], strict=True)]
+
+
+def version_pairs(rows: list[Row]) -> None:
+    """The version pairs, largest measured TPOT jump first (module docstring)."""
+    config = [f for f in SERIES if f != "version"] + ["concurrency"]
+    columns = [f"{k}_mean_tpot_ms" for k in ("measured", RUNS["LOGO"])]
+    pairs: dict[tuple[str, ...], list[list[float]]] = defaultdict(list)
+    for r, a, b, ratios in _pair_ratios(rows, config, "version", columns):
+        pairs[(r["backend"], r["model"], r["system"], r["quant"], f"{a} -> {b}")].append(ratios)
     print("\nVersion pairs: configurations, measured TPOT B / A (median), LOGO predicted B / A")
     for key, ratios in sorted(pairs.items(), key=lambda kv: -abs(np.log(np.median(kv[1][0])))):
         measured, predicted = (float(np.median([x[i] for x in ratios])) for i in (0, 1))
@@ -149,21 +154,11 @@ def gpu_pairs(rows: list[Row]) -> None:
     ratio (GPU B over A) of measured TTFT and TPOT and of their shipped prediction, which
     prices both GPUs with one fit (docs/aic_measurement.md section 31)."""
     config = [f for f in SERIES if f != "system"] + ["client", "concurrency"]
+    columns = [f"{k}_mean_{m}_ms" for m in ("ttft", "tpot") for k in ("measured", RUNS["shipped"])]
     pairs: dict[tuple[str, ...], list[list[float]]] = defaultdict(list)
-    for members in grouped(rows, lambda r: tuple(r[f] for f in config)).values():
-        gpus = grouped([rows[i] for i in members], lambda r: r["system"])
-        mean = {
-            gpu: [np.mean([float(rows[members[i]][f"{k}_mean_{m}_ms"]) for i in g])
-                  for m in ("ttft", "tpot") for k in ("measured", RUNS["shipped"])]
-            for gpu, g in gpus.items()
-        }  # fmt: skip
-        names = sorted(mean)
-        for j, a in enumerate(names):
-            for b in names[j + 1 :]:
-                r = rows[members[0]]
-                key = tuple(r[f] for f in ("backend", "model", "quant", "version", "client"))
-                key += (f"{b} / {a}",)
-                pairs[key].append([y / x for x, y in zip(mean[a], mean[b], strict=True)])
+    for r, a, b, ratios in _pair_ratios(rows, config, "system", columns):
+        key = tuple(r[f] for f in ("backend", "model", "quant", "version", "client"))
+        pairs[(*key, f"{b} / {a}")].append(ratios)
     print("\nGPU pairs: configurations, median B / A of TTFT measured, predicted (shipped);"
           " TPOT measured, predicted")  # fmt: skip
     for key, ratios in sorted(pairs.items()):
