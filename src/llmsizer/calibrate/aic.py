@@ -66,7 +66,7 @@ from typing import Any
 from llmsizer.calibrate.aic_agg_sweeps import sglang_mtp_launch
 from llmsizer.calibrate.aic_launch import launch_settings
 from llmsizer.calibrate.aic_sweeps import measured_at
-from llmsizer.calibrate.aic_twins import GAP_MARKERS, with_inferencex_twins
+from llmsizer.calibrate.aic_twins import is_gap, with_inferencex_twins
 from llmsizer.calibrate.engine_kernels import apply_version_launch
 from llmsizer.instance import PredictSpec, make_instance
 from llmsizer.specs import get_gpu, get_model
@@ -137,7 +137,7 @@ def _map(row: Mapping[str, str], check_fit: bool) -> AicCase:
     gpu = AIC_GPUS.get(row["system"])
     if gpu is None:
         raise _Skip(f"GPU {row['system']} not in the catalog")
-    gap = any(marker in row["silicon_data_source"] for marker in GAP_MARKERS)
+    gap = is_gap(row)
     if gpu == "gb200" and not gap:  # module docstring
         raise _Skip(
             f"disaggregated GB200 run recorded as agg (InferenceX runs GB200 only "

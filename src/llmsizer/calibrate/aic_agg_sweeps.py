@@ -51,6 +51,8 @@ PREFIXES = {  # AIC model_path -> InferenceX model prefix (the dump names R1 run
     "zai-org/GLM-5": "glm5",
     "zhipuai/GLM-5": "glm5",
 }
+# The MTP scripts' chunk, running / graph batch floor (else CONC) and memory (docstring)
+MTP_SCRIPTS = {"deepseek": (16384, 512, 0.82), "qwen3.5": (32768, 0, 0.8)}
 _IMAGE = re.compile(r"(?:image=)?\b([\w.-]+/[\w.-]+:[\w.-]+)")  # `lmsysorg/sglang:v0.5.9-cu130`
 
 
@@ -154,27 +156,16 @@ def sglang_mtp_launch(
         isl=int(row["isl"]), osl=int(row["osl"]), gpus=tp * dp, ep=ep, dp_attn=dp > 1,
         clients=concurrency,
     )  # fmt: skip
-    tokens = agg_mtp_tokens(point)
-    family = family_of(model)
-    if tokens is None or family not in ("deepseek", "qwen3.5"):
+    tokens, script = agg_mtp_tokens(point), MTP_SCRIPTS.get(family_of(model))
+    if tokens is None or script is None:
         return {}
-    interval = 30 if concurrency >= 16 else 10
-    speculative = {
+    chunk, cap, memory = script
+    return {
         "speculative": mtp_speculation("sglang", model, str(tokens)),
         "overlap_scheduler": False,  # SGLang's first speculative path (module docstring)
-    }
-    if family == "deepseek":
-        return speculative | {
-            "max_num_batched_tokens": 16384,
-            "max_num_seqs": max(512, concurrency),
-            "max_cudagraph_capture_size": max(512, concurrency),
-            "gpu_memory_utilization": 0.82,
-            "scheduler_recv_interval": interval,
-        }
-    return speculative | {
-        "max_num_batched_tokens": 32768,
-        "max_num_seqs": concurrency,
-        "max_cudagraph_capture_size": concurrency,
-        "gpu_memory_utilization": 0.8,
-        "scheduler_recv_interval": interval,
+        "max_num_batched_tokens": chunk,
+        "max_num_seqs": max(cap, concurrency),
+        "max_cudagraph_capture_size": max(cap, concurrency),
+        "gpu_memory_utilization": memory,
+        "scheduler_recv_interval": 30 if concurrency >= 16 else 10,
     }

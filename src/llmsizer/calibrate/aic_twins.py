@@ -84,6 +84,11 @@ AGG_LAYOUT = ("tp_size", "pp_size", "attention_dp_size", "moe_tp_size", "moe_ep_
 GAP_MARKERS = ("gap-analysis", "gtl_job_id=")  # AIC's own runs (docs/aic_measurement.md s. 1)
 
 
+def is_gap(row: Mapping[str, str]) -> bool:
+    """Whether `row` comes from one of AIC's own gap-analysis runs (by its source)."""
+    return any(marker in row["silicon_data_source"] for marker in GAP_MARKERS)
+
+
 def _point(row: Mapping[str, str]) -> tuple[str, ...]:
     found = _CONCURRENCY.search(row["silicon_data_source"])
     clients = found.group(1) if found else row["batch_size"]
@@ -108,12 +113,12 @@ def with_inferencex_twins(rows: Sequence[Mapping[str, str]]) -> list[dict[str, s
     a `twin` key names the run ('' for the others)."""
     runs: dict[tuple[str, ...], list[Mapping[str, str]]] = {}
     for r in rows:
-        if r["mode"] == "agg" and not any(m in r["silicon_data_source"] for m in GAP_MARKERS):
+        if r["mode"] == "agg" and not is_gap(r):
             runs.setdefault(_point(r), []).append(r)
     out = []
     for r in rows:
         row = {**r, "twin": ""}
-        if r["mode"] == "agg" and any(m in r["silicon_data_source"] for m in GAP_MARKERS):
+        if r["mode"] == "agg" and is_gap(r):
             twin = next((t for t in runs.get(_point(r), ()) if _copied(r, t)), None)
             if twin is not None:
                 copied = ("silicon_data_source", *AGG_LAYOUT)
