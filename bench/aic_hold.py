@@ -10,9 +10,10 @@ fit, else the general fit) with the hold set to 0, and the residual measured - p
 TTFT is taken in ms and in the row's measured decode steps (TPOT). Printed: the median per
 (engine, GPU, model, sweep) for 1-8 clients and for 9-64, with whether the model is MoE.
 The sweep is `mtp` for the agg rows an InferenceX MTP sweep ran (TensorRT-LLM image
-1.2.0rc6.post3, `llmsizer.calibrate.aic_launch.agg_mtp_speculation`; the CSV gives each
-row's `backend_version`): simulated without speculation, their decode steps are shorter
-than predicted, so their hold counts more steps for the same ms.
+1.2.0rc6.post3, and 1.1.0rc2.post2 on 2026-01-14: `llmsizer.calibrate.aic_launch.
+agg_mtp_speculation`; the CSV gives each row's `backend_version` and `measured=` time):
+simulated without speculation, their decode steps are shorter than predicted, so their
+hold counts more steps for the same ms.
 
 docs/aic_measurement.md sections 13 and 17 (hold10): the MoE deployments of SGLang and
 TensorRT-LLM hold 90-220 ms at 1-8 clients, vLLM's MoE ones 12-42, dense Llama 14-28 ms on
@@ -31,6 +32,7 @@ import numpy as np
 
 from llmsizer.calibrate.aic_fit import Recorded
 from llmsizer.calibrate.aic_launch import agg_mtp_speculation
+from llmsizer.calibrate.aic_sweeps import measured_at
 from llmsizer.perf.calibrated import calibrated_efficiency
 from llmsizer.specs import get_gpu, get_model
 
@@ -41,14 +43,15 @@ Group = tuple[str, str, str, str]  # engine, GPU, model, sweep
 
 
 def holds(
-    recorded: Recorded, versions: dict[str, str]
+    recorded: Recorded, versions: dict[str, tuple[str, str]]
 ) -> dict[Group, dict[tuple[int, int], tuple[int, float, float]]]:
     """Per (engine, GPU, model, sweep) and band of `BANDS`: (rows, median hold in ms, in
-    decode steps). `versions` maps row ids to their `backend_version`."""
+    decode steps). `versions` maps row ids to their `backend_version` and `measured=` time."""
     groups: dict[tuple[Group, tuple[int, int]], list[int]] = defaultdict(list)
     for i, c in enumerate(recorded.cases):
         clients = c.spec.concurrency or 0
-        mtp = agg_mtp_speculation(c.backend, c.model, versions.get(c.row_id, ""))
+        version, measured = versions.get(c.row_id, ("", ""))
+        mtp = agg_mtp_speculation(c.backend, c.model, version, 1, measured)
         for band in BANDS:
             if band[0] <= clients <= band[1]:
                 key = (c.backend, c.system, c.model, "mtp" if mtp else "plain")
@@ -71,7 +74,9 @@ def main() -> None:
     args = parser.parse_args()
     recorded = pickle.loads(args.cache.read_bytes())
     with args.csv.open(newline="") as f:
-        versions = {r["id"]: r["backend_version"].strip() for r in csv.DictReader(f)}
+        versions = {
+            r["id"]: (r["backend_version"].strip(), measured_at(r) or "") for r in csv.DictReader(f)
+        }
     print("| engine | GPU | model | MoE | sweep | c 1-8: rows, hold ms (steps) "
           "| c 9-64: rows, hold ms (steps) |")  # fmt: skip
     print("|---|---|---|---|---|---:|---:|")

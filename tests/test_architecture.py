@@ -310,7 +310,10 @@ BUDGET = {
     + 5
     # + 45: TensorRT-LLM's Hopper AIC fit: a prior's fitted factors, per-group candidates,
     # the C++ runtime's rows out of the AIC fits (issue 10, trthopper13)
-    + 45,
+    + 45
+    # + 10: TensorRT-LLM 1.1.0rc2.post2's MTP sweep of 2026-01-14 read as MTP (issue 10,
+    # trtttft14)
+    + 10,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run

@@ -90,7 +90,13 @@ CONC (CONC / DP under it), `max_num_tokens` ceil64((k + 1) x batch + ISL + 64) w
 floor, KV fraction 0.8 (0.7 for FP8 under attention DP), no delay batching, and the
 balancing under attention DP as the plain scripts. They speculate as the disaggregated MTP
 rows do (below); the recorded-schedule fit prices their verify steps
-(`llmsizer.calibrate.spec_features`).
+(`llmsizer.calibrate.spec_features`). Image 1.1.0rc2.post2 ran both kinds; its rows of
+2026-01-14 are the MTP configs' first sweep (`docs/aic_measurement.md` section 35): PR #392
+(bf3456727, merged 2026-01-14T22:26:18Z, one row stamped 22:26:21Z) added the configs and a
+`perf-changelog.yaml` entry naming only them, and `run-sweep.yml` sweeps the configs a
+changelog change names; its scripts (`dsr1_fp{8,4}_b200_trt_mtp_slurm.sh`) are the later
+ones but with KV 0.8 under attention DP too. The job names told MTP apart only from #439
+(1b4183870, 2026-01-15: "hash single-node file output on spec decoding value").
 
 CUDA graphs (`cuda_graph_settings`; the engines' defaults in `llmsizer.perf.cuda_graphs`):
 - vLLM MiniMax-M2.5 `--max-cudagraph-capture-size 2048` (`minimaxm2.5_fp8_b200.sh` @
@@ -124,6 +130,9 @@ SGLANG_B300_BYTES = 250 * GB  # a B300 (288 GB), not a B200 (180 GB): its own Qw
 MTP_ACCEPTANCE = {"deepseek": 0.68}
 MTP_TOKENS = {"trtllm": 3, "sglang": 2}  # a sweep that does not name k (module docstring)
 TRT_MTP_SWEEP_IMAGE = "1.2.0rc6.post3"  # run only by InferenceX's MTP configs (docstring)
+# The images of InferenceX's TensorRT-LLM DeepSeek MTP sweeps and the day each ran them ("":
+# every day, the image ran nothing else; module docstring)
+TRT_MTP_SWEEPS = {TRT_MTP_SWEEP_IMAGE: "", "1.1.0rc2.post2": "2026-01-14"}
 # The day each InferenceX SGLang Qwen3.5 script with `--mamba-ssm-dtype bfloat16` was added
 # (module docstring): FP8 efd49e50b, NVFP4 48d35c480 (SemiAnalysisAI/InferenceX)
 SGLANG_QWEN_BF16_STATE_SINCE = {"fp8": "2026-03-03", "fp4": "2026-04-08"}
@@ -201,7 +210,7 @@ def launch_settings(
             if chat and tp < 8:
                 settings.update(batch_wait_timeout_iters=20, batch_wait_max_tokens_ratio=0.9)
         elif family == "deepseek":
-            mtp = agg_mtp_speculation(engine, model, version, attention_dp)
+            mtp = agg_mtp_speculation(engine, model, version, attention_dp, measured)
             settings |= _trtllm_deepseek(precision, concurrency, isl, version, attention_dp, mtp)
             settings |= trtllm_piecewise(
                 precision, isl, osl, concurrency, ep, attention_dp, version
@@ -256,11 +265,15 @@ def mtp_speculation(engine: str, model: str, tokens: str) -> dict[str, Any]:
 
 
 def agg_mtp_speculation(
-    engine: str, model: str, version: str, attention_dp: int = 1
+    engine: str, model: str, version: str, attention_dp: int = 1, measured: str = ""
 ) -> dict[str, Any] | None:
     """The `speculative` setting of an agg row an InferenceX MTP sweep ran (module
-    docstring: TensorRT-LLM image 1.2.0rc6.post3), else None."""
-    if engine != "trtllm" or version != TRT_MTP_SWEEP_IMAGE:
+    docstring: a TensorRT-LLM image of `TRT_MTP_SWEEPS` on its day, `measured` the row's
+    `measured=` time), else None."""
+    day = TRT_MTP_SWEEPS.get(version)
+    if engine != "trtllm" or day is None:
+        return None
+    if day and measured[:10] != day:  # the image ran the plain configs on other days
         return None
     return mtp_speculation(engine, model, "1" if attention_dp > 1 else "3")
 
@@ -297,10 +310,10 @@ def _trtllm_deepseek(
 ) -> dict[str, Any]:
     """The DeepSeek scripts' token budget, batch and KV fraction (module docstring); an MTP
     sweep's scripts: ceil64((k + 1) x batch + ISL + 64) tokens with no floor, KV 0.7 for FP8
-    under attention DP, else 0.8, and its speculation."""
+    under attention DP (1.2.0rc6.post3; 1.1.0rc2.post2's 0.8), else 0.8, and its speculation."""
     if mtp is not None:
         k, rank = mtp["num_speculative_tokens"], max(1, concurrency // attention_dp)
-        fp8_dp = attention_dp > 1 and precision.startswith("fp8")
+        fp8_dp = attention_dp > 1 and precision.startswith("fp8") and version == TRT_MTP_SWEEP_IMAGE
         return {
             "speculative": mtp,
             "max_num_batched_tokens": -(-((k + 1) * rank + isl + 64) // 64) * 64,
