@@ -311,9 +311,9 @@ BUDGET = {
     # + 45: TensorRT-LLM's Hopper AIC fit: a prior's fitted factors, per-group candidates,
     # the C++ runtime's rows out of the AIC fits (issue 10, trthopper13)
     + 45
-    # + 78: rows whose prompts InferenceX's client and SGLang's server tokenized apart are
+    # + 80: rows whose prompts InferenceX's client and SGLang's server tokenized apart are
     # predicted but not fitted on (aic_clients.py, AicCase.unfitted; issue 10, sglttft14)
-    + 78,
+    + 80,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run

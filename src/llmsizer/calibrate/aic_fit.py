@@ -10,7 +10,9 @@ every fold then re-prices the recorded steps (`llmsizer.calibrate.replay`), whic
   overheads in seconds) per group, never per row. The fit starts from, and is held near
   (a log-normal prior, `llmsizer.calibrate.aic_prior`), the engine's general fit
   (`calibrated_efficiency`), with a robust loss on the rows (`ROBUST_SCALE`) so that rows
-  an unmodelled effect puts far off do not drag the rest. The prior's sigmas (and whether
+  an unmodelled effect puts far off do not drag the rest. A row whose prompts the server
+  saw at another length (`AicCase.unfitted`, `llmsizer.calibrate.aic_clients`) is
+  predicted and scored, never trained on (`trains`). The prior's sigmas (and whether
   the split factors are fitted) are chosen among `aic_prior.CANDIDATES` by a leave one
   model out inside each fit's training rows (`Recorded.choose`), so a cross-validation
   fold never tunes on the rows it holds out.
