@@ -124,7 +124,9 @@ def report(
         "`bench/validate_perf.py`).",
         "",
         f"{num_rows} rows: {len(cases)} predicted, {len(skipped)} skipped with a reason "
-        "(`aic_baseline.md` lists them).",
+        "(`aic_baseline.md` lists them). Predicted and reported but not fitted on: "
+        f"{sum(c.unfitted is not None for c in cases)} rows whose prompts the server saw at "
+        "another length (`llmsizer.calibrate.aic_clients`).",
         "",
         "- **shipped**: every row priced by the factors that ship for it: its (engine, "
         "architecture) group's fit on these rows and the `measurements.csv` rows of the same "
@@ -239,7 +241,7 @@ def main() -> None:
     with open_sweep(args.workers, ray=args.ray, ray_address=args.ray_address) as sweep:
         recorded = _recorded(cases, sweep, args.cache) + Recorded.record(tables, sweep)
     say(f"recorded in {time.perf_counter() - t0:.0f} s; fitting")
-    sizes = {g: sum(is_aic(recorded.cases[i]) for i in idx) for g, idx in recorded.groups().items()}
+    sizes = {g: recorded.num_fitted(idx) for g, idx in recorded.groups().items()}
     priors: dict[tuple[str, ...], FitPrior] = {}  # the prior each fit and fold chose
     memo: Memo = {}  # the folds' fits, shared (Recorded.fitted)
     fitted = recorded.fit_groups(chosen=priors, memo=memo)

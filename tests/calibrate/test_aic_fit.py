@@ -227,3 +227,18 @@ def test_a_group_fitting_one_factor_holds_the_rest_at_the_general_fit(
     assert set(folds) == {("vllm", "blackwell", "b200_sxm"), ("vllm", "blackwell", "b300_sxm")}
     for fold in folds.values():
         assert fold.replace(gemm_bandwidth_efficiency=general.gemm_bandwidth_efficiency) == general
+
+
+@pytest.mark.shared
+def test_a_row_marked_unfitted_is_predicted_but_not_trained_on(recorded: Recorded) -> None:
+    """The fit on every row with one marked `unfitted` is the fit without that row, and the
+    marked row is still priced (`aic_clients`: a prompt the server saw at another length)."""
+    cases = list(recorded.cases)
+    cases[0] = dataclasses.replace(cases[0], unfitted="prompt length unknown")
+    marked = Recorded(tuple(cases), recorded.traces)
+    everything = list(range(len(cases)))
+    fit = marked.fit(everything, "vllm", CANDIDATES[0]).factors
+    assert fit == recorded.fit(everything[1:], "vllm", CANDIDATES[0]).factors
+    assert fit != recorded.fit(everything, "vllm", CANDIDATES[0]).factors
+    assert marked.num_fitted(everything) == len(cases) - 1
+    assert set(marked.shipped(marked.fit_groups(candidates=CANDIDATES[:1]))) == set(everything)

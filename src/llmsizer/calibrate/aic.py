@@ -24,6 +24,9 @@ TPOT) or an `AicSkipped` with a one-line reason. How the rows were measured is i
 - **Copies and MTP sweeps.** A gap-analysis row that copies an InferenceX run is read as that
   run (`aic_twins.with_inferencex_twins`); an SGLang row InferenceX's MTP sweep ran
   speculates as its script launched it (`aic_agg_sweeps`; TensorRT-LLM's: `aic_launch`).
+- **Not fitted on.** A row whose prompts the server saw at another length than the row's
+  (InferenceX's client and SGLang's server tokenizing apart: `aic_clients`) is predicted and
+  reported, and the fits train without it (`AicCase.unfitted`).
 - **Expert parallelism.** `moe_ep_size` is the spec's `expert_parallel_size` (experts split
   whole over that many of the GPUs the MoE layers run on, each over `moe_tp_size` of them).
 - **Attention data parallelism.** AIC writes it as vLLM launches it: `attention_dp_size` D
@@ -64,6 +67,7 @@ from pathlib import Path
 from typing import Any
 
 from llmsizer.calibrate.aic_agg_sweeps import sglang_mtp_launch
+from llmsizer.calibrate.aic_clients import prompt_length_unknown
 from llmsizer.calibrate.aic_launch import launch_settings
 from llmsizer.calibrate.aic_sweeps import measured_at
 from llmsizer.calibrate.aic_twins import is_gap, with_inferencex_twins
@@ -89,7 +93,8 @@ _CONCURRENCY = re.compile(r"silicon_concurrency=(\d+)")
 @dataclass(frozen=True, slots=True)
 class AicCase:
     """A row as a case: its spec, measured means (`mean_ttft_ms`, `mean_tpot_ms`), what it
-    is grouped by in reports, and a note on anything the mapping approximated."""
+    is grouped by in reports, a note on anything the mapping approximated, and why the fits
+    train without it (`unfitted`; None: they train on it; it is predicted either way)."""
 
     row_id: str
     backend: str
@@ -98,6 +103,7 @@ class AicCase:
     spec: PredictSpec
     measured: dict[str, float]
     note: str = ""
+    unfitted: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,7 +204,8 @@ def _map(row: Mapping[str, str], check_fit: bool) -> AicCase:
         "mean_ttft_ms": float(row["silicon_ttft_ms"]),
         "mean_tpot_ms": float(row["silicon_tpot_ms"]),
     }
-    return AicCase(row["id"], row["backend"], row["system"], model, spec, measured, note)
+    unfitted = prompt_length_unknown(row, model)  # the client's prompts were not its lengths
+    return AicCase(row["id"], row["backend"], row["system"], model, spec, measured, note, unfitted)
 
 
 def _layout(row: Mapping[str, str], gpus_per_node: int) -> tuple[int, int, int]:

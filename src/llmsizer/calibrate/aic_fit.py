@@ -10,7 +10,9 @@ every fold then re-prices the recorded steps (`llmsizer.calibrate.replay`), whic
   overheads in seconds) per group, never per row. The fit starts from, and is held near
   (a log-normal prior, `llmsizer.calibrate.aic_prior`), the engine's general fit
   (`calibrated_efficiency`), with a robust loss on the rows (`ROBUST_SCALE`) so that rows
-  an unmodelled effect puts far off do not drag the rest. The prior's sigmas (and whether
+  an unmodelled effect puts far off do not drag the rest. A row whose prompts the server
+  saw at another length (`AicCase.unfitted`, `llmsizer.calibrate.aic_clients`) is
+  predicted and scored, never trained on (`trains`). The prior's sigmas (and whether
   the split factors are fitted) are chosen among `aic_prior.CANDIDATES` by a leave one
   model out inside each fit's training rows (`Recorded.choose`), so a cross-validation
   fold never tunes on the rows it holds out.
@@ -109,6 +111,12 @@ def is_aic(case: AicCase) -> bool:
     return not case.row_id.startswith("measurements:")
 
 
+def trains(case: AicCase) -> bool:
+    """Whether the fits train on `case`: not a row the mapping marks `unfitted` (a prompt of
+    unknown length, `llmsizer.calibrate.aic_clients`), which is predicted all the same."""
+    return case.unfitted is None
+
+
 def group_of(case: AicCase) -> Group:
     """The (engine, GPU architecture) whose factors price `case`."""
     return case.backend, get_gpu(case.spec.gpu).architecture
@@ -138,6 +146,10 @@ class Recorded:
                 traces[i] = trace
         return cls(tuple(cases), tuple(t for t in traces if t is not None))
 
+    def num_fitted(self, indices: Sequence[int]) -> int:
+        """How many of the cases at `indices` are AIC rows a fit trains on (`trains`)."""
+        return sum(is_aic(self.cases[i]) and trains(self.cases[i]) for i in indices)
+
     def groups(self) -> dict[Group, list[int]]:
         """Case indices by (engine, architecture)."""
         out: dict[Group, list[int]] = {}
@@ -147,7 +159,9 @@ class Recorded:
 
     def fit(self, indices: Sequence[int], engine: str, prior: FitPrior = DEFAULT) -> FitResult:
         """Factors for `engine` fitted on the cases at `indices` under `prior` (module
-        docstring, `llmsizer.calibrate.aic_prior`)."""
+        docstring, `llmsizer.calibrate.aic_prior`); the rows it must not train on
+        (`trains`) are left out."""
+        indices = [i for i in indices if trains(self.cases[i])]
         traces = [self.traces[i] for i in indices]
         targets: list[Target] = [
             (k, metric, value)
@@ -200,7 +214,8 @@ class Recorded:
         out in turn (inner leave one model out: the mean over models of each model's mean
         |log error| of TTFT and TPOT), so a fold's prior is chosen on its training rows
         alone; the first candidate when `train` holds fewer than two models."""
-        models = sorted({self.cases[i].model for i in train if is_aic(self.cases[i])})
+        scored = [i for i in train if is_aic(self.cases[i]) and trains(self.cases[i])]
+        models = sorted({self.cases[i].model for i in scored})
         if len(candidates) < 2 or len(models) < 2:
             return candidates[0]
         scores = []
@@ -208,9 +223,9 @@ class Recorded:
             per_model = []
             for model in models:
                 inner = [i for i in train if self.cases[i].model != model]
-                if sum(is_aic(self.cases[i]) for i in inner) < MIN_FIT_ROWS:
+                if self.num_fitted(inner) < MIN_FIT_ROWS:
                     continue  # priced by the general fit whatever the prior
-                test = [i for i in train if self.cases[i].model == model and is_aic(self.cases[i])]
+                test = [i for i in scored if self.cases[i].model == model]
                 predicted = self.predict(test, self.fitted(inner, engine, prior, memo).factors)
                 per_model.append(np.mean([_abs_log_errors(self.cases[i], predicted[i])
                                           for i in test]))  # fmt: skip
@@ -253,14 +268,14 @@ class Recorded:
         group's others; fewer than `min_rows` AIC rows but some: the engine's rows of every
         architecture without `value`; none (the general fit) if those are too few."""
         train = [i for i in group if held(self.cases[i]) != value]
-        left = sum(is_aic(self.cases[i]) for i in train)
+        left = self.num_fitted(train)
         if left >= max(min_rows, 1):
             return train
         if left == 0:  # a generation none of the group's rows has seen: the general fit
             return []
         engine = self.cases[group[0]].backend
         wider = [i for i, c in enumerate(self.cases) if c.backend == engine and held(c) != value]
-        return wider if sum(is_aic(self.cases[i]) for i in wider) >= max(min_rows, 1) else []
+        return wider if self.num_fitted(wider) >= max(min_rows, 1) else []
 
     def leave_one_out(
         self,
