@@ -313,7 +313,7 @@ BUDGET = {
     + 45
     # + 10: TensorRT-LLM 1.1.0rc2.post2's MTP sweep of 2026-01-14 read as MTP (issue 10,
     # trtttft14)
-    + 10
+    + 13
     # + 80: rows whose prompts InferenceX's client and SGLang's server tokenized apart are
     # predicted but not fitted on (aic_clients.py, AicCase.unfitted; issue 10, sglttft14)
     + 80,
