@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import hashlib
 import pickle
 import time
@@ -52,7 +53,7 @@ from llmsizer.calibrate.aic_fit import (
     ships,
 )
 from llmsizer.calibrate.aic_prior import FitPrior
-from llmsizer.calibrate.features import NUM_FEATURES
+from llmsizer.calibrate.features import FEATURES, NUM_FEATURES
 from llmsizer.calibrate.gpu_fit import calibration_file
 from llmsizer.calibrate.measurements import load_measurements
 from llmsizer.calibrate.replay import ScheduleTrace
@@ -65,6 +66,7 @@ REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "examples" / "validation"
 DATA = REPO / "src" / "llmsizer" / "perf" / "data"
 MEASUREMENTS = CSV.with_name("measurements.csv")
+_SAMPLED = FEATURES.index("sequences_overhead_s")
 
 
 def region(r: Result) -> str:
@@ -335,7 +337,8 @@ def _recorded(cases: Sequence[AicCase], workers: Sweep, cache: Path | None) -> R
         recorded = pickle.loads(cache.read_bytes())
         if isinstance(recorded, Recorded):
             held = {
-                c.row_id: (c.spec, t) for c, t in zip(recorded.cases, recorded.traces, strict=True)
+                c.row_id: (c.spec, _with_verify_column(c.spec, t))
+                for c, t in zip(recorded.cases, recorded.traces, strict=True)
             }
     fresh = [c for c in cases if c.row_id not in held or not _current(held[c.row_id], c.spec)]
     say(f"{len(cases) - len(fresh)} rows from the cache, recording {len(fresh)}")
@@ -345,6 +348,21 @@ def _recorded(cases: Sequence[AicCase], workers: Sweep, cache: Path | None) -> R
         if cache is not None:
             cache.write_bytes(pickle.dumps(Recorded(tuple(cases), _traces(cases, held))))
     return Recorded(tuple(cases), _traces(cases, held))
+
+
+def _with_verify_column(spec: PredictSpec, trace: ScheduleTrace) -> ScheduleTrace:
+    """A trace recorded before the verify steps' column (`features.VERIFY_SEQUENCES`, spec14)
+    with it, without simulating again: 0 on a plain row's steps; a speculating row's verify
+    part (each step's first of `SpeculativeFeaturizer.parts` rows) counts the decoding
+    sequences its first draft pass counts in the sampled-rows column. Others unchanged."""
+    features = trace.features
+    if features.shape[-1] != NUM_FEATURES - 1:
+        return trace
+    column = np.zeros((features.shape[0], 1))
+    if spec.speculative is not None:
+        parts = 2 + spec.speculative.num_speculative_tokens  # an MTP or EAGLE drafter: k passes
+        column[::parts, 0] = features[1::parts, _SAMPLED]
+    return dataclasses.replace(trace, features=np.hstack([features, column]))
 
 
 def _current(held: tuple[PredictSpec, ScheduleTrace], spec: PredictSpec) -> bool:

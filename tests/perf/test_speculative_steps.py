@@ -23,7 +23,7 @@ from llmsizer.perf.speculative import (
     verify_aggregates,
 )
 from llmsizer.perf.step import StepModel, step_terms, step_time_s
-from llmsizer.perf.verify_step import graphed_verify_terms
+from llmsizer.perf.verify_step import graphed_verify_terms, verify_sequence_s
 from llmsizer.sim import Batch, PrefillChunk
 from tests.perf.test_step_golden import DEPLOYMENTS, FACTORS, step_model
 
@@ -52,14 +52,17 @@ def attention_dp_cost(k: int) -> SpeculativeStepCost:
     return SpeculativeStepCost(target, StepModel(head, FACTORS), SpeculativeDecoding(k, 0.7))
 
 
-def mtp_cost(k: int) -> SpeculativeStepCost:
+def mtp_cost(k: int, verify_sequence_s: float = 0.0) -> SpeculativeStepCost:
     """DeepSeek R1 at TP8 EP8 with CUDA graphs up to 8 sequences and eager launches, its own
-    MTP head, verify steps replayed from graphs (`graphed_verify`, issue 10)."""
+    MTP head, verify steps replayed from graphs (`graphed_verify`, issue 10), each verify
+    step's decoding sequence costing `verify_sequence_s` more (spec14)."""
     deployment = Deployment.from_names(
         "deepseek-r1", "b200", "fp4", kv_cache_dtype="fp8", tensor_parallel_size=8,
         expert_parallel_size=8,
     )  # fmt: skip
-    eager = dataclasses.replace(FACTORS, prefill_layer_overhead_s=20e-6)
+    eager = dataclasses.replace(
+        FACTORS, prefill_layer_overhead_s=20e-6, verify_sequence_overhead_s=verify_sequence_s
+    )
     target = StepModel(deployment, eager, CudaGraphs((1, 2, 4, 8)))
     spec = SpeculativeDecoding(k, 0.7, graphed_verify=True)
     return SpeculativeStepCost(target, mtp_head_model(target), spec)
@@ -79,6 +82,7 @@ COSTS = {
     "medusa-k4": lambda: head_cost(step_model("dense"), 4, passes=1),
     "attention-dp-k2": lambda: attention_dp_cost(2),
     "mtp-k3": lambda: mtp_cost(3),
+    "mtp-k2-verify-sequences": lambda: mtp_cost(2, 150e-6),
     "draft-model-k5": lambda: draft_model_cost(5),
 }
 
@@ -93,7 +97,8 @@ def pass_by_pass(cost: SpeculativeStepCost, batch: BatchLike) -> float:
     terms = step_terms(c, a)
     if cost.spec.graphed_verify:
         terms = graphed_verify_terms(c, own, terms, cost.target.cuda_graphs)
-    return step_time_s(c, terms) + sum(cost.draft(b) for b in cost._draft_batches(batch))
+    verify = step_time_s(c, terms) + verify_sequence_s(c, batch.num_decode_seqs)
+    return verify + sum(cost.draft(b) for b in cost._draft_batches(batch))
 
 
 @pytest.mark.parametrize("name", COSTS)

@@ -41,6 +41,7 @@ from llmsizer.perf.verify_step import (
     VerifyStep,
     graphed_verify_terms,
     verify_aggregates,
+    verify_sequence_s,
     verify_step,
 )
 
@@ -171,12 +172,14 @@ def speculative_step(
     # the step model computes logits for one row per chunk; verification needs all k + 1
     extra_logits_s = target.lm_head_time_s((k + 1) * num_seqs) - target.lm_head_time_s(num_seqs)
     verify_time = target(verify_batch) + extra_logits_s
+    verify_time += verify_sequence_s(target.constants, num_seqs)
     if spec.graphed_verify:  # the eager launches a graphed verify step does not pay
         c, graphs = target.constants, target.cuda_graphs
         terms = step_terms(c, aggregate(verify_batch, c.window), graphs)
         decoding = aggregate(decode_batch(num_seqs, context_tokens_per_seq), c.window)
         graphed = graphed_verify_terms(c, decoding, terms, graphs)
         verify_time = step_time_s(c, graphed) + extra_logits_s
+        verify_time += verify_sequence_s(c, num_seqs)
     return SpeculativeStep(
         draft_time_s=draft_time,
         verify_time_s=verify_time,
@@ -291,8 +294,9 @@ class SpeculativeStepCost:
     def __call__(self, batch: BatchLike) -> float:
         if batch.num_decode_seqs and not batch.prefill_chunks:  # decode only, as `StepModel`
             return self.decode_step_s(batch.num_decode_seqs, batch.num_decode_context_tokens)
-        c = self.target.constants
-        return step_time_s(c, self._verify_terms(batch)) + self.draft_time_s(batch)
+        c, n = self.target.constants, batch.num_decode_seqs
+        verify = step_time_s(c, self._verify_terms(batch)) + verify_sequence_s(c, n)
+        return verify + self.draft_time_s(batch)
 
     def _verify_terms(self, batch: BatchLike) -> Terms:
         c, k = self.target.constants, self.spec.num_speculative_tokens
@@ -331,7 +335,8 @@ class SpeculativeStepCost:
         both counted."""
         c = self.target.constants
         terms = self._verify_terms(batch)
-        time_s, flops, memory = step_time_s(c, terms), 0.0, 0.0
+        time_s = step_time_s(c, terms) + verify_sequence_s(c, batch.num_decode_seqs)
+        flops = memory = 0.0
         for i, (flops_per_s, bytes_per_s) in enumerate(self.target.part_rates):
             flops += terms[2 * i] * flops_per_s
             memory += terms[2 * i + 1] * bytes_per_s

@@ -79,6 +79,7 @@ class VerifyStep:
     lm_head_s: float
     communication_s: float
     overhead_s: float
+    sequences_s: float  # the per-sequence cost of a verify step (`verify_sequence_s`)
 
     def time_s(self, context_tokens: int) -> float:
         """Seconds of the step when the sequences' contexts sum to `context_tokens`."""
@@ -95,7 +96,8 @@ class VerifyStep:
             ) / c.attention_bytes_per_s
             layer_work = self.layers_before_s + (pre_c if pre_c >= pre_m else pre_m)
             layer_work += self.elementwise_s
-            return layer_work + self.lm_head_s + self.communication_s + self.overhead_s
+            step_s = layer_work + self.lm_head_s + self.communication_s + self.overhead_s
+            return step_s + self.sequences_s
         keys_full = float(context_tokens)
         keys_window = min(keys_full, float(seqs * c.window)) if c.window else 0.0
         # verify_aggregates' sums (each after a 0.0 that adds nothing)
@@ -114,7 +116,8 @@ class VerifyStep:
         ) / c.attention_bytes_per_s
         prefill_s = pre_c if pre_c >= pre_m else pre_m
         layer_work = self.layers_before_s + prefill_s + self.elementwise_s
-        return layer_work + self.lm_head_s + self.communication_s + self.overhead_s
+        step_s = layer_work + self.lm_head_s + self.communication_s + self.overhead_s
+        return step_s + self.sequences_s
 
     def times_s(self, context_tokens: np.ndarray) -> np.ndarray:
         """`time_s` for each of several context sums (int64): the same operations in the
@@ -146,7 +149,7 @@ class VerifyStep:
         ) / c.attention_bytes_per_s
         layer_work = self.layers_before_s + np.maximum(pre_c, pre_m) + self.elementwise_s
         out: np.ndarray = layer_work + self.lm_head_s + self.communication_s + self.overhead_s
-        return out
+        return out + self.sequences_s
 
 
 def verify_step(
@@ -189,4 +192,12 @@ def verify_step(
         communication_s=c.num_allreduces * (ar_latency_s + ar_link_s)
         + c.num_pipeline_sends * (send_latency_s + send_link_s),
         overhead_s=((step_s + layers_s) + indexer_s) + seqs_s,
+        sequences_s=verify_sequence_s(c, num_seqs),
     )
+
+
+def verify_sequence_s(c: StepConstants, num_decode_seqs: int) -> float:
+    """A verify step's cost per decoding sequence beyond its roofline, added after the step's
+    other terms (`EfficiencyFactors.verify_sequence_overhead_s`: the engine's per-request work
+    of a verify step serial with the GPU; 0 in a step without decoding sequences)."""
+    return num_decode_seqs * c.verify_sequence_overhead_s
