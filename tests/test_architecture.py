@@ -123,7 +123,10 @@ BUDGET = {
     # + 80: a graphed decode step's shared experts on a second stream, each engine's kernels
     # left on the first with their sources (`cuda_graphs.SharedExpertsStream`; issue 10,
     # kernels13)
-    + 80,
+    + 80
+    # + 22: a speculative verify step's cost per decoding sequence (`verify_step.
+    # verify_sequence_s`, `EfficiencyFactors.verify_sequence_overhead_s`; issue 10, spec14)
+    + 22,
     "sim": 1760  # + 110: decode-only steps in a row and their compact step log (issue 13)
     # + 50: delay batching in the continuous scheduler (merged from main, unbudgeted there)
     # + 120: quiet decode runs priced at once, a refused first waiting request kept on the
@@ -310,7 +313,10 @@ BUDGET = {
     + 5
     # + 45: TensorRT-LLM's Hopper AIC fit: a prior's fitted factors, per-group candidates,
     # the C++ runtime's rows out of the AIC fits (issue 10, trthopper13)
-    + 45,
+    + 45
+    # + 15: a speculative verify step's per-sequence column and its fit where rows speculate
+    # (`features.VERIFY_SEQUENCES`, `aic_fit.VERIFY`; issue 10, spec14)
+    + 15,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run
