@@ -352,14 +352,15 @@ def _recorded(cases: Sequence[AicCase], workers: Sweep, cache: Path | None) -> R
 
 def _with_verify_column(spec: PredictSpec, trace: ScheduleTrace) -> ScheduleTrace:
     """A trace recorded before the verify steps' column (`features.VERIFY_SEQUENCES`, spec14)
-    with it, without simulating again: 0 on a plain row's steps; a speculating row's verify
-    part (each step's first of `SpeculativeFeaturizer.parts` rows) counts the decoding
-    sequences its first draft pass counts in the sampled-rows column. Others unchanged."""
+    with it, without simulating again: 0 on a plain row's steps and where the overlap
+    scheduler hides the host; a speculating row's verify part (each step's first of
+    `SpeculativeFeaturizer.parts` rows) without it counts the decoding sequences its first
+    draft pass counts in the sampled-rows column. Others unchanged."""
     features = trace.features
     if features.shape[-1] != NUM_FEATURES - 1:
         return trace
     column = np.zeros((features.shape[0], 1))
-    if spec.speculative is not None:
+    if spec.speculative is not None and not spec.engine.overlap_scheduler:
         parts = 2 + spec.speculative.num_speculative_tokens  # an MTP or EAGLE drafter: k passes
         column[::parts, 0] = features[1::parts, _SAMPLED]
     return dataclasses.replace(trace, features=np.hstack([features, column]))

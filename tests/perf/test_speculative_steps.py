@@ -64,7 +64,7 @@ def mtp_cost(k: int, verify_sequence_s: float = 0.0) -> SpeculativeStepCost:
         FACTORS, prefill_layer_overhead_s=20e-6, verify_sequence_overhead_s=verify_sequence_s
     )
     target = StepModel(deployment, eager, CudaGraphs((1, 2, 4, 8)))
-    spec = SpeculativeDecoding(k, 0.7, graphed_verify=True)
+    spec = SpeculativeDecoding(k, 0.7, graphed_verify=True, serial_host=verify_sequence_s > 0)
     return SpeculativeStepCost(target, mtp_head_model(target), spec)
 
 
@@ -97,7 +97,8 @@ def pass_by_pass(cost: SpeculativeStepCost, batch: BatchLike) -> float:
     terms = step_terms(c, a)
     if cost.spec.graphed_verify:
         terms = graphed_verify_terms(c, own, terms, cost.target.cuda_graphs)
-    verify = step_time_s(c, terms) + verify_sequence_s(c, batch.num_decode_seqs)
+    host_s = verify_sequence_s(c, batch.num_decode_seqs) if cost.spec.serial_host else 0.0
+    verify = step_time_s(c, terms) + host_s
     return verify + sum(cost.draft(b) for b in cost._draft_batches(batch))
 
 

@@ -1,9 +1,10 @@
 """A speculative verify step's cost per decoding sequence (`EfficiencyFactors.
 verify_sequence_overhead_s`, spec14, docs/aic_measurement.md section 34): the engine's
-per-request work of a verify step, serial with the GPU. It grows with the batch, one unit a
-decoding sequence, whatever the context; only verify steps pay it (plain steps, and a
-speculating step's prompt chunks, do not); a recorded schedule re-prices it in a column of
-its own, which the AIC fit fits only where its rows speculate."""
+per-request host work of a verify step, serial with the GPU without the overlap scheduler
+(`SpeculativeDecoding.serial_host`). It grows with the batch, one unit a decoding sequence,
+whatever the context; only verify steps pay it (plain steps, a speculating step's prompt
+chunks and an engine scheduling one step ahead do not); a recorded schedule re-prices it in
+a column of its own, which the AIC fit fits only where its rows pay it."""
 
 from __future__ import annotations
 
@@ -30,9 +31,9 @@ SPEC = PredictSpec(
 BASE = EfficiencyFactors(step_overhead_s=400 * US, sequence_overhead_s=2 * US)
 
 
-def cost_at(eff: EfficiencyFactors) -> SpeculativeStepCost:
+def cost_at(eff: EfficiencyFactors, overlap: bool = False) -> SpeculativeStepCost:
     step = simulation_setup(SPEC, eff).instance.step
-    return speculative_cost(SPEC.speculative, step)  # type: ignore[arg-type]
+    return speculative_cost(SPEC.speculative, step, overlap)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("n", [1, 8, 64, 256, 512])
@@ -44,6 +45,16 @@ def test_a_verify_step_pays_it_once_per_decoding_sequence(n: int) -> None:
         assert extra == pytest.approx(n * COST, rel=1e-9)
     run = paying.decode_run_s(n, n * 1_000, 5) - bare.decode_run_s(n, n * 1_000, 5)
     assert run == pytest.approx(np.full(5, n * COST), rel=1e-9)
+
+
+def test_an_engine_scheduling_one_step_ahead_does_not_pay_it() -> None:
+    """The overlap scheduler prepares step n + 1 while step n runs (TensorRT-LLM's MTP rows)."""
+    eff = BASE.replace(verify_sequence_overhead_s=COST)
+    ahead, bare = cost_at(eff, overlap=True), cost_at(BASE, overlap=True)
+    for n in (1, 64, 256):
+        assert ahead.decode_step_s(n, n * 1_500) == bare.decode_step_s(n, n * 1_500)
+    rows = SpeculativeFeaturizer.of(ahead)(decode_batch(64, 1_500))
+    assert not rows[:, VERIFY_SEQUENCES].any()
 
 
 def test_prompt_chunks_do_not_pay_it_and_plain_steps_never_read_it() -> None:

@@ -15,7 +15,8 @@ The drafter's passes run inside the target's step (`mtp_head_model`: its `step_o
 is 0), so their step-count column is zeroed; a verify step without prompt work replays a
 CUDA graph (`graphed_verify`: its eager-launch column is zeroed unless a decode step of its
 sequences would launch eagerly), as `SpeculativeStepCost` prices them. The verify part counts
-its decoding sequences in the column only verify steps have (`VERIFY_SEQUENCES`, priced by
+its decoding sequences in the column only verify steps have where the engine's host work
+runs serial with the GPU (`VERIFY_SEQUENCES`, `SpeculativeDecoding.serial_host`, priced by
 `EfficiencyFactors.verify_sequence_overhead_s`, `perf.verify_step.verify_sequence_s`).
 """
 
@@ -42,6 +43,7 @@ class SpeculativeFeaturizer:
     num_speculative_tokens: int
     num_draft_passes: int
     graphed_verify: bool
+    serial_host: bool  # the verify step's per-request host work serial with the GPU
     window: int  # the target's sliding window (0: none), as its aggregates count it
 
     @classmethod
@@ -55,6 +57,7 @@ class SpeculativeFeaturizer:
             cost.spec.num_speculative_tokens,
             cost.num_draft_passes,
             cost.spec.graphed_verify,
+            cost.spec.serial_host,
             target.constants.window,
         )
 
@@ -84,7 +87,7 @@ class SpeculativeFeaturizer:
             if graphs is None or not self.plain.features(row)[0][PREFILL_LAYERS]:
                 verify[PREFILL_LAYERS] = 0.0
         n, chunks = a.num_decode_seqs, a.num_sampled - a.num_decode_seqs
-        verify[VERIFY_SEQUENCES] = n  # each decoding sequence verifies its drafts
+        verify[VERIFY_SEQUENCES] = n if self.serial_host else 0  # each one's host work
         drafts = [_NONE] * (self.num_draft_passes + 1)
         for i in range(self.num_draft_passes if n else 0):  # pass i reads i x n more keys
             keys = a.decode_keys_full + i * n

@@ -158,10 +158,12 @@ def verify_step(
     k: int,
     graphs: CudaGraphs | None = None,
     graphed: bool = False,
+    serial_host: bool = False,
 ) -> VerifyStep:
     """The `VerifyStep` of `num_seqs` > 0 sequences verifying `k` drafted tokens each, run
     as `graphs` say where `graphed` (`graphed_verify_terms`), else eagerly: the general
-    formula's terms at context 0, of which only prompt attention changes with the context."""
+    formula's terms at context 0, of which only prompt attention changes with the context;
+    with `serial_host` its sequences' host work (`verify_sequence_s`) after them."""
     decoding = aggregate(decode_batch(num_seqs, 0), c.window)
     a = verify_aggregates(decoding, k, c.window)
     terms = step_terms(c, a)
@@ -192,12 +194,13 @@ def verify_step(
         communication_s=c.num_allreduces * (ar_latency_s + ar_link_s)
         + c.num_pipeline_sends * (send_latency_s + send_link_s),
         overhead_s=((step_s + layers_s) + indexer_s) + seqs_s,
-        sequences_s=verify_sequence_s(c, num_seqs),
+        sequences_s=verify_sequence_s(c, num_seqs) if serial_host else 0.0,
     )
 
 
 def verify_sequence_s(c: StepConstants, num_decode_seqs: int) -> float:
     """A verify step's cost per decoding sequence beyond its roofline, added after the step's
-    other terms (`EfficiencyFactors.verify_sequence_overhead_s`: the engine's per-request work
-    of a verify step serial with the GPU; 0 in a step without decoding sequences)."""
+    other terms where the engine runs it serial with the GPU (`SpeculativeDecoding.
+    serial_host`; `EfficiencyFactors.verify_sequence_overhead_s`: its per-request host work
+    of a verify step; 0 in a step without decoding sequences)."""
     return num_decode_seqs * c.verify_sequence_overhead_s
