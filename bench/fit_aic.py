@@ -53,13 +53,15 @@ from llmsizer.calibrate.aic_fit import (
     ships,
 )
 from llmsizer.calibrate.aic_prior import FitPrior
-from llmsizer.calibrate.features import FEATURES, NUM_FEATURES
+from llmsizer.calibrate.features import FEATURES, NUM_FEATURES, StepFeaturizer
 from llmsizer.calibrate.gpu_fit import calibration_file
 from llmsizer.calibrate.measurements import load_measurements
 from llmsizer.calibrate.replay import ScheduleTrace
-from llmsizer.instance import PredictSpec
+from llmsizer.instance import PredictSpec, simulation_setup
 from llmsizer.perf import EfficiencyFactors
 from llmsizer.perf.calibrated import save_calibration
+from llmsizer.perf.terms import DECODE_MEMORY
+from llmsizer.perf.verify_step import verify_state_s
 from llmsizer.sweep import Sweep, open_sweep
 
 REPO = Path(__file__).resolve().parents[1]
@@ -351,18 +353,25 @@ def _recorded(cases: Sequence[AicCase], workers: Sweep, cache: Path | None) -> R
 
 
 def _with_verify_column(spec: PredictSpec, trace: ScheduleTrace) -> ScheduleTrace:
-    """A trace recorded before the verify steps' column (`features.VERIFY_SEQUENCES`, spec14)
-    with it, without simulating again: 0 on a plain row's steps and where the overlap
-    scheduler hides the host; a speculating row's verify part (each step's first of
-    `SpeculativeFeaturizer.parts` rows) without it counts the decoding sequences its first
-    draft pass counts in the sampled-rows column. Others unchanged."""
+    """A trace recorded before spec14 as spec14 records it, without simulating again: the
+    verify steps' column (`features.VERIFY_SEQUENCES`) added, 0 on a plain row's steps and
+    where the overlap scheduler hides the host; a speculating row's verify part (each step's
+    first of `SpeculativeFeaturizer.parts` rows) counts the decoding sequences its first
+    draft pass counts in the sampled-rows column there, and moves their linear-attention
+    state (`perf.verify_step.verify_state_s`, 0 but for hybrid models). Others unchanged."""
     features = trace.features
     if features.shape[-1] != NUM_FEATURES - 1:
         return trace
     column = np.zeros((features.shape[0], 1))
-    if spec.speculative is not None and not spec.engine.overlap_scheduler:
-        parts = 2 + spec.speculative.num_speculative_tokens  # an MTP or EAGLE drafter: k passes
-        column[::parts, 0] = features[1::parts, _SAMPLED]
+    if spec.speculative is not None:
+        k = spec.speculative.num_speculative_tokens
+        parts = 2 + k  # an MTP or EAGLE drafter: k passes
+        seqs = features[1::parts, _SAMPLED]
+        if not spec.engine.overlap_scheduler:
+            column[::parts, 0] = seqs
+        unit = StepFeaturizer(simulation_setup(spec).instance.deployment).constants
+        features = features.copy()
+        features[::parts, DECODE_MEMORY] += seqs * verify_state_s(unit, 1, k)
     return dataclasses.replace(trace, features=np.hstack([features, column]))
 
 

@@ -314,9 +314,9 @@ BUDGET = {
     # + 45: TensorRT-LLM's Hopper AIC fit: a prior's fitted factors, per-group candidates,
     # the C++ runtime's rows out of the AIC fits (issue 10, trthopper13)
     + 45
-    # + 15: a speculative verify step's per-sequence column and its fit where rows speculate
+    # + 20: a speculative verify step's per-sequence column and its fit where rows speculate
     # (`features.VERIFY_SEQUENCES`, `aic_fit.VERIFY`; issue 10, spec14)
-    + 15,
+    + 20,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run

@@ -20,6 +20,7 @@ from llmsizer.perf.batch_shape import BatchShape, ChunkShape, decode_batch, pref
 from llmsizer.perf.calibrated import calibrated_efficiency
 from llmsizer.perf.efficiency import EfficiencyFactors
 from llmsizer.perf.speculative import SpeculativeStepCost
+from llmsizer.perf.terms import DECODE_MEMORY
 from llmsizer.units import US
 
 COST = 200 * US
@@ -97,3 +98,29 @@ def test_its_range_is_checked() -> None:
         EfficiencyFactors(verify_sequence_overhead_s=-1 * US)
     with pytest.raises(ValueError, match="verify_sequence_overhead_s"):
         EfficiencyFactors(verify_sequence_overhead_s=0.1)
+
+
+QWEN = PredictSpec(
+    model="qwen3.5-397b-a17b", gpu="b200", tp=4, isl=1024, osl=64, concurrency=64,
+    num_requests=64, engine="sglang", precision="fp8", overlap_scheduler=False,
+    speculative={"num_speculative_tokens": 3, "method": "mtp", "acceptance_rate": 0.7},
+)  # fmt: skip
+
+
+def test_a_hybrid_verify_step_moves_k_plus_4_states_a_sequence() -> None:
+    """Theory (SGLang's Gated DeltaNet verify): each sequence's state read once, written
+    after each of its k + 1 positions, the accepted one read and written back: k + 4 states,
+    at attention bandwidth; a model without linear attention moves none."""
+    step = simulation_setup(QWEN, BASE).instance.step
+    cost = speculative_cost(QWEN.speculative, step, False)  # type: ignore[arg-type]
+    c, state = step.constants, step.deployment.linear_state_bytes_per_gpu
+    assert state > 0
+    for n in (1, 64, 256):
+        terms = cost._verify_terms(decode_batch(n, 1_500))
+        expected = n * (3 + 4) * state / c.attention_bytes_per_s
+        assert terms[DECODE_MEMORY] == pytest.approx(expected, rel=1e-12)
+    assert cost_at(BASE)._verify_terms(decode_batch(64, 1_500))[DECODE_MEMORY] == 0.0
+    mixed = BatchShape(prefill_chunks=(ChunkShape(1024, 0),), num_decode_seqs=30,
+                       num_decode_context_tokens=30 * 1_200)  # fmt: skip
+    rows = SpeculativeFeaturizer.of(cost)(mixed)
+    assert price(rows, BASE).sum() == pytest.approx(cost(mixed), rel=1e-12)

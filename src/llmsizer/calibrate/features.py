@@ -144,6 +144,11 @@ class StepFeaturizer:
         object.__setattr__(self, "_unit", c)
         object.__setattr__(self, "_to_features", np.array(scale))
 
+    @property
+    def constants(self) -> StepConstants:
+        """The step constants at 100 % of peak and unit fixed costs the rows are priced at."""
+        return self._unit
+
     def aggregates(self, batch: BatchLike) -> tuple[float, ...]:
         """The batch's aggregates as a row (`AGGREGATE_FIELDS`): cheap, for recording."""
         return aggregate(batch, self._unit.window)

@@ -42,7 +42,9 @@ from llmsizer.perf.verify_step import (
     graphed_verify_terms,
     verify_aggregates,
     verify_sequence_s,
+    verify_state_s,
     verify_step,
+    with_verify_state,
 )
 
 __all__ = [
@@ -176,12 +178,14 @@ def speculative_step(
     # the step model computes logits for one row per chunk; verification needs all k + 1
     extra_logits_s = target.lm_head_time_s((k + 1) * num_seqs) - target.lm_head_time_s(num_seqs)
     verify_time = target(verify_batch) + extra_logits_s
+    verify_time += verify_state_s(target.constants, num_seqs, k)
     host_s = verify_sequence_s(target.constants, num_seqs) if spec.serial_host else 0.0
     if spec.graphed_verify:  # the eager launches a graphed verify step does not pay
         c, graphs = target.constants, target.cuda_graphs
         terms = step_terms(c, aggregate(verify_batch, c.window), graphs)
         decoding = aggregate(decode_batch(num_seqs, context_tokens_per_seq), c.window)
         graphed = graphed_verify_terms(c, decoding, terms, graphs)
+        graphed = with_verify_state(c, graphed, num_seqs, k)
         verify_time = step_time_s(c, graphed) + extra_logits_s
     return SpeculativeStep(
         draft_time_s=draft_time,
@@ -311,6 +315,7 @@ class SpeculativeStepCost:
         c, k = self.target.constants, self.spec.num_speculative_tokens
         a = aggregate(batch, c.window)
         terms = step_terms(c, verify_aggregates(a, k, c.window))
+        terms = with_verify_state(c, terms, batch.num_decode_seqs, k)
         if not self.spec.graphed_verify:
             return terms
         return graphed_verify_terms(c, a, terms, self.target.cuda_graphs)
