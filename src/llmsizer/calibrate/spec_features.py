@@ -15,10 +15,11 @@ The drafter's passes run inside the target's step (`mtp_head_model`: its `step_o
 is 0), so their step-count column is zeroed; a verify step without prompt work replays a
 CUDA graph (`graphed_verify`: its eager-launch column is zeroed unless a decode step of its
 sequences would launch eagerly), as `SpeculativeStepCost` prices them; its sequences'
-linear-attention state (`perf.verify_step.verify_state_s`) is its decode attention's memory. The verify part counts
-its decoding sequences in the column only verify steps have where the engine's host work
-runs serial with the GPU (`VERIFY_SEQUENCES`, `SpeculativeDecoding.serial_host`, priced by
-`EfficiencyFactors.verify_sequence_overhead_s`, `perf.verify_step.verify_sequence_s`).
+linear-attention state (`perf.verify_step.verify_state_s`) is its decode attention's
+memory. The verify part counts its decoding sequences in the column only verify steps have
+where the engine's host work runs serial with the GPU (`VERIFY_SEQUENCES`,
+`SpeculativeDecoding.serial_host`, priced by `EfficiencyFactors.verify_sequence_overhead_s`,
+`perf.verify_step.verify_sequence_s`).
 """
 
 from __future__ import annotations
