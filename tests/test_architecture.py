@@ -123,7 +123,12 @@ BUDGET = {
     # + 80: a graphed decode step's shared experts on a second stream, each engine's kernels
     # left on the first with their sources (`cuda_graphs.SharedExpertsStream`; issue 10,
     # kernels13)
-    + 80,
+    + 80
+    # + 67: a speculative verify step's host cost per decoding sequence where it runs serial
+    # with the GPU (`verify_step.verify_sequence_s`, `SpeculativeDecoding.serial_host`,
+    # `EfficiencyFactors.verify_sequence_overhead_s`) and a hybrid model's recurrent states
+    # it moves (`verify_step.verify_state_s`; issue 10, spec14)
+    + 67,
     "sim": 1760  # + 110: decode-only steps in a row and their compact step log (issue 13)
     # + 50: delay batching in the continuous scheduler (merged from main, unbudgeted there)
     # + 120: quiet decode runs priced at once, a refused first waiting request kept on the
@@ -182,7 +187,10 @@ BUDGET = {
     + 30
     # + 70: a disaggregated decode worker prices a handed-off request's first step as a decode
     # (`instance.handoff`, issue 10, widedp12)
-    + 70,
+    + 70
+    # + 5: a speculating engine's step cost told whether it schedules one step ahead
+    # (`speculative_cost(..., overlap)`, issue 10, spec14)
+    + 5,
     "sizing": 3650  # the plan pipeline only; + levers, arrivals, price models (issue 11), ETA
     # + the probe cache and quick plans the studio needs (issue 15); fleet check (issue 12)
     # + 120: the search's parts on a sweep (`search_parts`, issue 13)
@@ -311,12 +319,15 @@ BUDGET = {
     # + 45: TensorRT-LLM's Hopper AIC fit: a prior's fitted factors, per-group candidates,
     # the C++ runtime's rows out of the AIC fits (issue 10, trthopper13)
     + 45
-    # + 10: TensorRT-LLM 1.1.0rc2.post2's MTP sweep of 2026-01-14 read as MTP (issue 10,
+    # + 13: TensorRT-LLM 1.1.0rc2.post2's MTP sweep of 2026-01-14 read as MTP (issue 10,
     # trtttft14)
     + 13
     # + 80: rows whose prompts InferenceX's client and SGLang's server tokenized apart are
     # predicted but not fitted on (aic_clients.py, AicCase.unfitted; issue 10, sglttft14)
-    + 80,
+    + 80
+    # + 33: a speculative verify step's per-sequence column and its fit where rows fill it,
+    # its state in the verify part (`features.VERIFY_SEQUENCES`, `aic_fit.VERIFY`; spec14)
+    + 33,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run

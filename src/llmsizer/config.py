@@ -155,7 +155,8 @@ class Scenario(_Strict):
         speculative = cost.speculative
         if speculative is None:
             return inst.simulator()
-        engine = inst.simulator(step_cost=step_cost_of(speculative, inst.step))
+        step_cost = step_cost_of(speculative, inst.step, inst.engine.overlap_scheduler)
+        engine = inst.simulator(step_cost=step_cost)
         share = kv_fraction_of(speculative, inst.step, inst.memory.kv_cache_bytes)
         return SpeculativeEngine(engine, speculative, share, self.workload.seed)
 

@@ -23,7 +23,7 @@ from llmsizer.perf.speculative import (
     verify_aggregates,
 )
 from llmsizer.perf.step import StepModel, step_terms, step_time_s
-from llmsizer.perf.verify_step import graphed_verify_terms
+from llmsizer.perf.verify_step import graphed_verify_terms, verify_sequence_s, with_verify_state
 from llmsizer.sim import Batch, PrefillChunk
 from tests.perf.test_step_golden import DEPLOYMENTS, FACTORS, step_model
 
@@ -52,16 +52,30 @@ def attention_dp_cost(k: int) -> SpeculativeStepCost:
     return SpeculativeStepCost(target, StepModel(head, FACTORS), SpeculativeDecoding(k, 0.7))
 
 
-def mtp_cost(k: int) -> SpeculativeStepCost:
+def mtp_cost(k: int, verify_sequence_s: float = 0.0) -> SpeculativeStepCost:
     """DeepSeek R1 at TP8 EP8 with CUDA graphs up to 8 sequences and eager launches, its own
-    MTP head, verify steps replayed from graphs (`graphed_verify`, issue 10)."""
+    MTP head, verify steps replayed from graphs (`graphed_verify`, issue 10), each verify
+    step's decoding sequence costing `verify_sequence_s` more (spec14)."""
     deployment = Deployment.from_names(
         "deepseek-r1", "b200", "fp4", kv_cache_dtype="fp8", tensor_parallel_size=8,
         expert_parallel_size=8,
     )  # fmt: skip
-    eager = dataclasses.replace(FACTORS, prefill_layer_overhead_s=20e-6)
+    eager = dataclasses.replace(
+        FACTORS, prefill_layer_overhead_s=20e-6, verify_sequence_overhead_s=verify_sequence_s
+    )
     target = StepModel(deployment, eager, CudaGraphs((1, 2, 4, 8)))
-    spec = SpeculativeDecoding(k, 0.7, graphed_verify=True)
+    spec = SpeculativeDecoding(k, 0.7, graphed_verify=True, serial_host=verify_sequence_s > 0)
+    return SpeculativeStepCost(target, mtp_head_model(target), spec)
+
+
+def hybrid_mtp_cost(k: int) -> SpeculativeStepCost:
+    """Qwen3.5 (Gated DeltaNet and full attention) at TP4 with its own MTP head, its verify
+    steps moving each sequence's linear-attention state (`verify_step.verify_state_s`),
+    their host work serial with the GPU (spec14)."""
+    deployment = Deployment.from_names("qwen3.5-397b-a17b", "b200", "fp8", tensor_parallel_size=4)
+    eff = dataclasses.replace(FACTORS, verify_sequence_overhead_s=90e-6)
+    target = StepModel(deployment, eff, CudaGraphs((1, 2, 4, 8, 16, 32)))
+    spec = SpeculativeDecoding(k, 0.7, graphed_verify=True, serial_host=True)
     return SpeculativeStepCost(target, mtp_head_model(target), spec)
 
 
@@ -79,6 +93,8 @@ COSTS = {
     "medusa-k4": lambda: head_cost(step_model("dense"), 4, passes=1),
     "attention-dp-k2": lambda: attention_dp_cost(2),
     "mtp-k3": lambda: mtp_cost(3),
+    "mtp-k2-verify-sequences": lambda: mtp_cost(2, 150e-6),
+    "hybrid-mtp-k3": lambda: hybrid_mtp_cost(3),
     "draft-model-k5": lambda: draft_model_cost(5),
 }
 
@@ -90,10 +106,13 @@ def pass_by_pass(cost: SpeculativeStepCost, batch: BatchLike) -> float:
     c = cost.target.constants
     own = aggregate(batch, c.window)
     a = verify_aggregates(own, cost.spec.num_speculative_tokens, c.window)
-    terms = step_terms(c, a)
+    k = cost.spec.num_speculative_tokens
+    terms = with_verify_state(c, step_terms(c, a), batch.num_decode_seqs, k)
     if cost.spec.graphed_verify:
         terms = graphed_verify_terms(c, own, terms, cost.target.cuda_graphs)
-    return step_time_s(c, terms) + sum(cost.draft(b) for b in cost._draft_batches(batch))
+    host_s = verify_sequence_s(c, batch.num_decode_seqs) if cost.spec.serial_host else 0.0
+    verify = step_time_s(c, terms) + host_s
+    return verify + sum(cost.draft(b) for b in cost._draft_batches(batch))
 
 
 @pytest.mark.parametrize("name", COSTS)

@@ -49,6 +49,7 @@ import numpy as np
 
 from llmsizer.calibrate.aic import AIC_GPUS, AicCase
 from llmsizer.calibrate.aic_prior import CANDIDATES, DEFAULT, FitPrior, candidates_for
+from llmsizer.calibrate.features import VERIFY_SEQUENCES
 from llmsizer.calibrate.fit import FitResult, Target, fit_factors, predictions
 from llmsizer.calibrate.gpu_fit import DEFAULT_FIT_FACTORS, LATENCY_METRICS
 from llmsizer.calibrate.measurements import Measurement
@@ -70,8 +71,11 @@ SPLIT = ("experts_bandwidth_efficiency", "decode_attention_compute_efficiency")
 KINDS = ("indexer_overhead_s", "experts_dequant_efficiency")
 # a step's cost per sequence, 0 in the general fits: the AIC fit's prior 2 us (vLLM PR 46112)
 SEQUENCE, SEQUENCE_PRIOR_S = ("sequence_overhead_s",), 2e-6
+# a speculative verify step's cost per decoding sequence: fitted where the training rows
+# speculate, else left at the general fit's (0); its prior (docs/aic_measurement.md section 34)
+VERIFY, VERIFY_PRIOR_S = "verify_sequence_overhead_s", 50e-6
 FIT = (*DEFAULT_FIT_FACTORS, "interconnect_efficiency", "first_token_delay_s", *KINDS, *SEQUENCE,
-       *PROMPT, *SPLIT)  # fmt: skip
+       VERIFY, *PROMPT, *SPLIT)  # fmt: skip
 Group = tuple[str, str]  # (engine, GPU architecture)
 Memo = dict[tuple[str, tuple[int, ...], FitPrior], FitResult]  # (engine, rows, prior) -> fit
 MIN_FIT_ROWS = 30  # fewer AIC rows: the engine's other architectures (module docstring)
@@ -169,6 +173,8 @@ class Recorded:
             for metric, value in self.cases[i].measured.items()
         ]
         fit = prior.select(FIT if prior.fits_split else FIT[: -len(SPLIT)])
+        if not any(t.features[:, VERIFY_SEQUENCES].any() for t in traces):
+            fit = tuple(f for f in fit if f != VERIFY)  # no verify step: nothing to fit
         models = [self.cases[indices[k]].model for k, _, _ in targets]
         return fit_factors(
             traces,
@@ -323,8 +329,10 @@ class Recorded:
 def fit_start(engine: str, fit: Collection[str] = FIT) -> EfficiencyFactors:
     """An AIC fit's start and prior centre: the general fit, its per-sequence cost, when
     `fit` fits it and the general fit has none, at `SEQUENCE_PRIOR_S` (held, it stays the
-    general fit's)."""
+    general fit's); its verify steps' per-sequence cost likewise at `VERIFY_PRIOR_S`."""
     general = calibrated_efficiency(engine)
+    if VERIFY in fit and not general.verify_sequence_overhead_s:
+        general = general.replace(verify_sequence_overhead_s=VERIFY_PRIOR_S)
     if general.sequence_overhead_s or "sequence_overhead_s" not in fit:
         return general
     return general.replace(sequence_overhead_s=SEQUENCE_PRIOR_S)

@@ -16,12 +16,15 @@ column (`column_scale`, `price`):
           + n_prefill_layers * prefill_layer_overhead_s      (steps with prompt work)
           + n_indexer_layers * indexer_overhead_s + D_w4a16 / experts_dequant_efficiency
           + n_sampled * sequence_overhead_s                  (rows that sample a token)
+          + n_verifying * verify_sequence_overhead_s         (speculative verify steps)
 
 The columns are the `StepTerms` in order: C_p and M_p are part p's compute and memory times
 at 100 % of peak, L the bandwidth time of all the step's all-reduces or sends at full link
 speed (the terms price one of each, the row counts them all); the collectives' latency
 columns and the three overheads are counts (hops, steps, layers, prefill layers), which the
-terms give when every fixed cost is one unit (`_UNIT_S`). Which factor scales which column
+terms give when every fixed cost is one unit (`_UNIT_S`). After the `StepTerms`, one column
+no plain step has: the decoding sequences of a speculative verify step (zero here, set by
+`spec_features`). Which factor scales which column
 is `_FACTOR_OF`, mirroring `build_constants`; tests hold `price(featurize(batch), e)` equal
 to `StepModel(d, e)(batch)`.
 
@@ -71,14 +74,16 @@ _FACTOR_OF: dict[str, str] = {
     "indexer_overhead_s": "indexer_overhead_s",
     "experts_dequant_s": "experts_dequant_efficiency",
     "sequences_overhead_s": "sequence_overhead_s",
+    "verify_sequences_overhead_s": "verify_sequence_overhead_s",  # after the StepTerms
 }
-FEATURES = StepTerms._fields
+FEATURES = (*StepTerms._fields, "verify_sequences_overhead_s")
 NUM_FEATURES = len(FEATURES)
 _IS_COUNT = tuple(_FACTOR_OF[f].endswith("_s") for f in FEATURES)
 # Column layout of a feature row: roofline parts as (compute, memory) pairs, then the rest.
 COMPUTE = slice(0, NUM_ROOFLINE_TERMS, 2)
 MEMORY = slice(1, NUM_ROOFLINE_TERMS, 2)
 STEPS = FEATURES.index("step_overhead_s")
+VERIFY_SEQUENCES = FEATURES.index("verify_sequences_overhead_s")
 # A step's aggregates as a row: the BatchAggregates fields in order; SHAPE_COLUMNS are the
 # integer fields that fix its shape.
 AGGREGATE_FIELDS = BatchAggregates._fields
@@ -104,6 +109,7 @@ _UNIT = EfficiencyFactors(
     indexer_overhead_s=_UNIT_S,
     experts_dequant_efficiency=1.0,
     sequence_overhead_s=_UNIT_S,
+    verify_sequence_overhead_s=_UNIT_S,
 )
 
 
@@ -138,6 +144,11 @@ class StepFeaturizer:
         object.__setattr__(self, "_unit", c)
         object.__setattr__(self, "_to_features", np.array(scale))
 
+    @property
+    def constants(self) -> StepConstants:
+        """The step constants at 100 % of peak and unit fixed costs the rows are priced at."""
+        return self._unit
+
     def aggregates(self, batch: BatchLike) -> tuple[float, ...]:
         """The batch's aggregates as a row (`AGGREGATE_FIELDS`): cheap, for recording."""
         return aggregate(batch, self._unit.window)
@@ -145,7 +156,10 @@ class StepFeaturizer:
     def features(self, aggregates: np.ndarray) -> np.ndarray:
         """Feature rows of aggregate rows (steps x NUM_AGGREGATES, means allowed)."""
         c, graphs = self._unit, self.cuda_graphs
-        rows = [step_terms(c, _shaped(values), graphs) for values in np.atleast_2d(aggregates)]
+        rows = [
+            (*step_terms(c, _shaped(values), graphs), 0.0)  # a plain step verifies nothing
+            for values in np.atleast_2d(aggregates)
+        ]
         return np.array(rows, dtype=np.float64).reshape(-1, NUM_FEATURES) * self._to_features
 
     def __call__(self, batch: BatchLike) -> np.ndarray:

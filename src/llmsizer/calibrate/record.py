@@ -51,7 +51,8 @@ def record_trace(
     """
     setup = simulation_setup(spec, efficiency)  # exactly what `predict` simulates
     inst, num_engines, speculative = setup.instance, setup.num_engines, spec.speculative
-    step = step_cost_of(speculative, inst.step)  # a speculating engine's: in verify steps
+    # a speculating engine's: in verify steps
+    step = step_cost_of(speculative, inst.step, setup.engine.overlap_scheduler)
     tile = inst.step.efficiency.experts_tile_rows
     featurizer: Featurizer = (
         StepFeaturizer(inst.deployment, inst.step.cuda_graphs, experts_tile_rows=tile)

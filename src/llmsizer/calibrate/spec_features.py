@@ -14,7 +14,12 @@ so a group of steps of one shape is still its count times the features of its me
 The drafter's passes run inside the target's step (`mtp_head_model`: its `step_overhead_s`
 is 0), so their step-count column is zeroed; a verify step without prompt work replays a
 CUDA graph (`graphed_verify`: its eager-launch column is zeroed unless a decode step of its
-sequences would launch eagerly), as `SpeculativeStepCost` prices them.
+sequences would launch eagerly), as `SpeculativeStepCost` prices them; its sequences'
+linear-attention state (`perf.verify_step.verify_state_s`) is its decode attention's
+memory. The verify part counts its decoding sequences in the column only verify steps have
+where the engine's host work runs serial with the GPU (`VERIFY_SEQUENCES`,
+`SpeculativeDecoding.serial_host`, priced by `EfficiencyFactors.verify_sequence_overhead_s`,
+`perf.verify_step.verify_sequence_s`).
 """
 
 from __future__ import annotations
@@ -23,10 +28,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from llmsizer.calibrate.features import NUM_FEATURES, STEPS, StepFeaturizer
+from llmsizer.calibrate.features import NUM_FEATURES, STEPS, VERIFY_SEQUENCES, StepFeaturizer
 from llmsizer.perf.batch_shape import BatchAggregates, BatchLike
 from llmsizer.perf.speculative import SpeculativeStepCost, verify_aggregates
-from llmsizer.perf.terms import PREFILL_LAYERS
+from llmsizer.perf.terms import DECODE_MEMORY, PREFILL_LAYERS
+from llmsizer.perf.verify_step import verify_state_s
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +46,7 @@ class SpeculativeFeaturizer:
     num_speculative_tokens: int
     num_draft_passes: int
     graphed_verify: bool
+    serial_host: bool  # the verify step's per-request host work serial with the GPU
     window: int  # the target's sliding window (0: none), as its aggregates count it
 
     @classmethod
@@ -53,6 +60,7 @@ class SpeculativeFeaturizer:
             cost.spec.num_speculative_tokens,
             cost.num_draft_passes,
             cost.spec.graphed_verify,
+            cost.spec.serial_host,
             target.constants.window,
         )
 
@@ -82,6 +90,8 @@ class SpeculativeFeaturizer:
             if graphs is None or not self.plain.features(row)[0][PREFILL_LAYERS]:
                 verify[PREFILL_LAYERS] = 0.0
         n, chunks = a.num_decode_seqs, a.num_sampled - a.num_decode_seqs
+        verify[DECODE_MEMORY] += verify_state_s(self.verify.constants, n, k)  # 0 without
+        verify[VERIFY_SEQUENCES] = n if self.serial_host else 0  # each one's host work
         drafts = [_NONE] * (self.num_draft_passes + 1)
         for i in range(self.num_draft_passes if n else 0):  # pass i reads i x n more keys
             keys = a.decode_keys_full + i * n

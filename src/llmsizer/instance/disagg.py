@@ -156,7 +156,7 @@ def make_disaggregated(
     drafting, share = decode.speculative, 1.0
     engine = d.simulator(step_cost=HandoffAdmission(d.step))
     if drafting is not None:  # module docstring
-        cost = speculative_cost(drafting, d.step)
+        cost = speculative_cost(drafting, d.step, d.engine.overlap_scheduler)
         share = kv_share(drafting, cost, d.memory.kv_cache_bytes)
         engine = d.simulator(step_cost=HandoffAdmission(cost))
     return Disaggregated(

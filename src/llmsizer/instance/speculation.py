@@ -98,8 +98,12 @@ class SpeculativeSpec(BaseModel):
         )
 
 
-def speculative_cost(spec: SpeculativeSpec, target: StepModel) -> SpeculativeStepCost:
-    """The step cost of a speculating engine; a draft model must be smaller than the target."""
+def speculative_cost(
+    spec: SpeculativeSpec, target: StepModel, overlap: bool = True
+) -> SpeculativeStepCost:
+    """The step cost of a speculating engine; a draft model must be smaller than the target.
+    Without the `overlap` scheduler its verify steps' per-request host work is serial with
+    the GPU (`SpeculativeDecoding.serial_host`)."""
     if spec.method == "mtp":
         draft = mtp_head_model(target)
     elif spec.draft_model is None:
@@ -116,7 +120,9 @@ def speculative_cost(spec: SpeculativeSpec, target: StepModel) -> SpeculativeSte
         draft_deployment = dataclasses.replace(d, model=model, pipeline_parallel_size=1)
         draft = StepModel(draft_deployment, target.efficiency)
     k, graphed = spec.num_speculative_tokens, spec.method == "mtp"
-    decoding = SpeculativeDecoding(k, spec.acceptance_rate, graphed_verify=graphed)
+    decoding = SpeculativeDecoding(
+        k, spec.acceptance_rate, graphed_verify=graphed, serial_host=not overlap
+    )
     return SpeculativeStepCost(target, draft, decoding)
 
 
@@ -272,9 +278,12 @@ def record_in_tokens(record: RequestRecord, num_output: int) -> RequestRecord:
     return dataclasses.replace(record, num_output_tokens_requested=num_output, token_times_s=times)
 
 
-def step_cost_of(spec: SpeculativeSpec | None, step: StepModel) -> StepModel | SpeculativeStepCost:
-    """The instance's step cost: its step model, or the speculating engine's."""
-    return step if spec is None else speculative_cost(spec, step)
+def step_cost_of(
+    spec: SpeculativeSpec | None, step: StepModel, overlap: bool = True
+) -> StepModel | SpeculativeStepCost:
+    """The instance's step cost: its step model, or the speculating engine's (`overlap`: its
+    engine's `overlap_scheduler`, `speculative_cost`)."""
+    return step if spec is None else speculative_cost(spec, step, overlap)
 
 
 def run_instance(

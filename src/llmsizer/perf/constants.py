@@ -102,6 +102,7 @@ class StepConstants:
     indexer_overhead_s: float
     stage_fraction: float
     sequence_overhead_s: float
+    verify_sequence_overhead_s: float  # a verify step's, per decoding sequence
     linear_state_bytes_per_seq: float
 
 
@@ -206,6 +207,7 @@ def build_constants(
         indexer_overhead_s=_indexer_layers(d) * eff.indexer_overhead_s,
         stage_fraction=math.ceil(m.num_layers / pp) / m.num_layers,
         sequence_overhead_s=eff.sequence_overhead_s,
+        verify_sequence_overhead_s=eff.verify_sequence_overhead_s,
         linear_state_bytes_per_seq=_linear_state_io_bytes(d),
     )
 

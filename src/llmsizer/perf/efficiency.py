@@ -84,6 +84,16 @@ calibration set by `bench/validate_perf.py --fit`. The priors:
   batch and is what keeps TPOT rising past the point where the experts' weight reads stop
   growing. 0 here, so every fitted file without it prices as before; the AIC fit starts it
   at `aic_fit.SEQUENCE_PRIOR_S` (docs/tpot_residuals.md, "Per-sequence cost").
+- `verify_sequence_overhead_s` 0: the time a speculative verify step spends per decoding
+  sequence beyond its roofline and `sequence_overhead_s` (`perf.speculative`; plain steps
+  never read it). SGLang's first speculative path (`EAGLEWorker`, the overlap scheduler off)
+  runs, serial with the GPU, a host loop over every request and accepted token after the
+  verify pass (`EagleVerifyInput.verify`: `.tolist()` of the accepted indices, then per
+  request `output_ids.append`, `check_finished`, a slice of the GPU index tensor), the
+  draft-extend inputs of each request and `process_batch_result_decode`; a hybrid model
+  also rolls each request's recurrent state back to its accepted position
+  (docs/aic_measurement.md section 34). 0 here, so nothing prices differently until a fit
+  sets it; the AIC fit starts it at `aic_fit.VERIFY_PRIOR_S` where its rows speculate.
 - `experts_tile_rows`: not fitted; the rows (M) of one tile of the routed experts' grouped
   GEMM in a step with prompt work. Each expert's rows are padded to whole tiles (vLLM
   `moe_align_block_size` pads every expert's tokens to `BLOCK_SIZE_M`; DeepGEMM's contiguous
@@ -171,6 +181,7 @@ class EfficiencyFactors:
     indexer_overhead_s: float = 100 * US
     experts_dequant_efficiency: float = 0.5
     sequence_overhead_s: float = 0.0
+    verify_sequence_overhead_s: float = 0.0
     experts_tile_rows: float = 64.0  # rows, not fitted: the engine's grouped-GEMM tile
 
     def __post_init__(self) -> None:
@@ -234,6 +245,7 @@ _BOUNDS: Mapping[str, tuple[float, float]] = MappingProxyType(
         "indexer_overhead_s": (0.0, 1_000 * US),
         "experts_dequant_efficiency": (0.0, 1.0),
         "sequence_overhead_s": (0.0, 200 * US),
+        "verify_sequence_overhead_s": (0.0, 1_000 * US),
         "experts_tile_rows": (1.0, 512.0),
     }
 )

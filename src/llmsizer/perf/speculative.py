@@ -41,7 +41,10 @@ from llmsizer.perf.verify_step import (
     VerifyStep,
     graphed_verify_terms,
     verify_aggregates,
+    verify_sequence_s,
+    verify_state_s,
     verify_step,
+    with_verify_state,
 )
 
 __all__ = [
@@ -68,12 +71,16 @@ class SpeculativeDecoding:
     per step (None: k, an autoregressive drafter; 1: Medusa-style parallel heads).
     `graphed_verify`: a verify step without prompt work replays a CUDA graph
     (`verify_step.graphed_verify_terms`), as the engines' MTP paths run it (set for MTP
-    heads, issue 10; the lever table's EAGLE heads keep the eager verify of issue 11)."""
+    heads, issue 10; the lever table's EAGLE heads keep the eager verify of issue 11).
+    `serial_host`: the engine does a verify step's per-request host work serial with the
+    GPU (no overlap scheduler), each decoding sequence of a verify step costing
+    `EfficiencyFactors.verify_sequence_overhead_s` (`verify_step.verify_sequence_s`)."""
 
     num_speculative_tokens: int
     acceptance_rate: float
     num_draft_passes: int | None = None
     graphed_verify: bool = False
+    serial_host: bool = False
 
     def __post_init__(self) -> None:
         if self.num_speculative_tokens < 1:
@@ -171,15 +178,18 @@ def speculative_step(
     # the step model computes logits for one row per chunk; verification needs all k + 1
     extra_logits_s = target.lm_head_time_s((k + 1) * num_seqs) - target.lm_head_time_s(num_seqs)
     verify_time = target(verify_batch) + extra_logits_s
+    verify_time += verify_state_s(target.constants, num_seqs, k)
+    host_s = verify_sequence_s(target.constants, num_seqs) if spec.serial_host else 0.0
     if spec.graphed_verify:  # the eager launches a graphed verify step does not pay
         c, graphs = target.constants, target.cuda_graphs
         terms = step_terms(c, aggregate(verify_batch, c.window), graphs)
         decoding = aggregate(decode_batch(num_seqs, context_tokens_per_seq), c.window)
         graphed = graphed_verify_terms(c, decoding, terms, graphs)
+        graphed = with_verify_state(c, graphed, num_seqs, k)
         verify_time = step_time_s(c, graphed) + extra_logits_s
     return SpeculativeStep(
         draft_time_s=draft_time,
-        verify_time_s=verify_time,
+        verify_time_s=verify_time + host_s,
         expected_tokens_per_seq=spec.expected_tokens_per_step,
         baseline_step_time_s=target(decode_batch(num_seqs, context_tokens_per_seq)),
     )
@@ -285,19 +295,27 @@ class SpeculativeStepCost:
     def _verify_step(self, n: int) -> VerifyStep:
         t, spec = self.target, self.spec
         k = spec.num_speculative_tokens
-        v = self._verify[n] = verify_step(t.constants, n, k, t.cuda_graphs, spec.graphed_verify)
+        v = verify_step(t.constants, n, k, t.cuda_graphs, spec.graphed_verify, spec.serial_host)
+        self._verify[n] = v
         return v
 
     def __call__(self, batch: BatchLike) -> float:
         if batch.num_decode_seqs and not batch.prefill_chunks:  # decode only, as `StepModel`
             return self.decode_step_s(batch.num_decode_seqs, batch.num_decode_context_tokens)
-        c = self.target.constants
-        return step_time_s(c, self._verify_terms(batch)) + self.draft_time_s(batch)
+        verify = step_time_s(self.target.constants, self._verify_terms(batch))
+        return verify + self._host_s(batch.num_decode_seqs) + self.draft_time_s(batch)
+
+    def _host_s(self, num_decode_seqs: int) -> float:
+        """The verify step's per-request host work serial with the GPU (`serial_host`)."""
+        if not self.spec.serial_host:
+            return 0.0
+        return verify_sequence_s(self.target.constants, num_decode_seqs)
 
     def _verify_terms(self, batch: BatchLike) -> Terms:
         c, k = self.target.constants, self.spec.num_speculative_tokens
         a = aggregate(batch, c.window)
         terms = step_terms(c, verify_aggregates(a, k, c.window))
+        terms = with_verify_state(c, terms, batch.num_decode_seqs, k)
         if not self.spec.graphed_verify:
             return terms
         return graphed_verify_terms(c, a, terms, self.target.cuda_graphs)
@@ -331,7 +349,8 @@ class SpeculativeStepCost:
         both counted."""
         c = self.target.constants
         terms = self._verify_terms(batch)
-        time_s, flops, memory = step_time_s(c, terms), 0.0, 0.0
+        time_s = step_time_s(c, terms) + self._host_s(batch.num_decode_seqs)
+        flops = memory = 0.0
         for i, (flops_per_s, bytes_per_s) in enumerate(self.target.part_rates):
             flops += terms[2 * i] * flops_per_s
             memory += terms[2 * i + 1] * bytes_per_s

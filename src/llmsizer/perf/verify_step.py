@@ -15,7 +15,7 @@ from llmsizer.perf.batch_shape import Aggregates, aggregate, busiest_rank, decod
 from llmsizer.perf.constants import StepConstants
 from llmsizer.perf.cuda_graphs import CudaGraphs
 from llmsizer.perf.step import prompt_attention, step_terms
-from llmsizer.perf.terms import PREFILL_LAYERS, Terms
+from llmsizer.perf.terms import DECODE_MEMORY, PREFILL_LAYERS, Terms
 
 
 def graphed_verify_terms(
@@ -31,6 +31,29 @@ def graphed_verify_terms(
     if a[2] or (graphs is not None and step_terms(c, a, graphs)[i]):
         return terms  # prompt work, or a decode batch past the captured sizes: eager
     return (*terms[:i], 0.0, *terms[i + 1 :])
+
+
+def verify_state_s(c: StepConstants, num_decode_seqs: int, k: int) -> float:
+    """Seconds a verify step of `num_decode_seqs` sequences verifying `k` drafted tokens each
+    moves their linear-attention state (Qwen3.5's Gated DeltaNet; 0 for other models), at
+    attention bandwidth, as a decode step's decode attention moves it: the verify kernel
+    reads each sequence's state, keeps the main state unchanged and writes the state after
+    each of the k + 1 positions to an intermediate cache (SGLang `GDNAttnBackend` target
+    verify: `disable_state_update`, `intermediate_states_buffer`, `cache_steps` =
+    `draft_token_num`), then the accepted position's state is read back and scattered into
+    the main state (`HybridLinearAttnBackend.update_mamba_state_after_mtp_verify`): k + 4
+    states a sequence where a decode step moves 2 (`linear_state_bytes_per_seq`)."""
+    state_bytes = num_decode_seqs * 0.5 * (k + 4) * c.linear_state_bytes_per_seq
+    return state_bytes / c.attention_bytes_per_s
+
+
+def with_verify_state(c: StepConstants, terms: Terms, num_decode_seqs: int, k: int) -> Terms:
+    """`terms` of a verify step (`verify_aggregates`: no decoding sequences left, so no decode
+    attention) with its sequences' state traffic as its decode attention's memory time."""
+    if not c.linear_state_bytes_per_seq or not num_decode_seqs:
+        return terms
+    state_s = verify_state_s(c, num_decode_seqs, k)
+    return (*terms[:DECODE_MEMORY], state_s, *terms[DECODE_MEMORY + 1 :])
 
 
 def verify_aggregates(a: Aggregates, k: int, window: int) -> Aggregates:
@@ -79,6 +102,8 @@ class VerifyStep:
     lm_head_s: float
     communication_s: float
     overhead_s: float
+    state_s: float  # the sequences' linear-attention state (`verify_state_s`)
+    sequences_s: float  # the per-sequence cost of a verify step (`verify_sequence_s`)
 
     def time_s(self, context_tokens: int) -> float:
         """Seconds of the step when the sequences' contexts sum to `context_tokens`."""
@@ -94,8 +119,10 @@ class VerifyStep:
                 + self.num_prefill * c.attention_act_bytes_per_token
             ) / c.attention_bytes_per_s
             layer_work = self.layers_before_s + (pre_c if pre_c >= pre_m else pre_m)
+            layer_work += self.state_s
             layer_work += self.elementwise_s
-            return layer_work + self.lm_head_s + self.communication_s + self.overhead_s
+            step_s = layer_work + self.lm_head_s + self.communication_s + self.overhead_s
+            return step_s + self.sequences_s
         keys_full = float(context_tokens)
         keys_window = min(keys_full, float(seqs * c.window)) if c.window else 0.0
         # verify_aggregates' sums (each after a 0.0 that adds nothing)
@@ -113,8 +140,9 @@ class VerifyStep:
             + self.num_prefill * c.attention_act_bytes_per_token
         ) / c.attention_bytes_per_s
         prefill_s = pre_c if pre_c >= pre_m else pre_m
-        layer_work = self.layers_before_s + prefill_s + self.elementwise_s
-        return layer_work + self.lm_head_s + self.communication_s + self.overhead_s
+        layer_work = self.layers_before_s + prefill_s + self.state_s + self.elementwise_s
+        step_s = layer_work + self.lm_head_s + self.communication_s + self.overhead_s
+        return step_s + self.sequences_s
 
     def times_s(self, context_tokens: np.ndarray) -> np.ndarray:
         """`time_s` for each of several context sums (int64): the same operations in the
@@ -144,9 +172,10 @@ class VerifyStep:
             kv_read * c.kv_bytes_per_token_per_layer
             + self.num_prefill * c.attention_act_bytes_per_token
         ) / c.attention_bytes_per_s
-        layer_work = self.layers_before_s + np.maximum(pre_c, pre_m) + self.elementwise_s
+        layer_work = self.layers_before_s + np.maximum(pre_c, pre_m) + self.state_s
+        layer_work = layer_work + self.elementwise_s
         out: np.ndarray = layer_work + self.lm_head_s + self.communication_s + self.overhead_s
-        return out
+        return out + self.sequences_s
 
 
 def verify_step(
@@ -155,10 +184,12 @@ def verify_step(
     k: int,
     graphs: CudaGraphs | None = None,
     graphed: bool = False,
+    serial_host: bool = False,
 ) -> VerifyStep:
     """The `VerifyStep` of `num_seqs` > 0 sequences verifying `k` drafted tokens each, run
     as `graphs` say where `graphed` (`graphed_verify_terms`), else eagerly: the general
-    formula's terms at context 0, of which only prompt attention changes with the context."""
+    formula's terms at context 0, of which only prompt attention changes with the context;
+    with `serial_host` its sequences' host work (`verify_sequence_s`) after them."""
     decoding = aggregate(decode_batch(num_seqs, 0), c.window)
     a = verify_aggregates(decoding, k, c.window)
     terms = step_terms(c, a)
@@ -189,4 +220,14 @@ def verify_step(
         communication_s=c.num_allreduces * (ar_latency_s + ar_link_s)
         + c.num_pipeline_sends * (send_latency_s + send_link_s),
         overhead_s=((step_s + layers_s) + indexer_s) + seqs_s,
+        state_s=with_verify_state(c, terms, num_seqs, k)[DECODE_MEMORY],
+        sequences_s=verify_sequence_s(c, num_seqs) if serial_host else 0.0,
     )
+
+
+def verify_sequence_s(c: StepConstants, num_decode_seqs: int) -> float:
+    """A verify step's cost per decoding sequence beyond its roofline, added after the step's
+    other terms where the engine runs it serial with the GPU (`SpeculativeDecoding.
+    serial_host`; `EfficiencyFactors.verify_sequence_overhead_s`: its per-request host work
+    of a verify step; 0 in a step without decoding sequences)."""
+    return num_decode_seqs * c.verify_sequence_overhead_s

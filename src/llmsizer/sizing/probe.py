@@ -153,7 +153,7 @@ class Probe:
         self.limits = limits
         self.pp = instance.deployment.pipeline_parallel_size
         self.speculative = instance.spec.speculative
-        cost = step_cost_of(self.speculative, instance.step)
+        cost = step_cost_of(self.speculative, instance.step, instance.engine.overlap_scheduler)
         self.engine = instance.simulator(instance.virtual_engine(), cost)
         self.seed = seed
         kv_bytes = instance.memory.kv_cache_bytes
