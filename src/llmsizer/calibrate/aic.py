@@ -25,7 +25,10 @@ TPOT) or an `AicSkipped` with a one-line reason. How the rows were measured is i
   run (`aic_twins.with_inferencex_twins`); an SGLang row InferenceX's MTP sweep ran
   speculates as its script launched it (`aic_agg_sweeps`; TensorRT-LLM's: `aic_launch`).
 - **Expert parallelism.** `moe_ep_size` is the spec's `expert_parallel_size` (experts split
-  whole over that many of the GPUs the MoE layers run on, each over `moe_tp_size` of them).
+  whole over that many of the GPUs the MoE layers run on, each over `moe_tp_size` of them),
+  where the launch turned it on (`launched_expert_parallel`): InferenceX's vLLM Kimi-K2.5
+  scripts never pass `--enable-expert-parallel` while the rows were measured, whatever the
+  config's `ep` (60 rows say EP 4), so vLLM split those experts over the TP group.
 - **Attention data parallelism.** AIC writes it as vLLM launches it: `attention_dp_size` D
   ranks of `tp_size` GPUs each (attention TP), the MoE layers over all `tp_size x D` =
   `moe_tp_size x moe_ep_size` GPUs. That is the spec's `attention_dp_size` with
@@ -64,7 +67,7 @@ from pathlib import Path
 from typing import Any
 
 from llmsizer.calibrate.aic_agg_sweeps import sglang_mtp_launch
-from llmsizer.calibrate.aic_launch import launch_settings
+from llmsizer.calibrate.aic_launch import family_of, launch_settings
 from llmsizer.calibrate.aic_sweeps import measured_at
 from llmsizer.calibrate.aic_twins import is_gap, with_inferencex_twins
 from llmsizer.calibrate.engine_kernels import apply_version_launch
@@ -83,6 +86,7 @@ LENGTH_RATIO = 0.8  # InferenceX RANDOM_RANGE_RATIO (.github/workflows/benchmark
 PROMPTS_PER_CLIENT = 10  # InferenceX --num-prompts $((CONC*10))
 GAP_PROMPTS_PER_CLIENT = 20  # AIC bench_run.sh.j2: aiperf --num-requests c*20 (HEAD default)
 _FP8_KV = (Precision.FP8, Precision.FP8_BLOCK, Precision.FP4)
+VLLM_SCRIPTS_WITHOUT_EP = ("kimi",)  # `launched_expert_parallel`: no --enable-expert-parallel
 _CONCURRENCY = re.compile(r"silicon_concurrency=(\d+)")
 
 
@@ -149,6 +153,7 @@ def _map(row: Mapping[str, str], check_fit: bool) -> AicCase:
         model = get_model(row["model_path"]).name
     except (ValueError, OSError) as e:
         raise _Skip(f"model {row['model_path']} not in the catalog") from e
+    ep = launched_expert_parallel(row["backend"], model, ep, inferencex=not gap)
     precision, note = _precision(row)
     concurrency = _concurrency(row)
     if concurrency < 1:
@@ -213,6 +218,23 @@ def _layout(row: Mapping[str, str], gpus_per_node: int) -> tuple[int, int, int]:
     if moe_tp > 1:  # SGLang / TensorRT-LLM: TP moe_tp with EP moe_ep
         return moe_tp, ep, 1
     return tp, tp, 1  # vLLM: expert parallel over the TP group
+
+
+def launched_expert_parallel(engine: str, model: str, ep: int, *, inferencex: bool) -> int:
+    """The expert-parallel size the row's launch ran with: `ep`, or 1 where its script does
+    not turn expert parallelism on. vLLM runs a MoE layer's experts tensor-parallel over the
+    TP group unless `--enable-expert-parallel` is given (`ParallelConfig.
+    enable_expert_parallel`, default False); InferenceX's Kimi-K2.5 vLLM scripts launch
+    `--tensor-parallel-size=$TP` alone, ignoring the config's `ep`, from the first
+    (`kimik2.5_int4_b200.sh` @ eb02101ef, 2026-02-23; `kimik2.5_fp4_b200.sh` @ a58dedd5a,
+    2026-03-11, whose config says `{ tp: 4, ep: 4 }`) through the last the rows ran
+    (@ 626932a11, 2026-03-27; @ 6c3acebfa, 2026-04-20, which sets `ep: 1`) until
+    `EP_ARGS` came with @ 9607d7071 (2026-08-07), after every row. Their MiniMax-M2.5
+    scripts pass `--enable-expert-parallel` when `EP_SIZE` > 1 (`minimaxm2.5_fp8_b200.sh`):
+    as written."""
+    if engine == "vllm" and inferencex and family_of(model) in VLLM_SCRIPTS_WITHOUT_EP:
+        return 1
+    return ep
 
 
 def layout_columns(row: Mapping[str, str], prefix: str = "") -> tuple[int, int, int, int]:
