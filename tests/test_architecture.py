@@ -74,7 +74,10 @@ BUDGET = {
     # + 22: a collected calibration file's device as a GPU (issue 16)
     # + 15: a launch's linear-attention state dtype checked and priced (`check_state_dtype`,
     # issue 10, mamba12)
-    + 15,
+    + 15
+    # + 6: query / key norms over every head read from the config (`qk_norm_across_heads`,
+    # issue 10, vllmtpot14)
+    + 6,
     "perf": 2600  # + 150: CUDA graphs in the step cost, per engine with sources (issue 10,
     # cuda_graphs.py), and speculating steps priced without a batch, in quiet runs, the
     # drafter's passes reused (issue 11, verify_step.py): about 225 lines each, in the slack
@@ -123,7 +126,10 @@ BUDGET = {
     # + 80: a graphed decode step's shared experts on a second stream, each engine's kernels
     # left on the first with their sources (`cuda_graphs.SharedExpertsStream`; issue 10,
     # kernels13)
-    + 80,
+    + 80
+    # + 26: query / key norms over every head, their all-reduce a layer under tensor
+    # parallelism and their kernels, with the vLLM source (issue 10, vllmtpot14)
+    + 26,
     "sim": 1760  # + 110: decode-only steps in a row and their compact step log (issue 13)
     # + 50: delay batching in the continuous scheduler (merged from main, unbudgeted there)
     # + 120: quiet decode runs priced at once, a refused first waiting request kept on the
@@ -310,7 +316,10 @@ BUDGET = {
     + 5
     # + 45: TensorRT-LLM's Hopper AIC fit: a prior's fitted factors, per-group candidates,
     # the C++ runtime's rows out of the AIC fits (issue 10, trthopper13)
-    + 45,
+    + 45
+    # + 17: InferenceX's vLLM Kimi-K2.5 scripts launched without expert parallelism
+    # (`aic.launched_expert_parallel`, issue 10, vllmtpot14)
+    + 17,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run
