@@ -9,6 +9,7 @@ import dataclasses
 import pytest
 
 from llmsizer.perf.batch_shape import decode_batch
+from llmsizer.perf.constants import StepConstants
 from llmsizer.perf.deployment import Deployment
 from llmsizer.perf.efficiency import EfficiencyFactors
 from llmsizer.perf.launches import (
@@ -29,7 +30,7 @@ LAYERS = 62  # MiniMax-M2.5: 62 softmax + MoE layers, 256 experts, no shared exp
 EFF = EfficiencyFactors()
 
 
-def _constants(tp: int, *, across: bool = True, dp: int = 1, ep: int = 1):  # noqa: ANN202
+def _constants(tp: int, *, across: bool = True, dp: int = 1, ep: int = 1) -> StepConstants:
     dep = Deployment.from_names(
         "minimax-m2.5", "b200", "fp8", kv_cache_dtype="fp8", tensor_parallel_size=tp,
         attention_dp_size=dp, expert_parallel_size=ep,
@@ -105,12 +106,12 @@ def test_under_attention_data_parallelism_the_attention_group_adds_it() -> None:
     latency = with_norms.num_allreduces * with_norms.allreduce_latency_s
     added = LAYERS * Deployment.from_names("minimax-m2.5", "b200", "fp8").allreduce_hops(2)
     assert latency == pytest.approx(
-        without.num_allreduces * without.allreduce_latency_s
-        + added * EFF.collective_hop_latency_s
+        without.num_allreduces * without.allreduce_latency_s + added * EFF.collective_hop_latency_s
     )
-    assert _constants(1, dp=4, ep=4).num_allreduces == _constants(
-        1, across=False, dp=4, ep=4
-    ).num_allreduces
+    assert (
+        _constants(1, dp=4, ep=4).num_allreduces
+        == _constants(1, across=False, dp=4, ep=4).num_allreduces
+    )
 
 
 def test_a_tp4_decode_step_pays_the_norms_latency_and_kernels() -> None:

@@ -237,9 +237,8 @@ def _collectives(d: Deployment, eff: EfficiencyFactors) -> tuple[int, float, flo
         return 2 * (ranks - 1) / ranks * tokens_per_rank_token * m.hidden_size * act / link
 
     if dp == 1:
-        count = 2 * m.num_layers if tp > 1 else 0
-        hops = d.allreduce_hops(tp)
-        return _with_qk_norms(count, hops, per_token_s(tp, 1), qk, hops)
+        count, tp_hops = (2 * m.num_layers if tp > 1 else 0), d.allreduce_hops(tp)
+        return _with_qk_norms(count, tp_hops, per_token_s(tp, 1), qk, tp_hops)
     world = d.moe_world_size
     per_layer = 2 if tp > 1 else 1  # the MoE gather and scatter; the attention all-reduce
     moe_hops, moe_s = float(d.allreduce_hops(world)), per_token_s(world, dp)
