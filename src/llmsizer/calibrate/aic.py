@@ -33,7 +33,11 @@ TPOT) or an `AicSkipped` with a one-line reason. How the rows were measured is i
   ranks of `tp_size` GPUs each (attention TP), the MoE layers over all `tp_size x D` =
   `moe_tp_size x moe_ep_size` GPUs. That is the spec's `attention_dp_size` with
   `tensor_parallel_size` = `tp_size` (TensorRT-LLM `enable_attention_dp` rows: `tp_size` 1,
-  D = the GPUs; vLLM MiniMax-M2.5 `-tp 2 -dp 2 --enable-expert-parallel`: TP 2, D 2, EP 4).
+  D = the GPUs). Not vLLM's InferenceX rows written `tp_size` T, `attention_dp_size` D,
+  `moe_ep_size` T x D inside a node (MiniMax-M2.5's 36 `tp 2, dp 2, ep 4` rows): no script
+  launched that (`minimaxm2.5_fp8_b{2,3}00.sh` have no data parallelism; the NVFP4 one's
+  is `--tensor-parallel-size=1 --data-parallel-size=$TP`), and they repeat, to 0.5 %, the
+  `..._tp2_ep2_...` rows of the config `{ tp: 2, ep: 2 }`: read as TP T with EP T (`_layout`).
 - **Layouts written as products** (`_layout`). In 254 agg rows of InferenceX's expert-parallel
   runs on 8-GPU HGX nodes, `tp_size x attention_dp_size` equals `moe_tp_size x moe_ep_size`
   and exceeds the node: 16 or 64 GPUs on one B200 / B300 / H100 node. The rows' ids name
@@ -211,6 +215,9 @@ def _layout(row: Mapping[str, str], gpus_per_node: int) -> tuple[int, int, int]:
     (module docstring: a layout AIC wrote as a product is read back)."""
     tp, dp, moe_tp, ep = layout_columns(row)
     world = tp * dp
+    vllm_product = row["backend"] == "vllm" and dp > 1 and moe_tp == 1 and ep == world
+    if vllm_product and not is_gap(row):  # `tp: T, ep: T` written T, D, T x D (docstring)
+        return tp, tp, 1
     if ep == 1 or world != moe_tp * ep or world <= gpus_per_node:
         return tp, ep, dp
     if moe_tp > 1 and tp == 1:  # TensorRT-LLM attention DP over moe_tp GPUs, EP moe_ep
