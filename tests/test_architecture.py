@@ -317,9 +317,10 @@ BUDGET = {
     # + 45: TensorRT-LLM's Hopper AIC fit: a prior's fitted factors, per-group candidates,
     # the C++ runtime's rows out of the AIC fits (issue 10, trthopper13)
     + 45
-    # + 17: InferenceX's vLLM Kimi-K2.5 scripts launched without expert parallelism
-    # (`aic.launched_expert_parallel`, issue 10, vllmtpot14)
-    + 17,
+    # + 24: InferenceX's vLLM Kimi-K2.5 scripts launched without expert parallelism
+    # (`aic.launched_expert_parallel`), vLLM's `tp: T, ep: T` rows written as products inside
+    # a node read as launched (`aic._layout`) (issue 10, vllmtpot14)
+    + 24,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run
