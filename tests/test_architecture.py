@@ -74,7 +74,10 @@ BUDGET = {
     # + 22: a collected calibration file's device as a GPU (issue 16)
     # + 15: a launch's linear-attention state dtype checked and priced (`check_state_dtype`,
     # issue 10, mamba12)
-    + 15,
+    + 15
+    # + 6: query / key norms over every head read from the config (`qk_norm_across_heads`,
+    # issue 10, vllmtpot14)
+    + 6,
     "perf": 2600  # + 150: CUDA graphs in the step cost, per engine with sources (issue 10,
     # cuda_graphs.py), and speculating steps priced without a batch, in quiet runs, the
     # drafter's passes reused (issue 11, verify_step.py): about 225 lines each, in the slack
@@ -128,7 +131,10 @@ BUDGET = {
     # with the GPU (`verify_step.verify_sequence_s`, `SpeculativeDecoding.serial_host`,
     # `EfficiencyFactors.verify_sequence_overhead_s`) and a hybrid model's recurrent states
     # it moves (`verify_step.verify_state_s`; issue 10, spec14)
-    + 67,
+    + 67
+    # + 33: query / key norms over every head, their all-reduce a layer under tensor
+    # parallelism and their kernels, with the vLLM source (issue 10, vllmtpot14)
+    + 33,
     "sim": 1760  # + 110: decode-only steps in a row and their compact step log (issue 13)
     # + 50: delay batching in the continuous scheduler (merged from main, unbudgeted there)
     # + 120: quiet decode runs priced at once, a refused first waiting request kept on the
@@ -327,7 +333,11 @@ BUDGET = {
     + 80
     # + 33: a speculative verify step's per-sequence column and its fit where rows fill it,
     # its state in the verify part (`features.VERIFY_SEQUENCES`, `aic_fit.VERIFY`; spec14)
-    + 33,
+    + 33
+    # + 29: InferenceX's vLLM Kimi-K2.5 scripts launched without expert parallelism
+    # (`aic.launched_expert_parallel`), vLLM's `tp: T, ep: T` rows written as products inside
+    # a node read as launched (`aic._layout`) (issue 10, vllmtpot14)
+    + 29,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run

@@ -142,6 +142,44 @@ def test_a_layout_written_as_a_product_is_read_as_launched(
     assert spec.concurrency == 8 * int(dp)  # the clients are the row's silicon_concurrency
 
 
+KIMI = {"model_path": "moonshotai/Kimi-K2.5", "gemm_quant_mode": "nvfp4", "precision": "fp4"}
+
+
+@pytest.mark.parametrize(
+    ("aic_layout", "source", "launched"),
+    [
+        # (tp_size, attention_dp_size, moe_tp_size, moe_ep_size) -> (tp, dp, ep)
+        (("4", "1", "1", "4"), "model=Kimi-K2.5; measured=2026-03-11", (4, 1, 1)),
+        (("4", "4", "1", "16"), "db-dump/2026-04-27; config_id=635", (4, 1, 1)),  # a product
+        (("8", "1", "8", "1"), "db-dump/2026-04-27; config_id=636", (8, 1, 1)),
+        (("4", "1", "1", "4"), "kimi-k2.5-gap-analysis.csv", (4, 1, 4)),  # AIC's own launch
+    ],
+)
+def test_vllm_kimi_scripts_run_the_experts_tensor_parallel(
+    aic_layout: tuple[str, ...], source: str, launched: tuple[int, int, int]
+) -> None:
+    """InferenceX's Kimi-K2.5 vLLM scripts pass no --enable-expert-parallel (aic.
+    launched_expert_parallel): the config's EP 4 ran as TP 4, its experts split over the
+    4 GPUs, where an EP 4 busiest rank reads more of them at a few clients."""
+    tp, dp, moe_tp, ep = aic_layout
+    case = mapped(
+        **KIMI, tp_size=tp, attention_dp_size=dp, moe_tp_size=moe_tp, moe_ep_size=ep,
+        batch_size="4", silicon_data_source=f"{source}; silicon_concurrency=4",
+    )  # fmt: skip
+    spec = case.spec
+    got = (spec.tensor_parallel_size, spec.attention_dp_size, spec.expert_parallel_size)
+    assert got == launched
+    assert spec.concurrency == 4
+
+
+def test_a_vllm_minimax_script_with_ep_runs_expert_parallel() -> None:
+    """MiniMax-M2.5's vLLM scripts pass --enable-expert-parallel when EP_SIZE > 1."""
+    case = mapped(
+        model_path="MiniMaxAI/MiniMax-M2.5", tp_size="4", moe_tp_size="1", moe_ep_size="4",
+    )  # fmt: skip
+    assert (case.spec.tensor_parallel_size, case.spec.expert_parallel_size) == (4, 4)
+
+
 @pytest.mark.parametrize(
     ("backend", "aic_layout", "launched"),
     [
@@ -149,7 +187,8 @@ def test_a_layout_written_as_a_product_is_read_as_launched(
         ("trtllm", ("1", "64", "8", "8"), (1, 8, 8)),  # id ..._tp8_ep8_...: a product
         ("trtllm", ("1", "16", "4", "4"), (1, 4, 4)),  # id ..._tp4_ep4_...: a product
         ("trtllm", ("1", "8", "1", "8"), (1, 8, 8)),  # id ..._tp8_0_ep8_0_...: as written
-        ("vllm", ("2", "2", "1", "4"), (2, 2, 4)),  # MiniMax -tp 2 -dp 2 --enable-expert-parallel
+        # vLLM's InferenceX `tp: 2, ep: 2` written as a product inside the node (aic._layout)
+        ("vllm", ("2", "2", "1", "4"), (2, 1, 2)),
     ],
 )
 def test_attention_data_parallel_rows_are_read_as_launched(
@@ -320,7 +359,8 @@ def test_every_aggregated_row_is_predicted_but_the_gb200_disaggregated_runs() ->
     assert all(r.reason.startswith("disaggregated GB200 run") for r in gb200)
     cases = [r for r in rows if isinstance(r, AicCase)]
     assert len(cases) == 2140
-    assert sum(c.spec.attention_dp_size > 1 for c in cases) == 83
+    # TensorRT-LLM's DeepSeek; vLLM's 36 MiniMax `tp: 2, ep: 2` rows are not (aic._layout)
+    assert sum(c.spec.attention_dp_size > 1 for c in cases) == 47
 
 
 @pytest.mark.parametrize(("clients", "cap"), [("64", 128), ("128", 512), ("512", 512)])

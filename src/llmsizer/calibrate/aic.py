@@ -28,12 +28,19 @@ TPOT) or an `AicSkipped` with a one-line reason. How the rows were measured is i
   (InferenceX's client and SGLang's server tokenizing apart: `aic_clients`) is predicted and
   reported, and the fits train without it (`AicCase.unfitted`).
 - **Expert parallelism.** `moe_ep_size` is the spec's `expert_parallel_size` (experts split
-  whole over that many of the GPUs the MoE layers run on, each over `moe_tp_size` of them).
+  whole over that many of the GPUs the MoE layers run on, each over `moe_tp_size` of them),
+  where the launch turned it on (`launched_expert_parallel`): InferenceX's vLLM Kimi-K2.5
+  scripts never pass `--enable-expert-parallel` while the rows were measured, whatever the
+  config's `ep` (60 rows say EP 4), so vLLM split those experts over the TP group.
 - **Attention data parallelism.** AIC writes it as vLLM launches it: `attention_dp_size` D
   ranks of `tp_size` GPUs each (attention TP), the MoE layers over all `tp_size x D` =
   `moe_tp_size x moe_ep_size` GPUs. That is the spec's `attention_dp_size` with
   `tensor_parallel_size` = `tp_size` (TensorRT-LLM `enable_attention_dp` rows: `tp_size` 1,
-  D = the GPUs; vLLM MiniMax-M2.5 `-tp 2 -dp 2 --enable-expert-parallel`: TP 2, D 2, EP 4).
+  D = the GPUs). Not vLLM's InferenceX rows written `tp_size` T, `attention_dp_size` D,
+  `moe_ep_size` T x D inside a node (MiniMax-M2.5's 36 `tp 2, dp 2, ep 4` rows): no script
+  launched that (`minimaxm2.5_fp8_b{2,3}00.sh` have no data parallelism; the NVFP4 one's
+  is `--tensor-parallel-size=1 --data-parallel-size=$TP`), and they repeat, to 0.5 %, the
+  `..._tp2_ep2_...` rows of the config `{ tp: 2, ep: 2 }`: read as TP T with EP T (`_layout`).
 - **Layouts written as products** (`_layout`). In 254 agg rows of InferenceX's expert-parallel
   runs on 8-GPU HGX nodes, `tp_size x attention_dp_size` equals `moe_tp_size x moe_ep_size`
   and exceeds the node: 16 or 64 GPUs on one B200 / B300 / H100 node. The rows' ids name
@@ -68,7 +75,7 @@ from typing import Any
 
 from llmsizer.calibrate.aic_agg_sweeps import sglang_mtp_launch
 from llmsizer.calibrate.aic_clients import prompt_length_unknown
-from llmsizer.calibrate.aic_launch import launch_settings
+from llmsizer.calibrate.aic_launch import family_of, launch_settings
 from llmsizer.calibrate.aic_sweeps import measured_at
 from llmsizer.calibrate.aic_twins import is_gap, with_inferencex_twins
 from llmsizer.calibrate.engine_kernels import apply_version_launch
@@ -87,6 +94,7 @@ LENGTH_RATIO = 0.8  # InferenceX RANDOM_RANGE_RATIO (.github/workflows/benchmark
 PROMPTS_PER_CLIENT = 10  # InferenceX --num-prompts $((CONC*10))
 GAP_PROMPTS_PER_CLIENT = 20  # AIC bench_run.sh.j2: aiperf --num-requests c*20 (HEAD default)
 _FP8_KV = (Precision.FP8, Precision.FP8_BLOCK, Precision.FP4)
+VLLM_SCRIPTS_WITHOUT_EP = ("kimi",)  # `launched_expert_parallel`: no --enable-expert-parallel
 _CONCURRENCY = re.compile(r"silicon_concurrency=(\d+)")
 
 
@@ -155,6 +163,7 @@ def _map(row: Mapping[str, str], check_fit: bool) -> AicCase:
         model = get_model(row["model_path"]).name
     except (ValueError, OSError) as e:
         raise _Skip(f"model {row['model_path']} not in the catalog") from e
+    ep = launched_expert_parallel(row["backend"], model, ep, inferencex=not gap)
     precision, note = _precision(row)
     concurrency = _concurrency(row)
     if concurrency < 1:
@@ -213,6 +222,9 @@ def _layout(row: Mapping[str, str], gpus_per_node: int) -> tuple[int, int, int]:
     (module docstring: a layout AIC wrote as a product is read back)."""
     tp, dp, moe_tp, ep = layout_columns(row)
     world = tp * dp
+    vllm_product = row["backend"] == "vllm" and dp > 1 and moe_tp == 1 and ep == world
+    if vllm_product and not is_gap(row):  # `tp: T, ep: T` written T, D, T x D (docstring)
+        return tp, tp, 1
     if ep == 1 or world != moe_tp * ep or world <= gpus_per_node:
         return tp, ep, dp
     if moe_tp > 1 and tp == 1:  # TensorRT-LLM attention DP over moe_tp GPUs, EP moe_ep
@@ -220,6 +232,23 @@ def _layout(row: Mapping[str, str], gpus_per_node: int) -> tuple[int, int, int]:
     if moe_tp > 1:  # SGLang / TensorRT-LLM: TP moe_tp with EP moe_ep
         return moe_tp, ep, 1
     return tp, tp, 1  # vLLM: expert parallel over the TP group
+
+
+def launched_expert_parallel(engine: str, model: str, ep: int, *, inferencex: bool) -> int:
+    """The expert-parallel size the row's launch ran with: `ep`, or 1 where its script does
+    not turn expert parallelism on. vLLM runs a MoE layer's experts tensor-parallel over the
+    TP group unless `--enable-expert-parallel` is given (`ParallelConfig.
+    enable_expert_parallel`, default False); InferenceX's Kimi-K2.5 vLLM scripts launch
+    `--tensor-parallel-size=$TP` alone, ignoring the config's `ep`, from the first
+    (`kimik2.5_int4_b200.sh` @ eb02101ef, 2026-02-23; `kimik2.5_fp4_b200.sh` @ a58dedd5a,
+    2026-03-11, whose config says `{ tp: 4, ep: 4 }`) through the last the rows ran
+    (@ 626932a11, 2026-03-27; @ 6c3acebfa, 2026-04-20, which sets `ep: 1`) until
+    `EP_ARGS` came with @ 9607d7071 (2026-08-07), after every row. Their MiniMax-M2.5
+    scripts pass `--enable-expert-parallel` when `EP_SIZE` > 1 (`minimaxm2.5_fp8_b200.sh`):
+    as written."""
+    if engine == "vllm" and inferencex and family_of(model) in VLLM_SCRIPTS_WITHOUT_EP:
+        return 1
+    return ep
 
 
 def layout_columns(row: Mapping[str, str], prefix: str = "") -> tuple[int, int, int, int]:

@@ -228,16 +228,19 @@ def _graphed_layer_units(d: Deployment, graphs: CudaGraphs | None) -> tuple[floa
 
 def _collectives(d: Deployment, eff: EfficiencyFactors) -> tuple[int, float, float]:
     """(all-reduces a step runs, hops of one, seconds per token of one at the link) (module
-    docstring); without attention data parallelism two all-reduces a layer over tp."""
+    docstring); without attention data parallelism two all-reduces a layer over tp, and a
+    third in each softmax layer whose q / k norms span every head (`_qk_norm_allreduces`)."""
     m, tp, dp = d.model, d.tensor_parallel_size, d.attention_dp_size
     act = d.activation_precision.bytes_per_element
+    qk = _qk_norm_allreduces(d)
 
     def per_token_s(ranks: int, tokens_per_rank_token: int) -> float:
         link = d.link_bytes_per_s(ranks) * eff.interconnect_efficiency
         return 2 * (ranks - 1) / ranks * tokens_per_rank_token * m.hidden_size * act / link
 
     if dp == 1:
-        return (2 * m.num_layers if tp > 1 else 0), d.allreduce_hops(tp), per_token_s(tp, 1)
+        count, tp_hops = (2 * m.num_layers if tp > 1 else 0), d.allreduce_hops(tp)
+        return _with_qk_norms(count, tp_hops, per_token_s(tp, 1), qk, tp_hops)
     world = d.moe_world_size
     per_layer = 2 if tp > 1 else 1  # the MoE gather and scatter; the attention all-reduce
     moe_hops, moe_s = float(d.allreduce_hops(world)), per_token_s(world, dp)
@@ -251,7 +254,29 @@ def _collectives(d: Deployment, eff: EfficiencyFactors) -> tuple[int, float, flo
         moe_s = share * routed * (dispatch + act) / link
     hops = (moe_hops + d.allreduce_hops(tp)) / per_layer
     seconds = (moe_s + per_token_s(tp, 1)) / per_layer
-    return per_layer * m.num_layers, hops, seconds
+    return _with_qk_norms(per_layer * m.num_layers, hops, seconds, qk, d.allreduce_hops(tp))
+
+
+def _with_qk_norms(
+    count: int, hops: float, seconds: float, qk: int, qk_hops: float
+) -> tuple[int, float, float]:
+    """`count` all-reduces of mean `hops` and `seconds` a token, and `qk` more of `qk_hops`
+    that carry ~no bytes (`_qk_norm_allreduces`), as one mean collective; unchanged without."""
+    if qk == 0:
+        return count, hops, seconds
+    total = count + qk
+    return total, (hops * count + qk_hops * qk) / total, seconds * count / total
+
+
+def _qk_norm_allreduces(d: Deployment) -> int:
+    """All-reduces a step adds for query / key norms over every head
+    (`ModelSpec.qk_norm_across_heads`): with the heads split over tp > 1 GPUs, each softmax
+    layer sums the ranks' q and k variances before it scales them, one all-reduce of two
+    floats a token (vLLM 0.17-0.19 `MiniMaxText01RMSNormTP.forward_qk`:
+    `tensor_model_parallel_all_reduce(qk_var)`), its latency and almost none of the link."""
+    if not d.model.qk_norm_across_heads or d.tensor_parallel_size == 1:
+        return 0
+    return d.model.num_kv_cache_layers
 
 
 def _linear_state_io_bytes(d: Deployment) -> float:

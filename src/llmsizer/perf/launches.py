@@ -21,6 +21,11 @@ alike and is left out):
 - `GQA_ATTENTION` 6: QKV GEMM, rotary, KV-cache store, prefill attention, output GEMM,
   all-reduce (vLLM / SGLang `LlamaAttention.forward`); an output gate (Qwen3.5's gated
   attention, `attention_output_gate`) adds its sigmoid and product, `OUTPUT_GATE` 2.
+  Query and key norms over every head at once (`ModelSpec.qk_norm_across_heads`,
+  MiniMax-M2) add `QK_NORM_ACROSS_HEADS` 4: the two variance reductions, the all-reduce
+  that sums them over the tensor-parallel ranks, and the rescale of q and k
+  (vLLM 0.17-0.19 `MiniMaxText01RMSNormTP.forward_qk`, `layers/mamba/linear_attn.py`;
+  fused into one kernel only by the `fuse_minimax_qk_norm` pass after 0.19).
 - `DENSE_MLP` 4: gate-up GEMM, `SiluAndMul`, down GEMM, all-reduce (`LlamaMLP`).
 - `MLA_ATTENTION` 12: the fused q-a / kv-a down projection, q-a and kv-a RMSNorms, q-b and
   kv-b up projections, rotary, the key concatenation of its nope and rope parts, the
@@ -50,7 +55,7 @@ about what Llama-3.1-70B does per layer, SGLang's and TensorRT-LLM's DeepSeek ov
 
 So a dense GQA layer launches 12 (as `layer_overhead_s`'s prior counts a decode layer), a
 DeepSeek-V3 MoE + MLA layer 27, a GLM-5 one (with its indexer) 42, Qwen3.5's linear-attention
-MoE layer 32, a Qwen3 / MiniMax MoE layer without shared experts 17.
+MoE layer 32, a Qwen3 MoE layer without shared experts 17, MiniMax-M2's 21 (its norms).
 
 A step replayed from a CUDA graph launches nothing from the host but runs the same kernels,
 and each still costs the GPU time that no byte or FLOP count holds: the graph's launch of
@@ -82,6 +87,7 @@ from llmsizer.specs.models import ModelSpec
 NORMS = 2
 GQA_ATTENTION = 6
 OUTPUT_GATE = 2
+QK_NORM_ACROSS_HEADS = 4
 DENSE_MLP = 4
 MLA_ATTENTION = 12
 INDEXER = 15
@@ -102,6 +108,8 @@ def eager_launches(model: ModelSpec, shared_expert: int = SHARED_EXPERT) -> int:
     attention = MLA_ATTENTION if model.mla is not None else GQA_ATTENTION
     if model.attention_output_gate:
         attention += OUTPUT_GATE
+    if model.qk_norm_across_heads:
+        attention += QK_NORM_ACROSS_HEADS
     if model.sparse_attention is not None:
         attention += INDEXER
     moe = model.moe

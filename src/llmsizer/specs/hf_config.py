@@ -113,6 +113,9 @@ def _model(reader: _Reader, config: Mapping[str, Any], repo: str | None, source:
         sliding_window=window,
         num_sliding_window_layers=num_window_layers,
         attention_output_gate=bool(config.get("attn_output_gate", False)),
+        # MiniMax-M2: RMSNorm(head_dim x heads) on the whole q / k (HF modeling_minimax_m2)
+        qk_norm_across_heads=bool(config.get("use_qk_norm", False))
+        and config.get("qk_norm_type") == "per_layer",
         linear_attention=_linear_attention(reader, config, layers),
         sparse_attention=_sparse_attention(reader),
         num_mtp_layers=_num_mtp_layers(config),

@@ -52,6 +52,10 @@ class ModelSpec:
       (Mistral 7B v0.1: all 32; GPT-OSS: every other layer); the rest attend to everything.
     - `attention_output_gate`: the query projection also produces a sigmoid gate on the
       attention output, doubling its width (Qwen3-Next, Qwen3.5 `attn_output_gate`).
+    - `qk_norm_across_heads`: the query and key RMSNorms span every head at once (MiniMax-M2
+      `use_qk_norm` with `qk_norm_type` "per_layer": one RMS over all 48 x 128 query values,
+      not per head), so under tensor parallelism each layer sums the ranks' statistics
+      (`perf.launches.QK_NORM_ACROSS_HEADS`).
     - `linear_attention`: Gated DeltaNet layers in place of softmax attention in
       `linear_attention.num_layers` of the layers (Qwen3.5: 45 of 60).
     - `sparse_attention`: a DeepSeek Sparse Attention indexer in every softmax layer (GLM-5).
@@ -74,6 +78,7 @@ class ModelSpec:
     sliding_window: int | None = None
     num_sliding_window_layers: int = 0
     attention_output_gate: bool = False
+    qk_norm_across_heads: bool = False
     linear_attention: LinearAttentionSpec | None = None
     sparse_attention: SparseAttentionSpec | None = None
     num_mtp_layers: int = 0
