@@ -19,13 +19,12 @@ its commit time (UTC): the table's `since`.
 
 from __future__ import annotations
 
-import argparse
 import re
 import subprocess
 from pathlib import Path
 from typing import Any
 
-from inferencex_sweeps import SYSTEMS, _git, config_entries, write_table
+from inferencex_sweeps import SYSTEMS, _git, config_entries, run_transcription
 
 OUT = Path(__file__).resolve().parents[1] / "src/llmsizer/calibrate/data/inferencex_agg_sweeps.csv"
 COLUMNS = (
@@ -97,13 +96,7 @@ def transcribe(git_dir: Path) -> list[dict[str, Any]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--git-dir", type=Path, required=True, help="InferenceX's git directory")
-    parser.add_argument("--out", type=Path, default=OUT)
-    args = parser.parse_args()
-    table = transcribe(args.git_dir)
-    write_table(args.out, COLUMNS, table)
-    print(f"wrote {len(table)} sweeps to {args.out}")
+    run_transcription(__doc__, transcribe, COLUMNS, OUT)
 
 
 if __name__ == "__main__":

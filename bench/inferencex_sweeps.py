@@ -23,7 +23,7 @@ import argparse
 import csv
 import re
 import subprocess
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -149,14 +149,25 @@ def write_table(path: Path, columns: Sequence[str], table: list[dict[str, Any]])
         out.writerows(table)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def run_transcription(
+    doc: str,
+    transcribe: Callable[[Path], list[dict[str, Any]]],
+    columns: Sequence[str],
+    out: Path,
+) -> None:
+    """A transcription script's command line: `--git-dir` (InferenceX's) and `--out`
+    (default `out`); `transcribe` the revisions, write the table with `columns`."""
+    parser = argparse.ArgumentParser(description=doc.split("\n")[0])
     parser.add_argument("--git-dir", type=Path, required=True, help="InferenceX's git directory")
-    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--out", type=Path, default=out)
     args = parser.parse_args()
     table = transcribe(args.git_dir)
-    write_table(args.out, COLUMNS, table)
+    write_table(args.out, columns, table)
     print(f"wrote {len(table)} sweeps to {args.out}")
+
+
+def main() -> None:
+    run_transcription(__doc__, transcribe, COLUMNS, OUT)
 
 
 if __name__ == "__main__":
