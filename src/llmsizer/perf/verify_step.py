@@ -220,7 +220,7 @@ def verify_step(
         communication_s=c.num_allreduces * (ar_latency_s + ar_link_s)
         + c.num_pipeline_sends * (send_latency_s + send_link_s),
         overhead_s=((step_s + layers_s) + indexer_s) + seqs_s,
-        state_s=with_verify_state(c, terms, num_seqs, k)[DECODE_MEMORY],
+        state_s=verify_state_s(c, num_seqs, k),  # its terms have no decode attention
         sequences_s=verify_sequence_s(c, num_seqs) if serial_host else 0.0,
     )
 
