@@ -47,6 +47,10 @@ def median_errors(rows: list[dict[str, str]], metric: str) -> str:
     return " / ".join(f"{statistics.median(error(r, f, metric) for r in rows):+.0f}" for f in FOLDS)
 
 
+def med(rows: list[dict[str, str]], column: str) -> float:
+    return statistics.median(float(r[column]) for r in rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=Path, default=ROWS)
@@ -62,32 +66,29 @@ def main() -> None:
     groups: dict[tuple[str, ...], list[dict[str, str]]] = defaultdict(list)
     for r in rows:
         if r["id"] in speculating:
-            key = (r["backend"], r["model"], r["system"], r["isl"], band(int(r["concurrency"])))
-            groups[key].append(r)
+            group = (r["backend"], r["model"], r["system"], r["isl"], band(int(r["concurrency"])))
+            groups[group].append(r)
     print(f"{len([r for r in rows if r['id'] in speculating])} speculating rows; median signed")
     print("error %, shipped / LOGO / LOMO")
-    for key in sorted(groups):
-        g = groups[key]
+    for name in sorted(groups):
+        g = groups[name]
         ttft, tpot = median_errors(g, "ttft"), median_errors(g, "tpot")
-        print(f"  {' '.join(key):60s} n={len(g):2d}  TTFT {ttft:18s} TPOT {tpot}")
+        print(f"  {' '.join(name):60s} n={len(g):2d}  TTFT {ttft:18s} TPOT {tpot}")
 
     points: dict[tuple[str, ...], dict[bool, dict[str, dict[str, str]]]] = defaultdict(
         lambda: {True: {}, False: {}}
     )
     for r in rows:
-        key = (r["backend"], r["model"], r["system"], precision[r["id"]], r["tp"], r["isl"],
-               r["osl"], r["concurrency"])  # fmt: skip
-        kind = points[key][r["id"] in speculating]
+        point = (r["backend"], r["model"], r["system"], precision[r["id"]], r["tp"], r["isl"],
+                 r["osl"], r["concurrency"])  # fmt: skip
+        kind = points[point][r["id"] in speculating]
         kind.setdefault(r["measured_mean_ttft_ms"] + r["measured_mean_tpot_ms"], r)
     print("\nplain twins: TTFT ratio speculating / plain, measured and shipped; shipped error %")
     print("(TTFT, TPOT) of the plain and the speculating rows")
-    for key in sorted(points, key=lambda k: (k[:7], int(k[7]))):
-        spec, plain = (list(points[key][s].values()) for s in (True, False))
+    for twin in sorted(points, key=lambda k: (k[:7], int(k[7]))):
+        spec, plain = (list(points[twin][s].values()) for s in (True, False))
         if not spec or not plain:
             continue
-
-        def med(rs: list[dict[str, str]], column: str) -> float:
-            return statistics.median(float(r[column]) for r in rs)
 
         measured = med(spec, "measured_mean_ttft_ms") / med(plain, "measured_mean_ttft_ms")
         shipped = med(spec, "shipped_mean_ttft_ms") / med(plain, "shipped_mean_ttft_ms")
@@ -97,7 +98,7 @@ def main() -> None:
             for m in ("ttft", "tpot")
         ]
         print(
-            f"  {' '.join(key):62s} {measured:5.2f} {shipped:5.2f}   plain {errs[0]:+4.0f} "
+            f"  {' '.join(twin):62s} {measured:5.2f} {shipped:5.2f}   plain {errs[0]:+4.0f} "
             f"{errs[1]:+4.0f}   spec {errs[2]:+4.0f} {errs[3]:+4.0f}"
         )
 
