@@ -134,7 +134,10 @@ BUDGET = {
     + 67
     # + 33: query / key norms over every head, their all-reduce a layer under tensor
     # parallelism and their kernels, with the vLLM source (issue 10, vllmtpot14)
-    + 33,
+    + 33
+    # + 80: the linear layers' kernel an engine runs for block-FP8 weights on SM100,
+    # `perf/linear_kernels.py` (issue 10, trtds15)
+    + 80,
     "sim": 1760  # + 110: decode-only steps in a row and their compact step log (issue 13)
     # + 50: delay batching in the continuous scheduler (merged from main, unbudgeted there)
     # + 120: quiet decode runs priced at once, a refused first waiting request kept on the
@@ -196,6 +199,8 @@ BUDGET = {
     + 70
     # + 5: a speculating engine's step cost told whether it schedules one step ahead
     # (`speculative_cost(..., overlap)`, issue 10, spec14)
+    + 5
+    # + 5: the engine's linear kernel on the deployment (issue 10, trtds15)
     + 5,
     "sizing": 3650  # the plan pipeline only; + levers, arrivals, price models (issue 11), ETA
     # + the probe cache and quick plans the studio needs (issue 15); fleet check (issue 12)
@@ -337,7 +342,9 @@ BUDGET = {
     # + 29: InferenceX's vLLM Kimi-K2.5 scripts launched without expert parallelism
     # (`aic.launched_expert_parallel`), vLLM's `tp: T, ep: T` rows written as products inside
     # a node read as launched (`aic._layout`) (issue 10, vllmtpot14)
-    + 29,
+    + 29
+    # + 10: AIC DeepSeek fp8 GEMMs read as the checkpoints' fp8_block (issue 10, trtds15)
+    + 10,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run

@@ -393,3 +393,15 @@ def test_trtllm_delay_batching_as_the_scripts_launch_it() -> None:
     assert wait(**deepseek, batch_size="64") == (40, 0.8)
     assert wait(**deepseek, batch_size="32") == (0, 0.0)
     assert wait(**{**deepseek, "backend_version": "1.1.0rc2.post2"}, batch_size="64") == (0, 0.0)
+
+
+def test_the_fp8_gemms_of_a_block_scaled_checkpoint_are_fp8_block() -> None:
+    """DeepSeek-R1 / V3 as published carry 128 x 128 weight scales (config.json
+    `weight_block_size`); AIC calls their GEMMs `fp8`."""
+    deepseek = {"model_path": "deepseek-ai/DeepSeek-R1", "tp_size": "8", "moe_tp_size": "8"}
+    case = mapped(**deepseek, gemm_quant_mode="fp8", moe_quant_mode="fp8_block")
+    assert (case.spec.precision, case.note) == ("fp8_block", "")
+    assert mapped(**deepseek, gemm_quant_mode="fp8", moe_quant_mode="fp8").spec.precision == (
+        "fp8_block"
+    )
+    assert mapped(gemm_quant_mode="fp8").spec.precision == "fp8"  # Llama: per-tensor

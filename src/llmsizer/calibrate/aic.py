@@ -9,7 +9,9 @@ TPOT) or an `AicSkipped` with a one-line reason. How the rows were measured is i
   `tp_size` / `pp_size`; the engine preset named by `backend` with the scheduler settings
   the row was launched with (`llmsizer.calibrate.aic_launch`).
 - **Precision.** One weight precision per model today: `gemm_quant_mode`
-  (`quant_mode_precision`). Where `moe_quant_mode` differs (fp8 GEMMs with fp8_block
+  (`quant_mode_precision`); `fp8` on a checkpoint with block scales is `fp8_block`
+  (`BLOCK_FP8_CHECKPOINTS`: DeepSeek-R1 / V3 as published, what each engine loads as
+  block-scaled). Where `moe_quant_mode` differs (fp8 GEMMs with fp8_block
   experts, DeepSeek) the experts are priced as the GEMM precision and the case's `note` says
   so; the two formats differ by 0.03 % in bytes and use the same FP8 math. An empty mode means
   the checkpoint's dtype: the `precision` column, else bf16 (Llama-3.1-8B-Instruct's
@@ -94,6 +96,9 @@ LENGTH_RATIO = 0.8  # InferenceX RANDOM_RANGE_RATIO (.github/workflows/benchmark
 PROMPTS_PER_CLIENT = 10  # InferenceX --num-prompts $((CONC*10))
 GAP_PROMPTS_PER_CLIENT = 20  # AIC bench_run.sh.j2: aiperf --num-requests c*20 (HEAD default)
 _FP8_KV = (Precision.FP8, Precision.FP8_BLOCK, Precision.FP4)
+# checkpoints whose FP8 weights carry 128 x 128 block scales (config.json
+# `quantization_config.weight_block_size: [128, 128]`): their `fp8` GEMMs are fp8_block
+BLOCK_FP8_CHECKPOINTS = ("deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-V3")
 VLLM_SCRIPTS_WITHOUT_EP = ("kimi",)  # `launched_expert_parallel`: no --enable-expert-parallel
 _CONCURRENCY = re.compile(r"silicon_concurrency=(\d+)")
 
@@ -289,6 +294,8 @@ def _precision(row: Mapping[str, str]) -> tuple[Precision, str]:
     if gemm is None:
         column = row["precision"].strip()
         return (Precision.parse(column) if column else Precision.BF16), ""
+    if gemm is Precision.FP8 and row["model_path"].strip() in BLOCK_FP8_CHECKPOINTS:
+        gemm = Precision.FP8_BLOCK
     note = ""
     if moe is not None and moe is not gemm:
         note = f"moe_quant_mode {moe.value} priced as gemm_quant_mode {gemm.value}"

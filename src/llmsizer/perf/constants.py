@@ -35,6 +35,7 @@ from llmsizer.perf.cuda_graphs import CudaGraphs
 from llmsizer.perf.deployment import Deployment
 from llmsizer.perf.efficiency import EfficiencyFactors
 from llmsizer.perf.launches import eager_layer_units, layer_units
+from llmsizer.perf.linear_kernels import linear_rate_scale
 from llmsizer.perf.moe_comm import all_to_all, dispatch_bytes_per_element
 from llmsizer.perf.moe_kernels import experts_rate_scale
 from llmsizer.perf.roofline import expected_max_normal
@@ -136,7 +137,11 @@ def build_constants(
         attention_dp_size=dp,
         full_layers=m.num_layers - m.num_sliding_window_layers,
         window_layers=m.num_sliding_window_layers,
-        linear_flops_per_s=d.matmul_flops_per_s * eff.gemm_compute_efficiency * sparse_speedup,
+        # a linear kernel other than the engine's default (`linear_kernels`) scales FLOPs
+        linear_flops_per_s=d.matmul_flops_per_s
+        * eff.gemm_compute_efficiency
+        * sparse_speedup
+        * linear_rate_scale(d.linear_kernel),
         lm_head_flops_per_s=d.attention_flops_per_s * eff.gemm_compute_efficiency,
         attention_flops_per_s=d.attention_flops_per_s * eff.attention_compute_efficiency,
         gemm_bytes_per_s=d.gpu.hbm_bytes_per_s * eff.gemm_bandwidth_efficiency,

@@ -28,7 +28,9 @@ every rank's tokens gathered, over all tp x D GPUs (`moe_world_size`; experts sp
   and D = T (`moe_expert_parallel_size` and `moe_tensor_parallel_size` as given).
 
 `moe_backend` names the routed experts' kernel where the launch chose one other than the
-engine's default (`llmsizer.perf.moe_kernels`). `mamba_ssm_cache_dtype` (vLLM
+engine's default (`llmsizer.perf.moe_kernels`); `linear_kernel` the linear layers' kernel
+where the engine runs one other than its default for the weight format
+(`llmsizer.perf.linear_kernels`). `mamba_ssm_cache_dtype` (vLLM
 `--mamba-ssm-cache-dtype`, SGLang `--mamba-ssm-dtype`: float32, bfloat16, float16) is the
 linear-attention layers' recurrent state dtype where the launch overrode the config's
 `mamba_ssm_dtype` (SGLang `configs/mamba_utils.py` `mamba2_state_dtype`: the flag, set as
@@ -41,6 +43,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from llmsizer.perf.linear_kernels import check_linear_kernel
 from llmsizer.perf.moe_comm import all_to_all, check_moe_a2a_backend
 from llmsizer.perf.moe_kernels import check_moe_backend
 from llmsizer.perf.roofline import allreduce_hops
@@ -69,9 +72,11 @@ class Deployment:
     mamba_ssm_cache_dtype: str | None = None  # None: the config's (module docstring)
 
     moe_a2a_backend: str | None = None  # None: the all-gather (module docstring)
+    linear_kernel: str | None = None  # None: the engine's default kernel (module docstring)
 
     def __post_init__(self) -> None:
         check_moe_backend(self.moe_backend)
+        check_linear_kernel(self.linear_kernel)
         check_moe_a2a_backend(self.moe_a2a_backend)
         if self.mamba_ssm_cache_dtype is not None:
             check_state_dtype(self.mamba_ssm_cache_dtype)

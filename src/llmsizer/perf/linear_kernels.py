@@ -1,0 +1,67 @@
+"""The linear layers' kernel an engine runs for a weight format, and its rate beside the default.
+
+The fitted `EfficiencyFactors.gemm_compute_efficiency` prices the dense GEMMs an engine runs
+by default. One engine runs block-scaled FP8 weights (`fp8_block`: 128 x 128 weight scales,
+DeepSeek-V3 / R1's checkpoints) through a kernel far slower at prompt sizes, so a deployment
+that runs it (`Deployment.linear_kernel`) prices its linear layers' FLOPs at that kernel's
+fraction of the default's rate (`RELATIVE_RATE`); their weight reads, which bind a decode
+step's small batches, are unchanged.
+
+- `fp8_swap_ab` (TensorRT-LLM 1.0-1.2 on SM100 / SM103: B200, B300, GB200, GB300).
+  `FP8BlockScalesLinearMethod.apply` runs `torch.ops.trtllm.fp8_swap_ab_gemm` (DeepGEMM,
+  the activations quantised to FP8 1 x 128 inside it) whenever `is_sm_100f()`, at every
+  batch size, unless `use_cute_dsl_blockscaling_mm` or `disable_deep_gemm`
+  (NVIDIA/TensorRT-LLM `tensorrt_llm/_torch/modules/linear.py` @ 00bbf71e; Hopper and
+  SM120 run `fp8_block_scaling_gemm` instead). AIConfigurator timed that module's forward in
+  TensorRT-LLM 1.2.0rc5 on a B200 (ai-dynamo/aiconfigurator @ 095f58a51,
+  `aic-core/src/aiconfigurator_core/systems/data/b200_sxm/gemm/trtllm/1.2.0rc5/
+  gemm_perf.parquet`, `gemm_dtype fp8_block`, `kernel_source deepgemm`; the collector
+  `collector/trtllm/collect_gemm.py` times `Linear.forward`). Over DeepSeek's six linear
+  shapes of a layer at TP 8 (fused q_a / kv_a, q_b, kv_b, o_proj, the shared expert's
+  gate-up and down) it reaches 0.51 / 0.42 / 0.36 PFLOP/s at 2,048 / 4,096 / 8,192 tokens,
+  0.114 / 0.093 / 0.080 of the B200's dense FP8 peak, where the same harness's BF16 GEMMs
+  of the same shapes reach 1.33 / 1.31 / 1.27 PFLOP/s, 0.59 / 0.58 / 0.56 of the BF16 peak:
+  a fraction of peak 0.19 / 0.16 / 0.14 of BF16's. 0.15, the 4k-8k tokens of the AIC rows'
+  prompt steps (0.21 at 1,024 tokens, where DeepSeek's step is bound by its weight reads).
+  TensorRT-LLM 1.3.0rc10's table (same path, `.../gemm/trtllm/1.3.0rc10/`) reaches
+  1.25 PFLOP/s at 8,192 tokens: the kernel was fixed after the versions the rows ran, and an
+  engine version the spec does not carry today would select it.
+
+`None` (unset) is the engine's default: scale 1.0, every other deployment priced as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from llmsizer.specs.dtypes import Precision
+from llmsizer.specs.gpus import GpuSpec
+
+# kernel -> its linear layers' FLOP rate over the engine default kernel's (docstring)
+RELATIVE_RATE: Mapping[str, float] = MappingProxyType({"fp8_swap_ab": 0.15})
+
+# the catalog GPUs `is_sm_100f()` holds for (SM 100 / 103); the RTX PRO 6000 is SM 120
+_SM100F = frozenset({"b200", "b300", "gb200", "gb300"})
+
+
+def check_linear_kernel(name: str | None) -> str | None:
+    """`name` if it is a kernel with a price here (or None: the engine's default), else an
+    error naming the allowed ones."""
+    if name is None or name in RELATIVE_RATE:
+        return name
+    allowed = ", ".join(sorted(RELATIVE_RATE))
+    raise ValueError(f"linear_kernel {name!r} has no price; allowed: {allowed} (or unset)")
+
+
+def linear_rate_scale(name: str | None) -> float:
+    """The linear layers' FLOP rate under kernel `name`, as a fraction of the default's."""
+    return 1.0 if name is None else RELATIVE_RATE[check_linear_kernel(name) or ""]
+
+
+def engine_linear_kernel(engine: str, gpu: GpuSpec, precision: Precision) -> str | None:
+    """The kernel `engine` runs for linear weights in `precision` on `gpu` where it is not
+    the default (docstring): TensorRT-LLM's block-scaled FP8 on SM100 / SM103."""
+    if engine == "trtllm" and precision is Precision.FP8_BLOCK and gpu.key in _SM100F:
+        return "fp8_swap_ab"
+    return None

@@ -1,0 +1,93 @@
+"""A linear-layer kernel other than the engine's default (`perf.linear_kernels`): TensorRT-LLM
+1.0-1.2's block-FP8 GEMM on SM100 does the linear layers' FLOPs at its fraction of the
+default's rate; their weight reads, and every other part of a step, do not move."""
+
+from dataclasses import replace
+
+import pytest
+
+from llmsizer.instance import PredictSpec, make_instance
+from llmsizer.perf import Deployment, StepModel
+from llmsizer.perf.batch_shape import aggregate, decode_batch, prefill_batch
+from llmsizer.perf.efficiency import EfficiencyFactors
+from llmsizer.perf.linear_kernels import RELATIVE_RATE, engine_linear_kernel, linear_rate_scale
+from llmsizer.perf.step import StepTerms, step_terms
+from llmsizer.specs import get_gpu
+from llmsizer.specs.dtypes import Precision
+
+FITTED = EfficiencyFactors(gemm_compute_efficiency=0.75, gemm_bandwidth_efficiency=0.65)
+
+
+def model(kernel: str | None, gpu: str = "b200") -> StepModel:
+    d = Deployment.from_names("deepseek-r1", gpu, "fp8_block", tensor_parallel_size=8)
+    return StepModel(replace(d, linear_kernel=kernel), FITTED)
+
+
+def terms(kernel: str | None, batch) -> StepTerms:
+    c = model(kernel).constants
+    return StepTerms._make(step_terms(c, aggregate(batch, c.window)))
+
+
+@pytest.mark.parametrize("batch", [prefill_batch(1, 8_192), prefill_batch(1, 1_024)])
+def test_a_prompt_steps_linear_flops_run_at_the_kernels_fraction(batch) -> None:
+    default, swap_ab = terms(None, batch), terms("fp8_swap_ab", batch)
+    assert swap_ab.linear_compute_s == pytest.approx(default.linear_compute_s / 0.15)
+    for name in StepTerms._fields:
+        if name != "linear_compute_s":
+            assert getattr(swap_ab, name) == getattr(default, name), name
+
+
+def test_an_8k_prompt_costs_what_the_aic_kernel_table_says() -> None:
+    """DeepSeek-R1 at TP 8 on a B200, one 8,192-token prompt: the measured module forward
+    (TensorRT-LLM 1.2.0rc5, AIC) spends 1.91 ms a layer in the six linear shapes at
+    0.36 PFLOP/s; at the fitted 0.75 of the FP8 peak times 0.15 the linear part takes its
+    FLOPs at 0.51 PFLOP/s: within a factor 2 of the table (the model counts 537 GFLOP a
+    layer where the six shapes are 690: TensorRT-LLM keeps the fused q_a / kv_a projection
+    whole on each rank), where the default kernel priced it 12x faster than the table."""
+    batch = prefill_batch(1, 8_192)
+    before, after = model(None), model("fp8_swap_ab")
+    per_layer_before = before.breakdown(batch).part("linear").time_s / 61
+    per_layer_after = after.breakdown(batch).part("linear").time_s / 61
+    measured_s = 1.906e-3
+    assert per_layer_before < measured_s / 10
+    assert measured_s / 2 < per_layer_after < measured_s
+    assert after(batch) > before(batch)
+
+
+def test_a_small_decode_step_reads_weights_and_is_unchanged() -> None:
+    batch = decode_batch(8, 2_000)
+    assert model("fp8_swap_ab")(batch) == model(None)(batch)
+
+
+def test_the_engine_picks_it_for_block_fp8_on_sm100_only() -> None:
+    fp8b = Precision.FP8_BLOCK
+    assert engine_linear_kernel("trtllm", get_gpu("b200"), fp8b) == "fp8_swap_ab"
+    assert engine_linear_kernel("trtllm", get_gpu("gb300"), fp8b) == "fp8_swap_ab"
+    assert engine_linear_kernel("trtllm", get_gpu("h200-sxm"), fp8b) is None  # CUTLASS
+    assert engine_linear_kernel("trtllm", get_gpu("rtx-pro-6000"), fp8b) is None  # SM120
+    assert engine_linear_kernel("trtllm", get_gpu("b200"), Precision.FP8) is None  # per-tensor
+    assert engine_linear_kernel("vllm", get_gpu("b200"), fp8b) is None
+    assert engine_linear_kernel("sglang", get_gpu("b200"), fp8b) is None
+
+
+def _instance(engine: str, precision: str):
+    return make_instance(
+        PredictSpec.model_validate({
+            "model": "deepseek-r1", "gpu": "b200", "precision": precision, "tp": 8,
+            "kv_cache_dtype": "fp8", "isl": 1024, "osl": 16, "concurrency": 1,
+            "engine": {"engine": engine},
+        })
+    )  # fmt: skip
+
+
+def test_an_instance_runs_its_engines_kernel() -> None:
+    assert _instance("trtllm", "fp8_block").deployment.linear_kernel == "fp8_swap_ab"
+    assert _instance("vllm", "fp8_block").deployment.linear_kernel is None
+    assert _instance("trtllm", "fp4").deployment.linear_kernel is None
+
+
+def test_unset_is_the_default_and_an_unknown_kernel_is_an_error() -> None:
+    assert linear_rate_scale(None) == 1.0
+    assert linear_rate_scale("fp8_swap_ab") == RELATIVE_RATE["fp8_swap_ab"]
+    with pytest.raises(ValueError, match="linear_kernel 'cublas9' has no price; allowed: fp8_"):
+        model("cublas9")
