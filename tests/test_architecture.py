@@ -137,7 +137,9 @@ BUDGET = {
     + 33
     # + 80: the linear layers' kernel an engine runs for block-FP8 weights on SM100,
     # `perf/linear_kernels.py` (issue 10, trtds15)
-    + 80,
+    + 80
+    # + 3: a kernel runs one weight format (`check_kernel_format`; issue 10, session 15 lead)
+    + 3,
     "sim": 1760  # + 110: decode-only steps in a row and their compact step log (issue 13)
     # + 50: delay batching in the continuous scheduler (merged from main, unbudgeted there)
     # + 120: quiet decode runs priced at once, a refused first waiting request kept on the
@@ -201,7 +203,9 @@ BUDGET = {
     # (`speculative_cost(..., overlap)`, issue 10, spec14)
     + 5
     # + 5: the engine's linear kernel on the deployment (issue 10, trtds15)
-    + 5,
+    + 5
+    # + 10: `DeploymentSpec.linear_kernel`, the kernel a spec names (issue 10, session 15 lead)
+    + 10,
     "sizing": 3650  # the plan pipeline only; + levers, arrivals, price models (issue 11), ETA
     # + the probe cache and quick plans the studio needs (issue 15); fleet check (issue 12)
     # + 120: the search's parts on a sweep (`search_parts`, issue 13)
@@ -344,7 +348,10 @@ BUDGET = {
     # a node read as launched (`aic._layout`) (issue 10, vllmtpot14)
     + 29
     # + 10: AIC DeepSeek fp8 GEMMs read as the checkpoints' fp8_block (issue 10, trtds15)
-    + 10,
+    + 10
+    # + 19: the rows' TensorRT-LLM versions name their block-FP8 linear kernel
+    # (`engine_kernels.linear_kernel`; issue 10, session 15 lead)
+    + 19,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run

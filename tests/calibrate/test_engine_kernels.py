@@ -9,7 +9,7 @@ import pytest
 
 from llmsizer.calibrate import aic, engine_kernels
 from llmsizer.calibrate.aic import AicCase, map_aic_row
-from llmsizer.calibrate.engine_kernels import VERSION_LAUNCHES, apply_version_launch
+from llmsizer.calibrate.engine_kernels import VERSION_LAUNCHES, apply_version_launch, linear_kernel
 from tests.calibrate.test_aic import make_row
 from tests.conftest import shared_path
 
@@ -94,3 +94,24 @@ def test_only_the_rows_of_a_version_in_the_table_change(monkeypatch) -> None:
             changed.add(row["id"])
     assert len(selected) == 40  # the vLLM 0.17.0 MiniMax-M2.5 FP8 B200 rows
     assert changed == selected
+
+
+def test_the_rows_tensorrt_llm_versions_ran_it_for_block_fp8_on_sm100_only() -> None:
+    fp8b = "fp8_block"
+    assert linear_kernel("trtllm", "b200", fp8b, "1.2.0rc6.post3") == "fp8_swap_ab"
+    assert linear_kernel("trtllm", "gb300", fp8b, "1.0.0rc3") == "fp8_swap_ab"
+    assert linear_kernel("trtllm", "b200", fp8b, "") == "fp8_swap_ab"  # 2025, no image
+    assert linear_kernel("trtllm", "b200", fp8b, "1.3.0rc10") is None  # fixed by then
+    assert linear_kernel("trtllm", "h200-sxm", fp8b, "1.2.0rc6") is None  # CUTLASS
+    assert linear_kernel("trtllm", "rtx-pro-6000", fp8b, "1.2.0rc6") is None  # SM120
+    assert linear_kernel("trtllm", "b200", "fp8", "1.2.0rc6") is None  # per-tensor
+    assert linear_kernel("vllm", "b200", fp8b, "0.19.0") is None
+    assert linear_kernel("sglang", "b200", fp8b, "0.5.9") is None
+
+
+def test_a_tensorrt_llm_deepseek_fp8_row_on_b200_names_the_kernel_and_vllm_does_not() -> None:
+    row = {"model_path": "deepseek-ai/DeepSeek-R1", "tp_size": "8", "moe_tp_size": "8"}
+    trt = map_aic_row(make_row(**row, gemm_quant_mode="fp8", backend="trtllm"))
+    assert isinstance(trt, AicCase) and trt.spec.linear_kernel == "fp8_swap_ab"
+    vllm = map_aic_row(make_row(**row, gemm_quant_mode="fp8", backend="vllm"))
+    assert isinstance(vllm, AicCase) and vllm.spec.linear_kernel is None

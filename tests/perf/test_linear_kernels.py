@@ -10,10 +10,8 @@ from llmsizer.instance import PredictSpec, make_instance
 from llmsizer.perf import Deployment, StepModel
 from llmsizer.perf.batch_shape import aggregate, decode_batch, prefill_batch
 from llmsizer.perf.efficiency import EfficiencyFactors
-from llmsizer.perf.linear_kernels import RELATIVE_RATE, engine_linear_kernel, linear_rate_scale
+from llmsizer.perf.linear_kernels import RELATIVE_RATE, linear_rate_scale
 from llmsizer.perf.step import StepTerms, step_terms
-from llmsizer.specs import get_gpu
-from llmsizer.specs.dtypes import Precision
 
 FITTED = EfficiencyFactors(gemm_compute_efficiency=0.75, gemm_bandwidth_efficiency=0.65)
 
@@ -59,31 +57,24 @@ def test_a_small_decode_step_reads_weights_and_is_unchanged() -> None:
     assert model("fp8_swap_ab")(batch) == model(None)(batch)
 
 
-def test_the_engine_picks_it_for_block_fp8_on_sm100_only() -> None:
-    fp8b = Precision.FP8_BLOCK
-    assert engine_linear_kernel("trtllm", get_gpu("b200"), fp8b) == "fp8_swap_ab"
-    assert engine_linear_kernel("trtllm", get_gpu("gb300"), fp8b) == "fp8_swap_ab"
-    assert engine_linear_kernel("trtllm", get_gpu("h200-sxm"), fp8b) is None  # CUTLASS
-    assert engine_linear_kernel("trtllm", get_gpu("rtx-pro-6000"), fp8b) is None  # SM120
-    assert engine_linear_kernel("trtllm", get_gpu("b200"), Precision.FP8) is None  # per-tensor
-    assert engine_linear_kernel("vllm", get_gpu("b200"), fp8b) is None
-    assert engine_linear_kernel("sglang", get_gpu("b200"), fp8b) is None
-
-
-def _instance(engine: str, precision: str):
+def _instance(precision: str, kernel: str | None = None):
     return make_instance(
         PredictSpec.model_validate({
             "model": "deepseek-r1", "gpu": "b200", "precision": precision, "tp": 8,
             "kv_cache_dtype": "fp8", "isl": 1024, "osl": 16, "concurrency": 1,
-            "engine": {"engine": engine},
+            "engine": {"engine": "trtllm"}, "linear_kernel": kernel,
         })
     )  # fmt: skip
 
 
-def test_an_instance_runs_its_engines_kernel() -> None:
-    assert _instance("trtllm", "fp8_block").deployment.linear_kernel == "fp8_swap_ab"
-    assert _instance("vllm", "fp8_block").deployment.linear_kernel is None
-    assert _instance("trtllm", "fp4").deployment.linear_kernel is None
+def test_an_instance_runs_the_kernel_its_spec_names_and_today_the_default() -> None:
+    assert _instance("fp8_block", "fp8_swap_ab").deployment.linear_kernel == "fp8_swap_ab"
+    assert _instance("fp8_block").deployment.linear_kernel is None  # a plan for today's engine
+
+
+def test_a_kernel_for_another_weight_format_is_an_error_naming_both() -> None:
+    with pytest.raises(ValueError, match="'fp8_swap_ab' runs fp8_block weights; precision is fp4"):
+        _instance("fp4", "fp8_swap_ab")
 
 
 def test_unset_is_the_default_and_an_unknown_kernel_is_an_error() -> None:

@@ -80,7 +80,7 @@ from llmsizer.calibrate.aic_clients import prompt_length_unknown
 from llmsizer.calibrate.aic_launch import family_of, launch_settings
 from llmsizer.calibrate.aic_sweeps import measured_at
 from llmsizer.calibrate.aic_twins import is_gap, with_inferencex_twins
-from llmsizer.calibrate.engine_kernels import apply_version_launch
+from llmsizer.calibrate.engine_kernels import apply_version_launch, linear_kernel
 from llmsizer.instance import PredictSpec, make_instance
 from llmsizer.specs import get_gpu, get_model
 from llmsizer.specs.dtypes import Precision, quant_mode_precision
@@ -208,6 +208,8 @@ def _map(row: Mapping[str, str], check_fit: bool) -> AicCase:
     if row["backend"] == "sglang" and not gap:  # an MTP sweep's row (aic_agg_sweeps)
         fields |= sglang_mtp_launch(row, model, (tp, ep, dp), concurrency)
     fields = apply_version_launch(fields, row["backend_version"])  # what the version ran
+    version = row["backend_version"]
+    fields["linear_kernel"] = linear_kernel(row["backend"], gpu, precision.value, version)
     try:
         spec = PredictSpec.model_validate(fields)
         if check_fit:

@@ -30,10 +30,16 @@ sources of each and what is left unexplained.
     rows' `moe_ep_size` 1 does not say;
   - `--gpu-memory-utilization 0.95`, and neither `--max-num-batched-tokens 2 x ISL` nor
     `--max-cudagraph-capture-size 2048` (both added by PR 947): vLLM's defaults.
+- **TensorRT-LLM 1.0-1.2, block-FP8 linear layers on SM100 / SM103** (`linear_kernel`):
+  DeepGEMM's `fp8_swap_ab` GEMM, priced in `llmsizer.perf.linear_kernels` (sources there);
+  AIC's kernel table of 1.3.0rc10 shows it fixed, so a version from 1.3 on runs the default.
+  Every TensorRT-LLM row of the file is older (0.8.1 - 1.2.0rc6; a row with no version was
+  measured in 2025).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -96,3 +102,17 @@ def apply_version_launch(fields: Mapping[str, Any], version: str) -> dict[str, A
     if launch.expert_parallel:
         out["expert_parallel_size"] = fields["tp"] * fields.get("attention_dp_size", 1)
     return out | dict(launch.settings)
+
+
+SM100F_GPUS = frozenset({"b200", "b300", "gb200", "gb300"})  # `is_sm_100f()`; not SM 120
+_MAJOR_MINOR = re.compile(r"(\d+)\.(\d+)")
+
+
+def linear_kernel(engine: str, gpu: str, precision: str, version: str) -> str | None:
+    """The linear layers' kernel a row's engine version ran where it is not the default
+    (module docstring): TensorRT-LLM before 1.3 runs block FP8 on SM100 with `fp8_swap_ab`."""
+    if engine != "trtllm" or precision != "fp8_block" or gpu not in SM100F_GPUS:
+        return None
+    found = _MAJOR_MINOR.match(version.strip())
+    before_1_3 = found is None or (int(found[1]), int(found[2])) < (1, 3)
+    return "fp8_swap_ab" if before_1_3 else None

@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from llmsizer.instance.speculation import SpeculativeSpec
+from llmsizer.perf.linear_kernels import check_linear_kernel
 from llmsizer.perf.moe_comm import check_moe_a2a_backend
 from llmsizer.perf.moe_kernels import check_moe_backend
 from llmsizer.sim import PRESETS, EngineConfig
@@ -97,6 +98,14 @@ class HardwareSpec(BaseModel):
         "fitted factors price.",
     )
 
+    linear_kernel: str | None = Field(
+        None,
+        description="The linear layers' kernel where the engine version ran one other than "
+        "the one the fitted factors price: fp8_swap_ab (TensorRT-LLM 1.0-1.2's DeepGEMM "
+        "block-FP8 GEMM on B200 / B300 / GB200 / GB300, far slower at prompt sizes; fixed by "
+        "1.3); unset: the engine's default kernel.",
+    )
+
     mamba_ssm_cache_dtype: str | None = Field(
         None,
         validation_alias=AliasChoices("mamba_ssm_cache_dtype", "mamba_ssm_dtype"),
@@ -117,6 +126,11 @@ class HardwareSpec(BaseModel):
     @classmethod
     def _known_moe_backend(cls, name: str | None) -> str | None:
         return check_moe_backend(name)
+
+    @field_validator("linear_kernel")
+    @classmethod
+    def _known_linear_kernel(cls, name: str | None) -> str | None:
+        return check_linear_kernel(name)
 
     @field_validator("mamba_ssm_cache_dtype")
     @classmethod

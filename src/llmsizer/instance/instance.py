@@ -26,7 +26,6 @@ from llmsizer.instance.deployment import DeploymentSpec
 from llmsizer.perf import Deployment, EfficiencyFactors, MemoryPlan, StepModel, plan_memory
 from llmsizer.perf.calibrated import calibrated_efficiency, packaged_calibration
 from llmsizer.perf.cuda_graphs import capture_plan
-from llmsizer.perf.linear_kernels import engine_linear_kernel
 from llmsizer.perf.memory import ENGINE_MEMORY_RULES, MemoryRule
 from llmsizer.perf.moe_comm import engine_a2a_backend
 from llmsizer.perf.sparsity import StructuredSparsity
@@ -105,11 +104,10 @@ def make_instance(
         moe_backend=spec.moe_backend,
         mamba_ssm_cache_dtype=spec.mamba_ssm_cache_dtype,
         moe_a2a_backend=spec.moe_a2a_backend,
+        linear_kernel=spec.linear_kernel,
     )
     if spec.moe_a2a_backend is None:
         deployment = _with_engine_a2a(spec.preset, deployment)
-    linear_kernel = engine_linear_kernel(spec.preset, deployment.gpu, deployment.precision)
-    deployment = replace(deployment, linear_kernel=linear_kernel)
     memory = plan_memory(
         deployment,
         gpu_memory_utilization=spec.gpu_memory_utilization,

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from llmsizer.perf.linear_kernels import check_linear_kernel
+from llmsizer.perf.linear_kernels import check_kernel_format, check_linear_kernel
 from llmsizer.perf.moe_comm import all_to_all, check_moe_a2a_backend
 from llmsizer.perf.moe_kernels import check_moe_backend
 from llmsizer.perf.roofline import allreduce_hops
@@ -77,6 +77,7 @@ class Deployment:
     def __post_init__(self) -> None:
         check_moe_backend(self.moe_backend)
         check_linear_kernel(self.linear_kernel)
+        check_kernel_format(self.linear_kernel, self.precision)
         check_moe_a2a_backend(self.moe_a2a_backend)
         if self.mamba_ssm_cache_dtype is not None:
             check_state_dtype(self.mamba_ssm_cache_dtype)
@@ -155,6 +156,7 @@ class Deployment:
         moe_backend: str | None = None,
         mamba_ssm_cache_dtype: str | None = None,
         moe_a2a_backend: str | None = None,
+        linear_kernel: str | None = None,
     ) -> Deployment:
         """Look names up leniently (`"llama-3.1-70b"`, `"H100 SXM"`, `"FP8"`, `"auto"`)."""
         kv = None
@@ -173,6 +175,7 @@ class Deployment:
             moe_backend=moe_backend,
             mamba_ssm_cache_dtype=mamba_ssm_cache_dtype,
             moe_a2a_backend=moe_a2a_backend,
+            linear_kernel=linear_kernel,
         )
 
     @property

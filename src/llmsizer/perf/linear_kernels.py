@@ -24,10 +24,13 @@ step's small batches, are unchanged.
   a fraction of peak 0.19 / 0.16 / 0.14 of BF16's. 0.15, the 4k-8k tokens of the AIC rows'
   prompt steps (0.21 at 1,024 tokens, where DeepSeek's step is bound by its weight reads).
   TensorRT-LLM 1.3.0rc10's table (same path, `.../gemm/trtllm/1.3.0rc10/`) reaches
-  1.25 PFLOP/s at 8,192 tokens: the kernel was fixed after the versions the rows ran, and an
-  engine version the spec does not carry today would select it.
+  1.25 PFLOP/s at 8,192 tokens: the kernel was fixed after the versions the rows ran. So a
+  deployment runs it only where it says so (`DeploymentSpec.linear_kernel`, the AIC rows'
+  TensorRT-LLM versions by `llmsizer.calibrate.engine_kernels.linear_kernel`); a plan for
+  today's engine prices the default.
 
 `None` (unset) is the engine's default: scale 1.0, every other deployment priced as before.
+A kernel runs one weight format (`FORMAT`); naming it for another is an error.
 """
 
 from __future__ import annotations
@@ -36,13 +39,11 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from llmsizer.specs.dtypes import Precision
-from llmsizer.specs.gpus import GpuSpec
 
 # kernel -> its linear layers' FLOP rate over the engine default kernel's (docstring)
 RELATIVE_RATE: Mapping[str, float] = MappingProxyType({"fp8_swap_ab": 0.15})
-
-# the catalog GPUs `is_sm_100f()` holds for (SM 100 / 103); the RTX PRO 6000 is SM 120
-_SM100F = frozenset({"b200", "b300", "gb200", "gb300"})
+# kernel -> the weight format it runs
+FORMAT: Mapping[str, Precision] = MappingProxyType({"fp8_swap_ab": Precision.FP8_BLOCK})
 
 
 def check_linear_kernel(name: str | None) -> str | None:
@@ -59,9 +60,11 @@ def linear_rate_scale(name: str | None) -> float:
     return 1.0 if name is None else RELATIVE_RATE[check_linear_kernel(name) or ""]
 
 
-def engine_linear_kernel(engine: str, gpu: GpuSpec, precision: Precision) -> str | None:
-    """The kernel `engine` runs for linear weights in `precision` on `gpu` where it is not
-    the default (docstring): TensorRT-LLM's block-scaled FP8 on SM100 / SM103."""
-    if engine == "trtllm" and precision is Precision.FP8_BLOCK and gpu.key in _SM100F:
-        return "fp8_swap_ab"
-    return None
+def check_kernel_format(name: str | None, precision: Precision) -> None:
+    """An error where kernel `name` does not run weights in `precision`."""
+    if name is not None and FORMAT[name] is not precision:
+        raise ValueError(
+            f"linear_kernel {name!r} runs {FORMAT[name].value} weights; precision is "
+            f"{precision.value} (leave linear_kernel unset, or use precision "
+            f"{FORMAT[name].value})"
+        )
