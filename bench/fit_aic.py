@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import dataclasses
 import hashlib
 import pickle
 import time
@@ -53,22 +52,19 @@ from llmsizer.calibrate.aic_fit import (
     ships,
 )
 from llmsizer.calibrate.aic_prior import FitPrior
-from llmsizer.calibrate.features import FEATURES, NUM_FEATURES, StepFeaturizer
+from llmsizer.calibrate.features import NUM_FEATURES
 from llmsizer.calibrate.gpu_fit import calibration_file
 from llmsizer.calibrate.measurements import load_measurements
 from llmsizer.calibrate.replay import ScheduleTrace
-from llmsizer.instance import PredictSpec, simulation_setup
+from llmsizer.instance import PredictSpec
 from llmsizer.perf import EfficiencyFactors
 from llmsizer.perf.calibrated import save_calibration
-from llmsizer.perf.terms import DECODE_MEMORY
-from llmsizer.perf.verify_step import verify_state_s
 from llmsizer.sweep import Sweep, open_sweep
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "examples" / "validation"
 DATA = REPO / "src" / "llmsizer" / "perf" / "data"
 MEASUREMENTS = CSV.with_name("measurements.csv")
-_SAMPLED = FEATURES.index("sequences_overhead_s")
 
 
 def region(r: Result) -> str:
@@ -341,8 +337,7 @@ def _recorded(cases: Sequence[AicCase], workers: Sweep, cache: Path | None) -> R
         recorded = pickle.loads(cache.read_bytes())
         if isinstance(recorded, Recorded):
             held = {
-                c.row_id: (c.spec, _with_verify_column(c.spec, t))
-                for c, t in zip(recorded.cases, recorded.traces, strict=True)
+                c.row_id: (c.spec, t) for c, t in zip(recorded.cases, recorded.traces, strict=True)
             }
     fresh = [c for c in cases if c.row_id not in held or not _current(held[c.row_id], c.spec)]
     say(f"{len(cases) - len(fresh)} rows from the cache, recording {len(fresh)}")
@@ -352,29 +347,6 @@ def _recorded(cases: Sequence[AicCase], workers: Sweep, cache: Path | None) -> R
         if cache is not None:
             cache.write_bytes(pickle.dumps(Recorded(tuple(cases), _traces(cases, held))))
     return Recorded(tuple(cases), _traces(cases, held))
-
-
-def _with_verify_column(spec: PredictSpec, trace: ScheduleTrace) -> ScheduleTrace:
-    """A trace recorded before spec14 as spec14 records it, without simulating again: the
-    verify steps' column (`features.VERIFY_SEQUENCES`) added, 0 on a plain row's steps and
-    where the overlap scheduler hides the host; a speculating row's verify part (each step's
-    first of `SpeculativeFeaturizer.parts` rows) counts the decoding sequences its first
-    draft pass counts in the sampled-rows column there, and moves their linear-attention
-    state (`perf.verify_step.verify_state_s`, 0 but for hybrid models). Others unchanged."""
-    features = trace.features
-    if features.shape[-1] != NUM_FEATURES - 1:
-        return trace
-    column = np.zeros((features.shape[0], 1))
-    if spec.speculative is not None:
-        k = spec.speculative.num_speculative_tokens
-        parts = 2 + k  # an MTP or EAGLE drafter: k passes
-        seqs = features[1::parts, _SAMPLED]
-        if not spec.engine.overlap_scheduler:
-            column[::parts, 0] = seqs
-        unit = StepFeaturizer(simulation_setup(spec).instance.deployment).constants
-        features = features.copy()
-        features[::parts, DECODE_MEMORY] += seqs * verify_state_s(unit, 1, k)
-    return dataclasses.replace(trace, features=np.hstack([features, column]))
 
 
 def _current(held: tuple[PredictSpec, ScheduleTrace], spec: PredictSpec) -> bool:
