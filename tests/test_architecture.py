@@ -134,7 +134,10 @@ BUDGET = {
     + 67
     # + 33: query / key norms over every head, their all-reduce a layer under tensor
     # parallelism and their kernels, with the vLLM source (issue 10, vllmtpot14)
-    + 33,
+    + 33
+    # + 50: an NVFP4 dense linear layer's input quantisation kernel per GEMM input, the
+    # engines that launch it and the deployment's field (issue 10, vllm15)
+    + 50,
     "sim": 1760  # + 110: decode-only steps in a row and their compact step log (issue 13)
     # + 50: delay batching in the continuous scheduler (merged from main, unbudgeted there)
     # + 120: quiet decode runs priced at once, a refused first waiting request kept on the
@@ -196,7 +199,9 @@ BUDGET = {
     + 70
     # + 5: a speculating engine's step cost told whether it schedules one step ahead
     # (`speculative_cost(..., overlap)`, issue 10, spec14)
-    + 5,
+    + 5
+    # + 3: the engine's NVFP4 input quantisation set on the deployment (issue 10, vllm15)
+    + 3,
     "sizing": 3650  # the plan pipeline only; + levers, arrivals, price models (issue 11), ETA
     # + the probe cache and quick plans the studio needs (issue 15); fleet check (issue 12)
     # + 120: the search's parts on a sweep (`search_parts`, issue 13)

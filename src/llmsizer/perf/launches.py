@@ -76,7 +76,7 @@ An NVFP4 (W4A4) linear layer quantises its BF16 input to FP4 with per-16 block s
 its GEMM, in a kernel of its own: vLLM's `ModelOptNvFp4LinearMethod.apply`
 (`model_executor/layers/quantization/modelopt.py`, find_string id 205573878; the
 compressed-tensors W4A4 scheme the same, id 21421825494) calls `scaled_fp4_quant`, a custom op
-Inductor cannot fuse, then the FP4 GEMM (`cutlass_scaled_fp4_mm` or FlashInfer's). So where
+Inductor does not fuse, then the FP4 GEMM (`cutlass_scaled_fp4_mm` or FlashInfer's). So where
 an engine runs it that way (`INPUT_QUANT_ENGINES`) an NVFP4 checkpoint's dense linear layers
 add `INPUT_QUANT` 1 launch per GEMM input: qkv and output projections in each softmax
 attention layer, gate-up and down in each dense MLP (`input_quant_launches`; Llama-3.1-70B
