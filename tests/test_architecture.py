@@ -139,7 +139,10 @@ BUDGET = {
     # `perf/linear_kernels.py` (issue 10, trtds15)
     + 80
     # + 3: a kernel runs one weight format (`check_kernel_format`; issue 10, session 15 lead)
-    + 3,
+    + 3
+    # + 50: an NVFP4 dense linear layer's input quantisation kernel per GEMM input, the
+    # engines that launch it and the deployment's field (issue 10, vllm15)
+    + 50,
     "sim": 1760  # + 110: decode-only steps in a row and their compact step log (issue 13)
     # + 50: delay batching in the continuous scheduler (merged from main, unbudgeted there)
     # + 120: quiet decode runs priced at once, a refused first waiting request kept on the
@@ -205,7 +208,9 @@ BUDGET = {
     # + 5: the engine's linear kernel on the deployment (issue 10, trtds15)
     + 5
     # + 10: `DeploymentSpec.linear_kernel`, the kernel a spec names (issue 10, session 15 lead)
-    + 10,
+    + 10
+    # + 3: the engine's NVFP4 input quantisation set on the deployment (issue 10, vllm15)
+    + 3,
     "sizing": 3650  # the plan pipeline only; + levers, arrivals, price models (issue 11), ETA
     # + the probe cache and quick plans the studio needs (issue 15); fleet check (issue 12)
     # + 120: the search's parts on a sweep (`search_parts`, issue 13)

@@ -139,9 +139,7 @@ def build_constants(
         window_layers=m.num_sliding_window_layers,
         # a linear kernel other than the engine's default (`linear_kernels`) scales FLOPs
         linear_flops_per_s=d.matmul_flops_per_s
-        * eff.gemm_compute_efficiency
-        * sparse_speedup
-        * linear_rate_scale(d.linear_kernel),
+        * (eff.gemm_compute_efficiency * sparse_speedup * linear_rate_scale(d.linear_kernel)),
         lm_head_flops_per_s=d.attention_flops_per_s * eff.gemm_compute_efficiency,
         attention_flops_per_s=d.attention_flops_per_s * eff.attention_compute_efficiency,
         gemm_bytes_per_s=d.gpu.hbm_bytes_per_s * eff.gemm_bandwidth_efficiency,
@@ -202,12 +200,13 @@ def build_constants(
         send_s_per_token=h * act / send_link,
         step_overhead_s=eff.step_overhead_s,
         # every kernel's fixed time, in dense layers' kernels (`perf.launches.layer_units`)
-        layers_overhead_s=layer_units(m) * eff.layer_overhead_s,
+        layers_overhead_s=layer_units(m, input_quant=d.input_quant) * eff.layer_overhead_s,
         graphed_layers_overhead_s=graphed_units * eff.layer_overhead_s,
         shared_stream_max_tokens=stream_max_tokens,
         # the eager launch, in dense layers' launches; a compiled model's, its attention's
         # (one op a layer, every kind alike: `perf.launches`)
-        prefill_layers_overhead_s=eager_layer_units(m) * eff.prefill_layer_overhead_s,
+        prefill_layers_overhead_s=eager_layer_units(m, d.input_quant)
+        * eff.prefill_layer_overhead_s,
         compiled_layers_overhead_s=m.num_layers * eff.prefill_layer_overhead_s,
         indexer_overhead_s=_indexer_layers(d) * eff.indexer_overhead_s,
         stage_fraction=math.ceil(m.num_layers / pp) / m.num_layers,
@@ -225,10 +224,10 @@ def _graphed_layer_units(d: Deployment, graphs: CudaGraphs | None) -> tuple[floa
     m = d.model
     stream = None if graphs is None else graphs.shared_experts
     if graphs is None or stream is None or (stream.mla_only and m.mla is None):
-        return layer_units(m), 0
+        return layer_units(m, input_quant=d.input_quant), 0
     every_graph = graphs.max_capture_size * d.attention_dp_size
     top = every_graph if stream.max_tokens is None else stream.max_tokens
-    return layer_units(m, stream.kernels_left), top
+    return layer_units(m, stream.kernels_left, d.input_quant), top
 
 
 def _collectives(d: Deployment, eff: EfficiencyFactors) -> tuple[int, float, float]:

@@ -36,7 +36,9 @@ linear-attention layers' recurrent state dtype where the launch overrode the con
 `mamba_ssm_dtype` (SGLang `configs/mamba_utils.py` `mamba2_state_dtype`: the flag, set as
 `SGLANG_MAMBA_SSM_DTYPE` by `ServerArgs`, wins over the config, which wins over float32).
 `moe_a2a_backend` is how attention DP's MoE layers exchange tokens, an all-to-all or (None)
-the all-gather (`llmsizer.perf.moe_comm`).
+the all-gather (`llmsizer.perf.moe_comm`). `separate_input_quant`: the engine quantises an
+NVFP4 linear layer's input in a kernel of its own (`perf.launches.INPUT_QUANT_ENGINES`),
+which an FP4 deployment's step then counts (`input_quant`).
 """
 
 from __future__ import annotations
@@ -73,6 +75,7 @@ class Deployment:
 
     moe_a2a_backend: str | None = None  # None: the all-gather (module docstring)
     linear_kernel: str | None = None  # None: the engine's default kernel (module docstring)
+    separate_input_quant: bool = False  # module docstring
 
     def __post_init__(self) -> None:
         check_moe_backend(self.moe_backend)
@@ -177,6 +180,11 @@ class Deployment:
             moe_a2a_backend=moe_a2a_backend,
             linear_kernel=linear_kernel,
         )
+
+    @property
+    def input_quant(self) -> bool:
+        """Whether each step launches the NVFP4 linear layers' input quantisations."""
+        return self.separate_input_quant and self.precision is Precision.FP4
 
     @property
     def num_gpus(self) -> int:

@@ -72,6 +72,22 @@ prompt attention one for one. The AIC rows agree (`docs/aic_measurement.md` sect
 fixed part of TPOT (what does not shrink with TP) is ~66 us a layer for Llama-3.1-70B on vLLM
 B200, 95-124 us for MiniMax-M2.5, 105-108 us for Kimi-K2.5: 1.4-1.9x, where kernels say 1.42, 2.24.
 
+An NVFP4 (W4A4) linear layer quantises its BF16 input to FP4 with per-16 block scales before
+its GEMM, in a kernel of its own: vLLM's `ModelOptNvFp4LinearMethod.apply`
+(`model_executor/layers/quantization/modelopt.py`, find_string id 205573878; the
+compressed-tensors W4A4 scheme the same, id 21421825494) calls `scaled_fp4_quant`, a custom op
+Inductor does not fuse, then the FP4 GEMM (`cutlass_scaled_fp4_mm` or FlashInfer's). So where
+an engine runs it that way (`INPUT_QUANT_ENGINES`) an NVFP4 checkpoint's dense linear layers
+add `INPUT_QUANT` 1 launch per GEMM input: qkv and output projections in each softmax
+attention layer, gate-up and down in each dense MLP (`input_quant_launches`; Llama-3.1-70B
+16 a layer, not 12). A MoE model's NVFP4 checkpoint quantises its experts only
+(`nvidia/MiniMax-M2.5-NVFP4`: ModelOpt's `nvfp4_experts_only` recipe, attention projections,
+router and lm_head in BF16, per its model card and the re-quantisations that copy its
+`exclude_modules`), and its grouped GEMM quantises inside the MoE kernel: no launch added.
+The AIC rows agree (`docs/aic_measurement.md` sections 22, 40): vLLM's Llama-3.1-70B NVFP4
+decodes at TP 8 no faster than FP8 with half the weight bytes, its fixed part 9-11 us a
+layer larger.
+
 A decode step replayed from a graph runs a MoE layer's shared experts on a second CUDA stream,
 beside the routed experts, and only the kernels left on the first stream add to the step's
 fixed time: each engine's count of them is `cuda_graphs.SharedExpertsStream` (vLLM: the
@@ -95,13 +111,30 @@ LINEAR_ATTENTION = 17
 MOE_ROUTED = 9
 SHARED_EXPERT = 4
 DENSE_LAYER = NORMS + GQA_ATTENTION + DENSE_MLP  # the unit of `prefill_layer_overhead_s`
+INPUT_QUANT = 1
+# engines that quantise an NVFP4 linear layer's input in a kernel of its own (module
+# docstring); TensorRT-LLM's Llama is not read at the rows' version (docs section 40)
+INPUT_QUANT_ENGINES = frozenset({"vllm"})
 
 
-def eager_launches(model: ModelSpec, shared_expert: int = SHARED_EXPERT) -> int:
+def input_quant_launches(model: ModelSpec) -> int:
+    """Kernels one forward pass of `model`'s NVFP4 checkpoint launches to quantise its dense
+    linear layers' inputs (module docstring): one per GEMM input of each softmax attention
+    layer (qkv, output) and dense MLP (gate-up, down); none for a MoE model (its checkpoint
+    quantises the experts only, inside their kernel)."""
+    if model.moe is not None:
+        return 0
+    return INPUT_QUANT * 2 * (model.num_kv_cache_layers + model.num_dense_layers)
+
+
+def eager_launches(
+    model: ModelSpec, shared_expert: int = SHARED_EXPERT, input_quant: bool = False
+) -> int:
     """Kernels one eager forward pass of `model`'s decoder layers launches (module
     docstring): every layer's norms, attention (softmax, MLA, linear; an indexer where
     the model has one) and MLP (dense, or routed experts plus shared ones, of whose kernels
-    `shared_expert` are counted: all of them unless a second stream runs the rest)."""
+    `shared_expert` are counted: all of them unless a second stream runs the rest); with
+    `input_quant`, an NVFP4 checkpoint's input quantisations (`input_quant_launches`)."""
     if not 0 <= shared_expert <= SHARED_EXPERT:
         raise ValueError(f"shared_expert {shared_expert} must be 0-{SHARED_EXPERT} kernels")
     softmax = model.num_kv_cache_layers
@@ -120,19 +153,23 @@ def eager_launches(model: ModelSpec, shared_expert: int = SHARED_EXPERT) -> int:
         + model.num_linear_attention_layers * LINEAR_ATTENTION
         + model.num_moe_layers * moe_layer
         + model.num_dense_layers * DENSE_MLP
+        + (input_quant_launches(model) if input_quant else 0)
     )
 
 
-def eager_layer_units(model: ModelSpec) -> float:
+def eager_layer_units(model: ModelSpec, input_quant: bool = False) -> float:
     """`model`'s eager launches in dense GQA layers (`DENSE_LAYER`), the count that
     `prefill_layer_overhead_s` multiplies: its number of layers for a dense GQA model."""
-    return eager_launches(model) / DENSE_LAYER
+    return eager_launches(model, input_quant=input_quant) / DENSE_LAYER
 
 
-def layer_units(model: ModelSpec, shared_expert: int = SHARED_EXPERT) -> float:
+def layer_units(
+    model: ModelSpec, shared_expert: int = SHARED_EXPERT, input_quant: bool = False
+) -> float:
     """`model`'s kernels of one forward pass in dense GQA layers' kernels (`DENSE_LAYER`),
     less the sparse-attention indexer's: the count that `layer_overhead_s` multiplies in
     every step (module docstring), its number of layers for a dense GQA model; with
-    `shared_expert` of a shared expert's kernels on the step's path (`eager_launches`)."""
+    `shared_expert` of a shared expert's kernels on the step's path and, with
+    `input_quant`, an NVFP4 checkpoint's input quantisations (`eager_launches`)."""
     indexer = 0 if model.sparse_attention is None else INDEXER * model.num_kv_cache_layers
-    return (eager_launches(model, shared_expert) - indexer) / DENSE_LAYER
+    return (eager_launches(model, shared_expert, input_quant) - indexer) / DENSE_LAYER
