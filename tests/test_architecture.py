@@ -134,7 +134,10 @@ BUDGET = {
     + 67
     # + 33: query / key norms over every head, their all-reduce a layer under tensor
     # parallelism and their kernels, with the vLLM source (issue 10, vllmtpot14)
-    + 33,
+    + 33
+    # + 8: a cold server's one-off module build, `EfficiencyFactors.first_use_build_s`
+    # (issue 10, sglwarm15)
+    + 8,
     "sim": 1760  # + 110: decode-only steps in a row and their compact step log (issue 13)
     # + 50: delay batching in the continuous scheduler (merged from main, unbudgeted there)
     # + 120: quiet decode runs priced at once, a refused first waiting request kept on the
@@ -337,7 +340,11 @@ BUDGET = {
     # + 29: InferenceX's vLLM Kimi-K2.5 scripts launched without expert parallelism
     # (`aic.launched_expert_parallel`), vLLM's `tp: T, ep: T` rows written as products inside
     # a node read as launched (`aic._layout`) (issue 10, vllmtpot14)
-    + 29,
+    + 29
+    # + 125: the B200 docker runner's prompt count before the client's warm-up and a cold
+    # first wave's one-off module build, priced by a fitted `first_use_build_s`
+    # (`aic_clients.prompts_per_client`, `first_use_builds`; issue 10, sglwarm15)
+    + 125,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run
