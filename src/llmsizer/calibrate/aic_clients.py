@@ -55,6 +55,10 @@ the client's (docs/aic_measurement.md sections 38, 41):
   `max_num_batched_tokens`, the script's `--chunked-prefill-size`) splits a prompt over a
   cached head and builds the module while the whole first wave waits; a warm-up of 2c
   requests (from d053ae24e) splits the same way and builds it before the timed requests.
+  From the `v0.5.5-cu129-amd64` image (d8fe8f73e, #204, 2025-11-10; a run of that day is
+  read as it), whose wheels the build was read in: the `v0.5.3rc1-cu129-b200` image before
+  it carried another FlashInfer (not on PyPI; its script patched the cubin loader), and its
+  run of 2025-11-02 shows no such stall (section 41).
 """
 
 from __future__ import annotations
@@ -71,6 +75,7 @@ LLAMA_CLASS_BYTE_LEVEL = frozenset({"deepseek-v3", "deepseek-r1"})  # InferenceX
 CLIENT_FIXED = "2026-05-15"  # InferenceX 5fe6d56ee (#1381): the client's repair for repo ids
 WARMUP_FROM = "2026-01-21T17:53:38Z"  # InferenceX d053ae24e (#480): `--num-warmups 2c`
 SLURM_B200_FROM = "2025-12-31T06:18:28Z"  # InferenceX ea181ae6d (#379): slurm nodes, 10c
+BUILD_IMAGE_FROM = "2025-11-10"  # InferenceX d8fe8f73e (#204): SGLang v0.5.5-cu129-amd64 on B200
 DOCKER_PROMPTS_PER_CLIENT = 50  # launch_b200-nvd.sh l.51-58 @ 7daaa8bb3: DeepSeek-R1-0528
 DOCKER_LONG_OUTPUT_PROMPTS_PER_CLIENT = 20  # the same, at OSL 8192
 _RELEASE = re.compile(r"(\d+)\.(\d+)\.(\d+)")
@@ -121,9 +126,10 @@ def first_use_builds(
     row: Mapping[str, str], model: str, concurrency: int, chunk_tokens: int
 ) -> int:
     """How many one-off module builds the timed requests of `row` waited for (module
-    docstring): 1 for an InferenceX DeepSeek SGLang B200 run without the client's warm-up
-    whose first wave, `concurrency` prompts of the row's ISL, exceeds one prompt step of
-    `chunk_tokens` (the launch's `--chunked-prefill-size`); else 0."""
-    if _before_warmup(row, "sglang", "b200_sxm") is None or family_of(model) != "deepseek":
+    docstring): 1 for an InferenceX DeepSeek SGLang B200 run from the 0.5.5 image without
+    the client's warm-up whose first wave, `concurrency` prompts of the row's ISL, exceeds
+    one prompt step of `chunk_tokens` (the launch's `--chunked-prefill-size`); else 0."""
+    measured = _before_warmup(row, "sglang", "b200_sxm")
+    if measured is None or measured[:10] < BUILD_IMAGE_FROM or family_of(model) != "deepseek":
         return 0
     return int(concurrency * int(row["isl"]) > chunk_tokens)
