@@ -341,10 +341,11 @@ BUDGET = {
     # (`aic.launched_expert_parallel`), vLLM's `tp: T, ep: T` rows written as products inside
     # a node read as launched (`aic._layout`) (issue 10, vllmtpot14)
     + 29
-    # + 125: the B200 docker runner's prompt count before the client's warm-up and a cold
-    # first wave's one-off module build, priced by a fitted `first_use_build_s`
-    # (`aic_clients.prompts_per_client`, `first_use_builds`; issue 10, sglwarm15)
-    + 125,
+    # + 150: the B200 docker runner's prompt count before the client's warm-up (a run either
+    # launcher could have run not fitted on) and a cold first wave's one-off module build,
+    # priced by a fitted `first_use_build_s` (`aic_clients.prompts_per_client`,
+    # `prompt_count_unknown`, `first_use_builds`; issue 10, sglwarm15)
+    + 150,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run

@@ -12,6 +12,7 @@ import pytest
 from llmsizer.calibrate.aic import AicCase, load_aic
 from llmsizer.calibrate.aic_clients import (
     first_use_builds,
+    prompt_count_unknown,
     prompt_length_unknown,
     prompts_per_client,
 )
@@ -65,7 +66,7 @@ def test_the_calibration_rows_not_fitted_on_are_runs_748_and_749() -> None:
     0.5.9 or older."""
     path = shared_path("calibration", "aic_silicon_calibration.csv")
     cases = [c for c in load_aic(path) if isinstance(c, AicCase)]
-    unfitted = [c for c in cases if c.unfitted is not None]
+    unfitted = [c for c in cases if c.unfitted is not None and "prompt length" in c.unfitted]
     assert Counter((c.backend, c.system, c.model) for c in unfitted) == {
         ("sglang", "b300_sxm", "deepseek-v3"): 31
     }
@@ -165,3 +166,24 @@ def test_the_calibration_rows_without_a_warm_up() -> None:
     assert Counter(c.spec.precision for c in cold) == {"fp4": 42, "fp8": 13}
     assert all(c.spec.concurrency * c.spec.isl > c.spec.engine.max_num_batched_tokens
                for c in cold)  # fmt: skip
+
+
+def test_a_run_either_launcher_could_have_run_is_not_fitted_on() -> None:
+    """From ea181ae6d to the warm-up the `b200` label held docker (50c) and slurm (10c)
+    nodes: a DeepSeek FP8 run's prompt count, and so its mean TTFT, is not known."""
+    row = {**B200_FP8, "silicon_data_source": "measured=2025-12-31T15:18:00Z"}
+    text = prompt_count_unknown(row, "deepseek-r1", "fp8")
+    assert text is not None and "2025-12-31" in text and "50c" in text
+    assert prompt_count_unknown(B200_FP8, "deepseek-r1", "fp8") is None  # docker: 50c
+    assert prompt_count_unknown(row, "deepseek-r1", "fp4") is None  # 10c either way
+    late = {**row, "silicon_data_source": "measured=2026-01-22T00:00:00Z"}
+    assert prompt_count_unknown(late, "deepseek-r1", "fp8") is None  # after the warm-up: 10c
+
+
+@pytest.mark.shared
+def test_the_one_calibration_row_of_unknown_prompt_count() -> None:
+    path = shared_path("calibration", "aic_silicon_calibration.csv")
+    cases = [c for c in load_aic(path) if isinstance(c, AicCase)]
+    unknown = [c.row_id for c in cases if c.unfitted and "prompt count" in c.unfitted]
+    run = "2026_03_25_deepseek_r1_b200_sxm_sglang_fp8_agg_8192x1024_c64_tp8_0_ep1_0_1288"
+    assert unknown == [run]  # the 0.5.6 run of 2025-12-31 15:18 UTC

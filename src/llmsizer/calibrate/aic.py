@@ -27,8 +27,9 @@ TPOT) or an `AicSkipped` with a one-line reason. How the rows were measured is i
   run (`aic_twins.with_inferencex_twins`); an SGLang row InferenceX's MTP sweep ran
   speculates as its script launched it (`aic_agg_sweeps`; TensorRT-LLM's: `aic_launch`).
 - **Not fitted on.** A row whose prompts the server saw at another length than the row's
-  (InferenceX's client and SGLang's server tokenizing apart: `aic_clients`) is predicted and
-  reported, and the fits train without it (`AicCase.unfitted`).
+  (InferenceX's client and SGLang's server tokenizing apart: `aic_clients`), or whose prompt
+  count is not known (`aic_clients.prompt_count_unknown`), is predicted and reported, and the
+  fits train without it (`AicCase.unfitted`).
 - **Expert parallelism.** `moe_ep_size` is the spec's `expert_parallel_size` (experts split
   whole over that many of the GPUs the MoE layers run on, each over `moe_tp_size` of them),
   where the launch turned it on (`launched_expert_parallel`): InferenceX's vLLM Kimi-K2.5
@@ -78,6 +79,7 @@ from typing import Any
 from llmsizer.calibrate.aic_agg_sweeps import sglang_mtp_launch
 from llmsizer.calibrate.aic_clients import (
     first_use_builds,
+    prompt_count_unknown,
     prompt_length_unknown,
     prompts_per_client,
 )
@@ -224,6 +226,7 @@ def _map(row: Mapping[str, str], check_fit: bool) -> AicCase:
         "mean_tpot_ms": float(row["silicon_tpot_ms"]),
     }
     unfitted = prompt_length_unknown(row, model)  # the client's prompts were not its lengths
+    unfitted = unfitted or prompt_count_unknown(row, model, precision.value)  # nor its count
     chunk = spec.engine.max_num_batched_tokens
     builds = first_use_builds(row, model, concurrency, chunk) if chunk else 0
     return AicCase(

@@ -40,7 +40,8 @@ the client's (docs/aic_measurement.md sections 38, 41):
   (`runner: b200`, `.github/configs/nvidia-master.yaml`): FP8 as `DeepSeek-R1-0528`, NVFP4
   as `nvidia/DeepSeek-R1-0528-FP4-V2` (10c). From ea181ae6d (2025-12-31 06:18 UTC) the `b200`
   label holds slurm nodes too, whose scripts send 10c ("make num prompts conc ten"): a run
-  from then is not known to have run the docker launcher and keeps 10c. TensorRT-LLM's ran
+  from then is not known to have run the docker launcher: it keeps 10c and the fits train
+  without it (`prompt_count_unknown`). TensorRT-LLM's ran
   on `b200-trt` (slurm nodes, 10c), vLLM's B200 rows of the time are Llama.
 - **A first-use build in the first wave** (`first_use_builds`): SGLang's `trtllm_mla`
   attention with the chunked prefix cache on plans FlashInfer's ragged prefill wrapper for
@@ -120,6 +121,21 @@ def prompts_per_client(row: Mapping[str, str], model: str, precision: str) -> in
         return None
     long_output = int(row["osl"]) == 8192
     return DOCKER_LONG_OUTPUT_PROMPTS_PER_CLIENT if long_output else DOCKER_PROMPTS_PER_CLIENT
+
+
+def prompt_count_unknown(row: Mapping[str, str], model: str, precision: str) -> str | None:
+    """Why the fits train without `row`, a run `prompts_per_client` cannot place: an
+    InferenceX DeepSeek FP8 SGLang B200 run from ea181ae6d to the warm-up, when the `b200`
+    label sent it to a docker node (50c / 20c) or a slurm node (10c); else None."""
+    measured = _before_warmup(row, "sglang", "b200_sxm")
+    if measured is None or measured < SLURM_B200_FROM or family_of(model) != "deepseek":
+        return None
+    if not precision.startswith("fp8"):
+        return None
+    return (
+        f"prompt count unknown: measured {measured[:10]} on the b200 label's docker (50c) or "
+        "slurm (10c) nodes, before InferenceX's client warm-up (ea181ae6d, d053ae24e)"
+    )
 
 
 def first_use_builds(
