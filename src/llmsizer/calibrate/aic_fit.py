@@ -143,7 +143,9 @@ class Recorded:
 
     def __post_init__(self) -> None:
         """Each trace carries its case's one-off builds (a trace pickled before the field
-        existed gets it here too)."""
+        existed gets it here too); a recording without traces (a test's) is left as it is."""
+        if len(self.traces) != len(self.cases):
+            return
         traces = tuple(
             dataclasses.replace(t, first_use_builds=c.first_use_builds)
             for c, t in zip(self.cases, self.traces, strict=True)
