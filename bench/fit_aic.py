@@ -126,7 +126,9 @@ def report(
         f"{num_rows} rows: {len(cases)} predicted, {len(skipped)} skipped with a reason "
         "(`aic_baseline.md` lists them). Predicted and reported but not fitted on: "
         f"{sum(c.unfitted is not None for c in cases)} rows whose prompts the server saw at "
-        "another length (`llmsizer.calibrate.aic_clients`).",
+        "another length or whose prompt count is not known (`llmsizer.calibrate.aic_clients`). "
+        f"{sum(c.first_use_builds > 0 for c in cases)} rows waited for a cold server's one-off "
+        "build (`first_use_build_s`).",
         "",
         "- **shipped**: every row priced by the factors that ship for it: its (engine, "
         "architecture) group's fit on these rows and the `measurements.csv` rows of the same "

@@ -142,7 +142,10 @@ BUDGET = {
     + 3
     # + 50: an NVFP4 dense linear layer's input quantisation kernel per GEMM input, the
     # engines that launch it and the deployment's field (issue 10, vllm15)
-    + 50,
+    + 50
+    # + 8: a cold server's one-off module build, `EfficiencyFactors.first_use_build_s`
+    # (issue 10, sglwarm15)
+    + 8,
     "sim": 1760  # + 110: decode-only steps in a row and their compact step log (issue 13)
     # + 50: delay batching in the continuous scheduler (merged from main, unbudgeted there)
     # + 120: quiet decode runs priced at once, a refused first waiting request kept on the
@@ -356,7 +359,12 @@ BUDGET = {
     + 10
     # + 19: the rows' TensorRT-LLM versions name their block-FP8 linear kernel
     # (`engine_kernels.linear_kernel`; issue 10, session 15 lead)
-    + 19,
+    + 19
+    # + 150: the B200 docker runner's prompt count before the client's warm-up (a run either
+    # launcher could have run not fitted on) and a cold first wave's one-off module build,
+    # priced by a fitted `first_use_build_s` (`aic_clients.prompts_per_client`,
+    # `prompt_count_unknown`, `first_use_builds`; issue 10, sglwarm15)
+    + 150,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run

@@ -10,7 +10,12 @@ from collections import Counter
 import pytest
 
 from llmsizer.calibrate.aic import AicCase, load_aic
-from llmsizer.calibrate.aic_clients import prompt_length_unknown
+from llmsizer.calibrate.aic_clients import (
+    first_use_builds,
+    prompt_count_unknown,
+    prompt_length_unknown,
+    prompts_per_client,
+)
 from tests.conftest import shared_path
 
 B300_DEEPSEEK = {  # run 749's FP8 TP8 8k/1k row at 4 clients, as the calibration file has it
@@ -61,7 +66,7 @@ def test_the_calibration_rows_not_fitted_on_are_runs_748_and_749() -> None:
     0.5.9 or older."""
     path = shared_path("calibration", "aic_silicon_calibration.csv")
     cases = [c for c in load_aic(path) if isinstance(c, AicCase)]
-    unfitted = [c for c in cases if c.unfitted is not None]
+    unfitted = [c for c in cases if c.unfitted is not None and "prompt length" in c.unfitted]
     assert Counter((c.backend, c.system, c.model) for c in unfitted) == {
         ("sglang", "b300_sxm", "deepseek-v3"): 31
     }
@@ -71,3 +76,114 @@ def test_the_calibration_rows_not_fitted_on_are_runs_748_and_749() -> None:
     assert {c.row_id for c in unfitted} == runs
     deepseek_sglang = [c for c in cases if c.backend == "sglang" and "deepseek" in c.model]
     assert len(deepseek_sglang) > 31  # the B200 rows are fitted on
+
+
+B200_FP8 = {  # run 146-148's FP8 TP8 1k/1k row at 64 clients, before the client's warm-up
+    "id": "2026_04_06_deepseek_r1_b200_sxm_sglang_fp8_agg_1024x1024_c64_tp8_ep8_1",
+    "backend": "sglang",
+    "backend_version": "",
+    "system": "b200_sxm",
+    "isl": "1024",
+    "osl": "1024",
+    "silicon_data_source": (
+        "source_file=2026-04-06.csv; model=DeepSeek-R1; silicon_concurrency=64; "
+        "measured=2025-11-18T00:00:00.000Z; wip=False"
+    ),
+}
+
+
+def per_client(model: str = "deepseek-r1", precision: str = "fp8", **changes: str) -> int | None:
+    return prompts_per_client({**B200_FP8, **changes}, model, precision)
+
+
+def test_the_b200_docker_runner_sent_deepseek_fp8_50c_prompts_20c_at_osl_8192() -> None:
+    assert per_client() == 50
+    assert per_client("deepseek-v3") == 50  # the db-dump copy of the same run
+    assert per_client(osl="8192") == 20
+
+
+@pytest.mark.parametrize(
+    ("model", "precision", "changes"),
+    [
+        ("deepseek-r1", "fp4", {}),  # nvidia/DeepSeek-R1-0528-FP4-V2: not the launcher's names
+        ("qwen3.5-397b-a17b", "fp8", {}),
+        ("deepseek-r1", "fp8", {"backend": "trtllm"}),  # runner b200-trt: slurm nodes, 10c
+        ("deepseek-r1", "fp8", {"system": "b300_sxm"}),
+        # slurm nodes in the b200 label from ea181ae6d: the launcher not known
+        ("deepseek-r1", "fp8", {"silicon_data_source": "measured=2025-12-31T15:18:00Z"}),
+        ("deepseek-r1", "fp8", {"silicon_data_source": "measured=2026-01-22T00:00:00Z"}),
+        ("deepseek-r1", "fp8", {"silicon_data_source": "source_file=/x/aic-auto-gap-analysis/a"}),
+    ],
+)
+def test_every_other_row_keeps_its_scripts_prompt_count(
+    model: str, precision: str, changes: dict[str, str]
+) -> None:
+    assert per_client(model, precision, **changes) is None
+
+
+@pytest.mark.parametrize(
+    ("concurrency", "isl", "chunk", "builds"),
+    [(64, "1024", 32768, 1), (32, "1024", 32768, 0), (4, "8192", 32768, 0), (8, "8192", 32768, 1),
+     (32, "1024", 16384, 1), (16, "1024", 16384, 0), (4, "8192", 16384, 1)],
+)  # fmt: skip
+def test_a_cold_first_wave_over_one_prompt_step_builds_once(
+    concurrency: int, isl: str, chunk: int, builds: int
+) -> None:
+    assert first_use_builds({**B200_FP8, "isl": isl}, "deepseek-r1", concurrency, chunk) == builds
+
+
+@pytest.mark.parametrize(
+    ("model", "changes"),
+    [
+        ("deepseek-r1", {"silicon_data_source": "measured=2026-01-21T18:00:00Z"}),  # warm-up
+        ("deepseek-r1", {"backend": "vllm"}),
+        ("deepseek-r1", {"system": "b300_sxm"}),
+        # the v0.5.3rc1-cu129-b200 image, before d8fe8f73e: another FlashInfer, no stall
+        ("deepseek-r1", {"silicon_data_source": "measured=2025-11-02T00:00:00.000Z"}),
+        ("glm-5", {}),  # not the trtllm_mla backend's MLA prefix path
+    ],
+)
+def test_a_warmed_up_or_other_launch_builds_nothing(model: str, changes: dict[str, str]) -> None:
+    assert first_use_builds({**B200_FP8, **changes}, model, 64, 32768) == 0
+
+
+@pytest.mark.shared
+def test_the_calibration_rows_without_a_warm_up() -> None:
+    """The 103 SGLang B200 DeepSeek rows before the warm-up: the 30 FP8 rows of 2025-11-18
+    (runs 146-148 and their db-dump copies) ran 50c or 20c prompts; 61 rows' first waves
+    split a prompt from the 0.5.5 image on (42 NVFP4, 13 FP8, the 0.5.6 row of 2025-12-31
+    among them; not the 0.5.3rc1 run's 6: section 41)."""
+    path = shared_path("calibration", "aic_silicon_calibration.csv")
+    cases = [c for c in load_aic(path) if isinstance(c, AicCase)]
+    by_count = Counter(
+        (c.spec.precision, c.spec.num_requests // (c.spec.concurrency or 1))
+        for c in cases
+        if c.backend == "sglang" and c.system == "b200_sxm" and "deepseek" in c.model
+    )
+    assert by_count[("fp8_block", 50)] == 20 and by_count[("fp8_block", 20)] == 10  # DeepSeek
+    cold = [c for c in cases if c.first_use_builds]
+    assert {(c.backend, c.system) for c in cold} == {("sglang", "b200_sxm")}
+    assert Counter(c.spec.precision for c in cold) == {"fp4": 42, "fp8_block": 13}
+    assert all(c.spec.concurrency * c.spec.isl > c.spec.engine.max_num_batched_tokens
+               for c in cold)  # fmt: skip
+
+
+def test_a_run_either_launcher_could_have_run_is_not_fitted_on() -> None:
+    """From ea181ae6d to the warm-up the `b200` label held docker (50c) and slurm (10c)
+    nodes: a DeepSeek FP8 run's prompt count, and so its mean TTFT, is not known."""
+    row = {**B200_FP8, "silicon_data_source": "measured=2025-12-31T15:18:00Z"}
+    text = prompt_count_unknown(row, "deepseek-r1", "fp8")
+    assert text is not None and "2025-12-31" in text and "50c" in text
+    assert prompt_count_unknown(B200_FP8, "deepseek-r1", "fp8") is None  # docker: 50c
+    assert prompt_count_unknown(row, "deepseek-r1", "fp4") is None  # 10c either way
+    late = {**row, "silicon_data_source": "measured=2026-01-22T00:00:00Z"}
+    assert prompt_count_unknown(late, "deepseek-r1", "fp8") is None  # after the warm-up: 10c
+
+
+@pytest.mark.shared
+def test_the_one_calibration_row_of_unknown_prompt_count() -> None:
+    path = shared_path("calibration", "aic_silicon_calibration.csv")
+    cases = [c for c in load_aic(path) if isinstance(c, AicCase)]
+    unknown = [c.row_id for c in cases if c.unfitted and "prompt count" in c.unfitted]
+    run = "2026_03_25_deepseek_r1_b200_sxm_sglang_fp8_agg_8192x1024_c64_tp8_0_ep1_0_1288"
+    assert unknown == [run]  # the 0.5.6 run of 2025-12-31 15:18 UTC

@@ -11,6 +11,8 @@ import pytest
 from llmsizer.calibrate import aic_prior
 from llmsizer.calibrate.aic import AicCase, load_aic
 from llmsizer.calibrate.aic_fit import (
+    FIRST_USE,
+    FIRST_USE_PRIOR_S,
     METRICS,
     PROMPT,
     SPLIT,
@@ -242,3 +244,31 @@ def test_a_row_marked_unfitted_is_predicted_but_not_trained_on(recorded: Recorde
     assert fit != recorded.fit(everything, "vllm", CANDIDATES[0]).factors
     assert marked.num_fitted(everything) == len(cases) - 1
     assert set(marked.shipped(marked.fit_groups(candidates=CANDIDATES[:1]))) == set(everything)
+
+
+@pytest.mark.shared
+def test_the_rows_one_off_build_is_fitted_from_their_excess(recorded: Recorded) -> None:
+    """Rows whose first waves waited for a build of S = 20 s (each measured mean TTFT that
+    much over the rows' fit: S x c / N, `aic_clients.first_use_builds`) move
+    `first_use_build_s` from the prior's 60 s most of the way to 20 s (the wide prior keeps a
+    little), the other factors as without it; a fit whose rows hold no build keeps the prior
+    (its engine's rows hold one)."""
+    everything = list(range(len(recorded.cases)))
+    base = recorded.fit(everything, "vllm", CANDIDATES[0]).factors
+    assert base.first_use_build_s == 0  # no build in the engine's rows: not fitted, no prior
+    predicted = recorded.predict(everything, base)
+    cold = []
+    for i, case in enumerate(recorded.cases):
+        excess_ms = 20e3 * (case.spec.concurrency or 0) / (case.spec.num_requests or 1)
+        measured = {**case.measured, "mean_ttft_ms": predicted[i]["mean_ttft_ms"] + excess_ms}
+        cold.append(dataclasses.replace(case, first_use_builds=1, measured=measured))
+    marked = Recorded((*cold[:-1], recorded.cases[-1]), recorded.traces)
+    assert [t.first_use_builds for t in marked.traces] == [1] * (len(cold) - 1) + [0]
+    fit = marked.fit(everything[:-1], "vllm", CANDIDATES[0])
+    assert 20.0 <= fit.factors.first_use_build_s < 28.0  # over 80 % of the way
+    assert fit.factors.gemm_bandwidth_efficiency == pytest.approx(
+        base.gemm_bandwidth_efficiency, rel=0.05
+    )
+    held = marked.fit(everything[-1:], "vllm", CANDIDATES[0])
+    assert FIRST_USE not in held.fitted
+    assert held.factors.first_use_build_s == FIRST_USE_PRIOR_S

@@ -74,3 +74,20 @@ def test_inconsistent_records_are_rejected(llama8b):
     bad = dataclasses.replace(run, first_token_s=run.first_token_s + 1e-3)
     with pytest.raises(ValueError, match="matches no step"):
         ScheduleTrace.from_record(bad, featurize, latencies=True)
+
+
+@pytest.mark.parametrize("builds", [1, 2])
+def test_a_one_off_build_delays_the_first_wave_alone(llama8b, builds):
+    """A cold server's build before the first wave's first tokens (`first_use_builds`):
+    r0 (the first wave of a closed loop of one client) waits B x S, r1 arrives after it and
+    does not, so the mean TTFT over the two grows by B x S / 2 (S / k with k = 2 prompts
+    per client), TPOT not at all, the run by B x S."""
+    featurize = StepFeaturizer(llama8b.deployment)
+    trace = ScheduleTrace.from_record(two_requests(featurize, 0.0, True), featurize, latencies=True)
+    cold = dataclasses.replace(trace, first_use_builds=builds)
+    build = EFF.replace(first_use_build_s=30.0)
+    warm, got = replay(trace, build), replay(cold, build)
+    assert got["mean_ttft_ms"] - warm["mean_ttft_ms"] == pytest.approx(builds * 30e3 / 2)
+    assert got["mean_tpot_ms"] == pytest.approx(warm["mean_tpot_ms"])
+    assert got["duration_s"] - warm["duration_s"] == pytest.approx(builds * 30.0)
+    assert replay(cold, EFF) == replay(trace, EFF)  # no build time: nothing added

@@ -18,7 +18,9 @@ TPOT) or an `AicSkipped` with a one-line reason. How the rows were measured is i
   checkpoint). FP8 and NVFP4 weights get an FP8 KV cache, as the InferenceX scripts launch them.
 - **Load.** A closed loop of the row's `silicon_concurrency` clients (in its source), else
   `batch_size x attention_dp_size` (batch_size is per attention-DP rank). InferenceX rows:
-  `10 c` requests with lengths uniform in [int(0.8 L), L] (`--random-range-ratio 0.8`,
+  `10 c` requests (the B200 docker runner's DeepSeek FP8 runs before the client's warm-up:
+  50 c, 20 c at OSL 8192, `aic_clients.prompts_per_client`) with lengths uniform in
+  [int(0.8 L), L] (`--random-range-ratio 0.8`,
   `length_ratio` on the spec). AIC's own gap-analysis rows (aiperf): fixed lengths, `20 c`
   requests. The simulation starts on an idle engine with all `c` requests at t = 0, as the
   timed run does: the client's warm-up (`2 c` requests, since 2026-01-21) drains before it,
@@ -27,8 +29,9 @@ TPOT) or an `AicSkipped` with a one-line reason. How the rows were measured is i
   run (`aic_twins.with_inferencex_twins`); an SGLang row InferenceX's MTP sweep ran
   speculates as its script launched it (`aic_agg_sweeps`; TensorRT-LLM's: `aic_launch`).
 - **Not fitted on.** A row whose prompts the server saw at another length than the row's
-  (InferenceX's client and SGLang's server tokenizing apart: `aic_clients`) is predicted and
-  reported, and the fits train without it (`AicCase.unfitted`).
+  (InferenceX's client and SGLang's server tokenizing apart: `aic_clients`), or whose prompt
+  count is not known (`aic_clients.prompt_count_unknown`), is predicted and reported, and the
+  fits train without it (`AicCase.unfitted`).
 - **Expert parallelism.** `moe_ep_size` is the spec's `expert_parallel_size` (experts split
   whole over that many of the GPUs the MoE layers run on, each over `moe_tp_size` of them),
   where the launch turned it on (`launched_expert_parallel`): InferenceX's vLLM Kimi-K2.5
@@ -76,7 +79,12 @@ from pathlib import Path
 from typing import Any
 
 from llmsizer.calibrate.aic_agg_sweeps import sglang_mtp_launch
-from llmsizer.calibrate.aic_clients import prompt_length_unknown
+from llmsizer.calibrate.aic_clients import (
+    first_use_builds,
+    prompt_count_unknown,
+    prompt_length_unknown,
+    prompts_per_client,
+)
 from llmsizer.calibrate.aic_launch import family_of, launch_settings
 from llmsizer.calibrate.aic_sweeps import measured_at
 from llmsizer.calibrate.aic_twins import is_gap, with_inferencex_twins
@@ -107,7 +115,9 @@ _CONCURRENCY = re.compile(r"silicon_concurrency=(\d+)")
 class AicCase:
     """A row as a case: its spec, measured means (`mean_ttft_ms`, `mean_tpot_ms`), what it
     is grouped by in reports, a note on anything the mapping approximated, and why the fits
-    train without it (`unfitted`; None: they train on it; it is predicted either way)."""
+    train without it (`unfitted`; None: they train on it; it is predicted either way);
+    `first_use_builds`: the one-off builds its timed first wave waited for (`aic_clients`:
+    priced by `EfficiencyFactors.first_use_build_s`)."""
 
     row_id: str
     backend: str
@@ -117,6 +127,7 @@ class AicCase:
     measured: dict[str, float]
     note: str = ""
     unfitted: str | None = None
+    first_use_builds: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,6 +185,7 @@ def _map(row: Mapping[str, str], check_fit: bool) -> AicCase:
     if concurrency < 1:
         raise _Skip("batch_size not given")
     per_client = GAP_PROMPTS_PER_CLIENT if gap else PROMPTS_PER_CLIENT
+    per_client = prompts_per_client(row, model, precision.value) or per_client  # B200 docker
     fields: dict[str, Any] = {
         "model": model,
         "gpu": gpu,
@@ -221,7 +233,12 @@ def _map(row: Mapping[str, str], check_fit: bool) -> AicCase:
         "mean_tpot_ms": float(row["silicon_tpot_ms"]),
     }
     unfitted = prompt_length_unknown(row, model)  # the client's prompts were not its lengths
-    return AicCase(row["id"], row["backend"], row["system"], model, spec, measured, note, unfitted)
+    unfitted = unfitted or prompt_count_unknown(row, model, precision.value)  # nor its count
+    chunk = spec.engine.max_num_batched_tokens
+    builds = first_use_builds(row, model, concurrency, chunk) if chunk else 0
+    return AicCase(
+        row["id"], row["backend"], row["system"], model, spec, measured, note, unfitted, builds
+    )
 
 
 def _layout(row: Mapping[str, str], gpus_per_node: int) -> tuple[int, int, int]:

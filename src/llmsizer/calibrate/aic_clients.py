@@ -29,6 +29,37 @@ A row's prompt length is unknown, and the fits train without it, where all of th
 On the calibration rows this is SGLang workflow runs 748 / 749 (DeepSeek-V3 on B300,
 0.5.10.post1, 2026-04-17; docs/aic_measurement.md section 37): every other DeepSeek SGLang
 row ran 0.5.9 or older. They stay in the accuracy report, predicted at their nominal lengths.
+
+Before the client's warm-up (d053ae24e, 2026-01-21 17:53 UTC) two more facts of a run are
+the client's (docs/aic_measurement.md sections 38, 41):
+- **Its prompt count** (`prompts_per_client`): the B200 docker runner's launcher
+  (`runners/launch_b200-nvd.sh` l.51-58 @ 7daaa8bb3, the same @ 9765f603d, 189ae51cc; and
+  `launch_b200-dgxc.sh`, the runner's other nodes from 3c3d1999b) sent 50c prompts, 20c at
+  OSL 8192, for `deepseek-ai/DeepSeek-R1-0528` (and `nvidia/DeepSeek-R1-0528-FP4`, a model
+  no config ran there), 10c for any other. SGLang's DeepSeek configs ran on that runner
+  (`runner: b200`, `.github/configs/nvidia-master.yaml`): FP8 as `DeepSeek-R1-0528`, NVFP4
+  as `nvidia/DeepSeek-R1-0528-FP4-V2` (10c). From ea181ae6d (2025-12-31 06:18 UTC) the `b200`
+  label holds slurm nodes too, whose scripts send 10c ("make num prompts conc ten"): a run
+  from then is not known to have run the docker launcher: it keeps 10c and the fits train
+  without it (`prompt_count_unknown`). TensorRT-LLM's ran
+  on `b200-trt` (slurm nodes, 10c), vLLM's B200 rows of the time are Llama.
+- **A first-use build in the first wave** (`first_use_builds`): SGLang's `trtllm_mla`
+  attention with the chunked prefix cache on plans FlashInfer's ragged prefill wrapper for
+  the first prompt chunk over a cached prefix, whose SM100 CUTLASS FMHA module at head dims
+  192 / 128 is not in FlashInfer's ahead-of-time set and is compiled with nvcc at that first
+  call (SGLang 0.5.5 `deepseek_v2.py` l.378-385, 2417-2446, `flashinfer_mla_backend.py`
+  l.99-147, 245-246; FlashInfer 0.5.0 `prefill.py` l.2708-2745, `aot.py` l.319-332). Every
+  InferenceX DeepSeek SGLang B200 script of the time launched `--attention-backend
+  trtllm_mla` and left the chunked prefix cache on (`dsr1_fp4_b200_docker.sh` @ 7daaa8bb3,
+  `dsr1_fp8_b200_docker.sh` @ 189ae51cc), and each run started on an empty `~/.cache`
+  (`docker run --rm`). A first wave whose prompts exceed one prompt step (c x ISL >
+  `max_num_batched_tokens`, the script's `--chunked-prefill-size`) splits a prompt over a
+  cached head and builds the module while the whole first wave waits; a warm-up of 2c
+  requests (from d053ae24e) splits the same way and builds it before the timed requests.
+  From the `v0.5.5-cu129-amd64` image (d8fe8f73e, #204, 2025-11-10; a run of that day is
+  read as it), whose wheels the build was read in: the `v0.5.3rc1-cu129-b200` image before
+  it carried another FlashInfer (not on PyPI; its script patched the cubin loader), and its
+  run of 2025-11-02 shows no such stall (section 41).
 """
 
 from __future__ import annotations
@@ -36,12 +67,18 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from llmsizer.calibrate.aic_launch import family_of
 from llmsizer.calibrate.aic_sweeps import measured_at
 from llmsizer.calibrate.aic_twins import is_gap
 
 TRANSFORMERS_5_FROM = (0, 5, 10)  # SGLang 0.5.10.post1 pins transformers==5.3.0; 0.5.9 4.57.1
 LLAMA_CLASS_BYTE_LEVEL = frozenset({"deepseek-v3", "deepseek-r1"})  # InferenceX #937
 CLIENT_FIXED = "2026-05-15"  # InferenceX 5fe6d56ee (#1381): the client's repair for repo ids
+WARMUP_FROM = "2026-01-21T17:53:38Z"  # InferenceX d053ae24e (#480): `--num-warmups 2c`
+SLURM_B200_FROM = "2025-12-31T06:18:28Z"  # InferenceX ea181ae6d (#379): slurm nodes, 10c
+BUILD_IMAGE_FROM = "2025-11-10"  # InferenceX d8fe8f73e (#204): SGLang v0.5.5-cu129-amd64 on B200
+DOCKER_PROMPTS_PER_CLIENT = 50  # launch_b200-nvd.sh l.51-58 @ 7daaa8bb3: DeepSeek-R1-0528
+DOCKER_LONG_OUTPUT_PROMPTS_PER_CLIENT = 20  # the same, at OSL 8192
 _RELEASE = re.compile(r"(\d+)\.(\d+)\.(\d+)")
 
 
@@ -61,3 +98,54 @@ def prompt_length_unknown(row: Mapping[str, str], model: str) -> str | None:
         f"with {model}'s LlamaTokenizerFast, measured {measured[:10]} before InferenceX's "
         "client tokenizer fix (#1381): the server saw ~5x the prompt (InferenceX #937)"
     )
+
+
+def _before_warmup(row: Mapping[str, str], backend: str, system: str) -> str | None:
+    """The row's `measured=` time where it is an InferenceX `backend` run on `system`
+    measured before the client's warm-up (d053ae24e), else None."""
+    if row["backend"] != backend or row["system"] != system or is_gap(row):
+        return None
+    measured = measured_at(row)
+    return measured if measured is not None and measured < WARMUP_FROM else None
+
+
+def prompts_per_client(row: Mapping[str, str], model: str, precision: str) -> int | None:
+    """The prompts per client the B200 docker runner's launcher sent for `row` (module
+    docstring), or None where the row's script says (`aic.PROMPTS_PER_CLIENT`). `model`: the
+    catalog name; `precision`: the weights' (`fp8`: the `deepseek-ai/DeepSeek-R1-0528`
+    checkpoint; the NVFP4 one, `...-FP4-V2`, got 10c)."""
+    measured = _before_warmup(row, "sglang", "b200_sxm")
+    if measured is None or measured >= SLURM_B200_FROM or family_of(model) != "deepseek":
+        return None
+    if not precision.startswith("fp8"):
+        return None
+    long_output = int(row["osl"]) == 8192
+    return DOCKER_LONG_OUTPUT_PROMPTS_PER_CLIENT if long_output else DOCKER_PROMPTS_PER_CLIENT
+
+
+def prompt_count_unknown(row: Mapping[str, str], model: str, precision: str) -> str | None:
+    """Why the fits train without `row`, a run `prompts_per_client` cannot place: an
+    InferenceX DeepSeek FP8 SGLang B200 run from ea181ae6d to the warm-up, when the `b200`
+    label sent it to a docker node (50c / 20c) or a slurm node (10c); else None."""
+    measured = _before_warmup(row, "sglang", "b200_sxm")
+    if measured is None or measured < SLURM_B200_FROM or family_of(model) != "deepseek":
+        return None
+    if not precision.startswith("fp8"):
+        return None
+    return (
+        f"prompt count unknown: measured {measured[:10]} on the b200 label's docker (50c) or "
+        "slurm (10c) nodes, before InferenceX's client warm-up (ea181ae6d, d053ae24e)"
+    )
+
+
+def first_use_builds(
+    row: Mapping[str, str], model: str, concurrency: int, chunk_tokens: int
+) -> int:
+    """How many one-off module builds the timed requests of `row` waited for (module
+    docstring): 1 for an InferenceX DeepSeek SGLang B200 run from the 0.5.5 image without
+    the client's warm-up whose first wave, `concurrency` prompts of the row's ISL, exceeds
+    one prompt step of `chunk_tokens` (the launch's `--chunked-prefill-size`); else 0."""
+    measured = _before_warmup(row, "sglang", "b200_sxm")
+    if measured is None or measured[:10] < BUILD_IMAGE_FROM or family_of(model) != "deepseek":
+        return 0
+    return int(concurrency * int(row["isl"]) > chunk_tokens)

@@ -12,7 +12,10 @@ every fold then re-prices the recorded steps (`llmsizer.calibrate.replay`), whic
   (`calibrated_efficiency`), with a robust loss on the rows (`ROBUST_SCALE`) so that rows
   an unmodelled effect puts far off do not drag the rest. A row whose prompts the server
   saw at another length (`AicCase.unfitted`, `llmsizer.calibrate.aic_clients`) is
-  predicted and scored, never trained on (`trains`). The prior's sigmas (and whether
+  predicted and scored, never trained on (`trains`). A row whose timed first wave waited
+  for a cold server's one-off build (`AicCase.first_use_builds`, `aic_clients`) is priced
+  with it (`first_use_build_s`, fitted where the training rows hold one, else at its prior
+  `FIRST_USE_PRIOR_S` for an engine whose rows hold one). The prior's sigmas (and whether
   the split factors are fitted) are chosen among `aic_prior.CANDIDATES` by a leave one
   model out inside each fit's training rows (`Recorded.choose`), so a cross-validation
   fold never tunes on the rows it holds out.
@@ -41,6 +44,7 @@ every fold then re-prices the recorded steps (`llmsizer.calibrate.replay`), whic
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
@@ -74,8 +78,12 @@ SEQUENCE, SEQUENCE_PRIOR_S = ("sequence_overhead_s",), 2e-6
 # a speculative verify step's cost per decoding sequence: fitted where the training rows
 # speculate, else left at the general fit's (0); its prior (docs/aic_measurement.md section 34)
 VERIFY, VERIFY_PRIOR_S = "verify_sequence_overhead_s", 50e-6
+# a cold server's one-off build (`aic_clients.first_use_builds`): its prior, an nvcc build of
+# a CUTLASS FMHA module (three .cu files, tens of seconds: docs/aic_measurement.md section 38),
+# and a wide sigma (log units), so the rows that hold one set it
+FIRST_USE, FIRST_USE_PRIOR_S, FIRST_USE_SIGMA = "first_use_build_s", 60.0, 1.0
 FIT = (*DEFAULT_FIT_FACTORS, "interconnect_efficiency", "first_token_delay_s", *KINDS, *SEQUENCE,
-       VERIFY, *PROMPT, *SPLIT)  # fmt: skip
+       VERIFY, FIRST_USE, *PROMPT, *SPLIT)  # fmt: skip
 Group = tuple[str, str]  # (engine, GPU architecture)
 Memo = dict[tuple[str, tuple[int, ...], FitPrior], FitResult]  # (engine, rows, prior) -> fit
 MIN_FIT_ROWS = 30  # fewer AIC rows: the engine's other architectures (module docstring)
@@ -133,6 +141,17 @@ class Recorded:
     cases: tuple[AicCase, ...]
     traces: tuple[ScheduleTrace, ...]
 
+    def __post_init__(self) -> None:
+        """Each trace carries its case's one-off builds (a trace pickled before the field
+        existed gets it here too); a recording without traces (a test's) is left as it is."""
+        if len(self.traces) != len(self.cases):
+            return
+        traces = tuple(
+            dataclasses.replace(t, first_use_builds=c.first_use_builds)
+            for c, t in zip(self.cases, self.traces, strict=True)
+        )
+        object.__setattr__(self, "traces", traces)
+
     def __add__(self, other: Recorded) -> Recorded:
         return Recorded(self.cases + other.cases, self.traces + other.traces)
 
@@ -149,6 +168,10 @@ class Recorded:
             for i, trace in zip(indices, recorded, strict=True):
                 traces[i] = trace
         return cls(tuple(cases), tuple(t for t in traces if t is not None))
+
+    def has_builds(self, engine: str) -> bool:
+        """Whether some row of `engine` waited for a one-off build (`first_use_build_s`)."""
+        return any(c.first_use_builds for c in self.cases if c.backend == engine)
 
     def num_fitted(self, indices: Sequence[int]) -> int:
         """How many of the cases at `indices` are AIC rows a fit trains on (`trains`)."""
@@ -175,13 +198,19 @@ class Recorded:
         fit = prior.select(FIT if prior.fits_split else FIT[: -len(SPLIT)])
         if not any(t.features[:, VERIFY_SEQUENCES].any() for t in traces):
             fit = tuple(f for f in fit if f != VERIFY)  # no verify step: nothing to fit
+        start = fit_start(engine, fit, builds=self.has_builds(engine))
+        if not any(t.first_use_builds for t in traces):
+            fit = tuple(f for f in fit if f != FIRST_USE)  # none here: held at its start
         models = [self.cases[indices[k]].model for k, _, _ in targets]
+        sigmas = prior.sigmas(fit)
+        if FIRST_USE in sigmas:
+            sigmas[FIRST_USE] = FIRST_USE_SIGMA
         return fit_factors(
             traces,
             targets,
-            fit_start(engine, fit),
+            start,
             fit,
-            prior_sigma=prior.sigmas(fit),
+            prior_sigma=sigmas,
             robust_scale=ROBUST_SCALE,
             weights=prior.weights(models, [m for _, m, _ in targets]),
         )
@@ -326,11 +355,16 @@ class Recorded:
         return out
 
 
-def fit_start(engine: str, fit: Collection[str] = FIT) -> EfficiencyFactors:
+def fit_start(
+    engine: str, fit: Collection[str] = FIT, *, builds: bool = False
+) -> EfficiencyFactors:
     """An AIC fit's start and prior centre: the general fit, its per-sequence cost, when
     `fit` fits it and the general fit has none, at `SEQUENCE_PRIOR_S` (held, it stays the
-    general fit's); its verify steps' per-sequence cost likewise at `VERIFY_PRIOR_S`."""
+    general fit's); its verify steps' per-sequence cost likewise at `VERIFY_PRIOR_S`; with
+    `builds` (the engine's rows hold a one-off build), its build at `FIRST_USE_PRIOR_S`."""
     general = calibrated_efficiency(engine)
+    if builds and not general.first_use_build_s:
+        general = general.replace(first_use_build_s=FIRST_USE_PRIOR_S)
     if VERIFY in fit and not general.verify_sequence_overhead_s:
         general = general.replace(verify_sequence_overhead_s=VERIFY_PRIOR_S)
     if general.sequence_overhead_s or "sequence_overhead_s" not in fit:

@@ -64,7 +64,9 @@ class ScheduleTrace:
     Without `has_latencies` the whole run is one segment: only throughputs are meaningful.
     Throughputs are multiplied by `throughput_scale` (identical engines the run stands for:
     pipeline stages in flight, data-parallel instances) and divided by `num_gpus` (all of
-    them) for the per-GPU keys.
+    them) for the per-GPU keys. `first_use_builds`: one-off builds a cold server ran before
+    the first wave's first tokens, each `EfficiencyFactors.first_use_build_s` long (set by
+    the caller that knows the run: `calibrate.aic_fit.Recorded`).
     """
 
     features: np.ndarray
@@ -78,6 +80,7 @@ class ScheduleTrace:
     has_latencies: bool
     throughput_scale: int = 1
     num_gpus: int = 1
+    first_use_builds: int = 0
 
     @classmethod
     def from_record(
@@ -171,6 +174,8 @@ def replay(trace: ScheduleTrace, eff: EfficiencyFactors) -> dict[str, float]:
     """
     row_s = price(trace.features, eff)
     dt = np.bincount(trace.row_segment, weights=row_s, minlength=trace.release_s.shape[0])
+    if trace.first_use_builds and eff.first_use_build_s:  # the first wave waits (class doc)
+        dt[0] += trace.first_use_builds * eff.first_use_build_s
     total = np.cumsum(dt)
     end = total + np.maximum.accumulate(trace.release_s - (total - dt))
     arrival = np.where(

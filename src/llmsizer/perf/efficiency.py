@@ -108,6 +108,12 @@ calibration set by `bench/validate_perf.py --fit`. The priors:
   the engine never spends: HTTP and tokenisation before the request reaches the scheduler,
   detokenisation and a stream interval after (`llmsizer.sim.delivery`). Not a step cost;
   the prior leaves it out and the fit on measured TTFT under load sets it per engine.
+- `first_use_build_s` 0: a cold server's one-off build of a kernel module at its first use,
+  which the timed requests of a run without a client warm-up wait for (FlashInfer's nvcc
+  build of SGLang's chunked-prefix MLA prefill module on B200: docs/aic_measurement.md
+  section 41). Not a step cost and never simulated (a sized deployment is warm): only the
+  replay of such a measured run reads it (`calibrate.replay`); the AIC fit starts it at
+  `aic_fit.FIRST_USE_PRIOR_S` where its engine's rows hold a build.
 
 With these, Llama 2 70B FP16 on 4 H100 SXM at batch 8 (the course's example) predicts 2.2 s
 for the 3500-token prefill and 21 ms per output token against the course's 2.6 s and
@@ -183,6 +189,7 @@ class EfficiencyFactors:
     sequence_overhead_s: float = 0.0
     verify_sequence_overhead_s: float = 0.0
     experts_tile_rows: float = 64.0  # rows, not fitted: the engine's grouped-GEMM tile
+    first_use_build_s: float = 0.0
 
     def __post_init__(self) -> None:
         for name, (low, high) in _BOUNDS.items():
@@ -247,6 +254,7 @@ _BOUNDS: Mapping[str, tuple[float, float]] = MappingProxyType(
         "sequence_overhead_s": (0.0, 200 * US),
         "verify_sequence_overhead_s": (0.0, 1_000 * US),
         "experts_tile_rows": (1.0, 512.0),
+        "first_use_build_s": (0.0, 600.0),
     }
 )
 
