@@ -364,7 +364,10 @@ BUDGET = {
     # launcher could have run not fitted on) and a cold first wave's one-off module build,
     # priced by a fitted `first_use_build_s` (`aic_clients.prompts_per_client`,
     # `prompt_count_unknown`, `first_use_builds`; issue 10, sglwarm15)
-    + 150,
+    + 150
+    # + 6: the disaggregated rows' checkpoint precision and linear kernel as the agg rows'
+    # (issue 10, session 15 lead)
+    + 6,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run

@@ -267,3 +267,19 @@ def test_trtllm_decode_pools_capture_padded_graphs_up_to_their_batch() -> None:
         isinstance(sglang, AicDisaggCase)
         and sglang.decode.engine.max_cudagraph_capture_size is None
     )
+
+
+def test_deepseek_fp8_pools_run_the_rows_block_fp8_kernel_as_the_agg_rows_do() -> None:
+    """Both pools of a TensorRT-LLM DeepSeek FP8 row on GB200 (a Dynamo 0.8 image, before
+    TensorRT-LLM 1.3) are block FP8 through `fp8_swap_ab`; SGLang's, the default kernel."""
+    deepseek = {
+        **ROW, "model_path": "deepseek-ai/DeepSeek-R1", "system": "gb200",
+        "backend_version": "0.8.1.post1", "prefill_tp_size": "8", "decode_tp_size": "8",
+        "prefill_moe_tp_size": "8", "decode_moe_tp_size": "8",
+    }  # fmt: skip
+    case = map_disagg_row(deepseek)
+    assert isinstance(case, AicDisaggCase)
+    assert (case.prefill.precision, case.decode.precision) == ("fp8_block", "fp8_block")
+    assert case.prefill.linear_kernel == case.decode.linear_kernel == "fp8_swap_ab"
+    sglang = map_disagg_row({**deepseek, "backend": "sglang"})
+    assert isinstance(sglang, AicDisaggCase) and sglang.prefill.linear_kernel is None

@@ -303,6 +303,12 @@ def _int(row: Mapping[str, str], column: str, default: int) -> int:
     return int(text) if text else default
 
 
+def checkpoint_precision(gemm: Precision, model_path: str) -> Precision:
+    """`gemm` as the checkpoint stores it: `fp8` on a block-scaled one is `fp8_block`."""
+    block = gemm is Precision.FP8 and model_path.strip() in BLOCK_FP8_CHECKPOINTS
+    return Precision.FP8_BLOCK if block else gemm
+
+
 def _precision(row: Mapping[str, str]) -> tuple[Precision, str]:
     """The weight precision and a note when the experts' mode differs (module docstring)."""
     try:
@@ -313,8 +319,7 @@ def _precision(row: Mapping[str, str]) -> tuple[Precision, str]:
     if gemm is None:
         column = row["precision"].strip()
         return (Precision.parse(column) if column else Precision.BF16), ""
-    if gemm is Precision.FP8 and row["model_path"].strip() in BLOCK_FP8_CHECKPOINTS:
-        gemm = Precision.FP8_BLOCK
+    gemm = checkpoint_precision(gemm, row["model_path"])
     note = ""
     if moe is not None and moe is not gemm:
         note = f"moe_quant_mode {moe.value} priced as gemm_quant_mode {gemm.value}"

@@ -51,14 +51,13 @@ follow the aggregated mapping (`llmsizer.calibrate.aic`, `docs/aic_measurement.m
   per GPU under attention data parallelism (every rank holds attention, dense layers and
   embeddings) of a GB200's 198.7 GB: 0.9 (or SGLang 0.5.5's own default, about 0.81 here,
   `ServerArgs._handle_gpu_memory_settings`) leaves no KV cache, yet these runs ran, so
-  their launches set a fraction we cannot read; 0.95 is the one InferenceX uses where
-  FP8 DeepSeek just fits on 4 GPUs.
+  their launches set a fraction we cannot read; 0.95, InferenceX's where FP8 DeepSeek fits.
 - **Expert layout not set.** `{pool}_moe_tp_size` and `{pool}_moe_ep_size` both 0 (two
   vLLM gap-analysis rows, ids `..._tpnone_epnone_...`: the launch named neither) is the
   engine's default: no expert parallelism, the experts tensor parallel over the pool's
   `tp x attention_dp` GPUs (vLLM without `--enable-expert-parallel`).
 - **Skipped.** Pipeline parallelism, GPUs, systems and models outside the catalog,
-  deployments the model rejects, and the rows above.
+  deployments the model rejects, and the rows above. Precision as `llmsizer.calibrate.aic`.
 - **Worker counts.** Where `{pool}_num_workers` is empty (the `source_file=` rows), the
   pool columns of the row's twin in the dump are used (`llmsizer.calibrate.aic_twins`: the
   same run in the other export); a row without a twin gets those of the InferenceX sweep
@@ -86,12 +85,14 @@ from llmsizer.calibrate.aic import (
     LENGTH_RATIO,
     PROMPTS_PER_CLIENT,
     AicSkipped,
+    checkpoint_precision,
     layout_columns,
 )
 from llmsizer.calibrate.aic_launch import mtp_speculation
 from llmsizer.calibrate.aic_launch_gb200 import is_inferencex_gb200, with_launched_layouts
 from llmsizer.calibrate.aic_launches import WIDEST_TP, with_inferencex_launches
 from llmsizer.calibrate.aic_twins import with_twin_layouts, workers_given
+from llmsizer.calibrate.engine_kernels import linear_kernel
 from llmsizer.instance import DeploymentSpec, PredictSpec, make_instance
 from llmsizer.instance.disagg import Link, make_disaggregated
 from llmsizer.perf import EfficiencyFactors
@@ -205,7 +206,7 @@ def _map(row: Mapping[str, str]) -> AicDisaggCase:
         model = get_model(row["model_path"]).name
     except (ValueError, OSError) as e:
         raise _Skip(f"model {row['model_path']} not in the catalog") from e
-    precision = _precision(row)
+    precision, version = _precision(row), row.get("backend_version", "")
     found = _CONCURRENCY.search(row["silicon_data_source"])
     num_decode = _int(row, "decode_num_workers")
     if found is None and not row["decode_batch_size"].strip():
@@ -218,6 +219,7 @@ def _map(row: Mapping[str, str]) -> AicDisaggCase:
         "precision": precision.value,
         "kv_cache_dtype": "fp8" if precision in _FP8_KV else None,
         "engine": row["backend"],
+        "linear_kernel": linear_kernel(row["backend"], gpu, precision.value, version),
     }
     isl, osl = int(row["isl"]), int(row["osl"])
     try:
@@ -349,10 +351,10 @@ def _precision(row: Mapping[str, str]) -> Precision:
         gemm = quant_mode_precision(row["gemm_quant_mode"])
     except ValueError as e:
         raise _Skip(str(e)) from e
-    if gemm is not None:
-        return gemm
-    column = row["precision"].strip()
-    return Precision.parse(column) if column else Precision.BF16
+    column = row["precision"].strip()  # no mode: the checkpoint's dtype, else bf16
+    if gemm is None:
+        return Precision.parse(column) if column else Precision.BF16
+    return checkpoint_precision(gemm, row["model_path"])
 
 
 def predict_disagg(
