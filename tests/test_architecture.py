@@ -77,7 +77,7 @@ BUDGET = {
     + 15
     # + 6: query / key norms over every head read from the config (`qk_norm_across_heads`,
     # issue 10, vllmtpot14)
-    + 6,
+    + 7,
     "perf": 2600  # + 150: CUDA graphs in the step cost, per engine with sources (issue 10,
     # cuda_graphs.py), and speculating steps priced without a batch, in quiet runs, the
     # drafter's passes reused (issue 11, verify_step.py): about 225 lines each, in the slack
@@ -365,9 +365,9 @@ BUDGET = {
     # priced by a fitted `first_use_build_s` (`aic_clients.prompts_per_client`,
     # `prompt_count_unknown`, `first_use_builds`; issue 10, sglwarm15)
     + 150
-    # + 6: the disaggregated rows' checkpoint precision and linear kernel as the agg rows'
+    # + 7: the disaggregated rows' checkpoint precision and linear kernel as the agg rows'
     # (issue 10, session 15 lead)
-    + 6,
+    + 7,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run

@@ -102,6 +102,8 @@ def test_the_rows_tensorrt_llm_versions_ran_it_for_block_fp8_on_sm100_only() -> 
     assert linear_kernel("trtllm", "gb300", fp8b, "1.0.0rc3") == "fp8_swap_ab"
     assert linear_kernel("trtllm", "b200", fp8b, "") == "fp8_swap_ab"  # 2025, no image
     assert linear_kernel("trtllm", "b200", fp8b, "1.3.0rc10") is None  # fixed by then
+    assert linear_kernel("trtllm", "gb200", fp8b, "0.8.1.post1") == "fp8_swap_ab"  # Dynamo
+    assert linear_kernel("trtllm", "gb200", fp8b, "0.9.0") is None  # Dynamo with 1.3.0rc1
     assert linear_kernel("trtllm", "h200-sxm", fp8b, "1.2.0rc6") is None  # CUTLASS
     assert linear_kernel("trtllm", "rtx-pro-6000", fp8b, "1.2.0rc6") is None  # SM120
     assert linear_kernel("trtllm", "b200", "fp8", "1.2.0rc6") is None  # per-tensor
@@ -111,7 +113,9 @@ def test_the_rows_tensorrt_llm_versions_ran_it_for_block_fp8_on_sm100_only() -> 
 
 def test_a_tensorrt_llm_deepseek_fp8_row_on_b200_names_the_kernel_and_vllm_does_not() -> None:
     row = {"model_path": "deepseek-ai/DeepSeek-R1", "tp_size": "8", "moe_tp_size": "8"}
-    trt = map_aic_row(make_row(**row, gemm_quant_mode="fp8", backend="trtllm"))
+    trt = map_aic_row(
+        make_row(**row, gemm_quant_mode="fp8", backend="trtllm", backend_version="1.2.0rc6.post2")
+    )
     assert isinstance(trt, AicCase) and trt.spec.linear_kernel == "fp8_swap_ab"
     vllm = map_aic_row(make_row(**row, gemm_quant_mode="fp8", backend="vllm"))
     assert isinstance(vllm, AicCase) and vllm.spec.linear_kernel is None

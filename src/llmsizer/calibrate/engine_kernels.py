@@ -33,8 +33,11 @@ sources of each and what is left unexplained.
 - **TensorRT-LLM 1.0-1.2, block-FP8 linear layers on SM100 / SM103** (`linear_kernel`):
   DeepGEMM's `fp8_swap_ab` GEMM, priced in `llmsizer.perf.linear_kernels` (sources there);
   AIC's kernel table of 1.3.0rc10 shows it fixed, so a version from 1.3 on runs the default.
-  Every TensorRT-LLM row of the file is older (0.8.1 - 1.2.0rc6; a row with no version was
-  measured in 2025).
+  Every TensorRT-LLM row of the file is older: the agg rows name TensorRT-LLM 1.0-1.2.0rc6
+  (a row with no version was measured in 2025); the disaggregated ones name the Dynamo
+  runtime image, 0.8.1.post*, which carries TensorRT-LLM 1.2.0rc6.post1-3 (Dynamo 0.9.0 the
+  first with 1.3.0rc1: ai-dynamo/dynamo `fern/pages-v0.9.0/reference/release-artifacts.md` @
+  79ec2ad8), so a version below 1.0 is read as Dynamo's (before 0.9: before 1.3).
 """
 
 from __future__ import annotations
@@ -114,5 +117,8 @@ def linear_kernel(engine: str, gpu: str, precision: str, version: str) -> str | 
     if engine != "trtllm" or precision != "fp8_block" or gpu not in SM100F_GPUS:
         return None
     found = _MAJOR_MINOR.match(version.strip())
-    before_1_3 = found is None or (int(found[1]), int(found[2])) < (1, 3)
-    return "fp8_swap_ab" if before_1_3 else None
+    if found is None:
+        return "fp8_swap_ab"
+    major_minor = (int(found[1]), int(found[2]))
+    fixed_in = (0, 9) if major_minor[0] == 0 else (1, 3)  # Dynamo's runtime tag, else TRT-LLM
+    return "fp8_swap_ab" if major_minor < fixed_in else None
