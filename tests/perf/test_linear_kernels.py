@@ -18,8 +18,11 @@ FITTED = EfficiencyFactors(gemm_compute_efficiency=0.75, gemm_bandwidth_efficien
 
 def model(kernel: str | None, gpu: str = "b200", dp: int = 1) -> StepModel:
     """DeepSeek-R1 on 8 GPUs: TP 8, or (`dp` 8) TensorRT-LLM's attention-DP ranks, tp 1."""
-    layout = {"tensor_parallel_size": 8} if dp == 1 else {
-        "tensor_parallel_size": 1, "attention_dp_size": dp, "expert_parallel_size": dp}
+    layout = (
+        {"tensor_parallel_size": 8}
+        if dp == 1
+        else {"tensor_parallel_size": 1, "attention_dp_size": dp, "expert_parallel_size": dp}
+    )
     d = Deployment.from_names("deepseek-r1", gpu, "fp8_block", **layout)
     return StepModel(replace(d, linear_kernel=kernel), FITTED)
 
