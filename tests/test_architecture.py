@@ -140,6 +140,9 @@ BUDGET = {
     + 80
     # + 3: a kernel runs one weight format (`check_kernel_format`; issue 10, session 15 lead)
     + 3
+    # + 10: the block-FP8 kernel's rate by the rank's tensor-parallel shard, an attention-DP
+    # rank's whole layers at 0.42 (`perf/linear_kernels.py`; issue 10, trtdis15)
+    + 10
     # + 50: an NVFP4 dense linear layer's input quantisation kernel per GEMM input, the
     # engines that launch it and the deployment's field (issue 10, vllm15)
     + 50

@@ -16,13 +16,19 @@ from llmsizer.perf.step import StepTerms, step_terms
 FITTED = EfficiencyFactors(gemm_compute_efficiency=0.75, gemm_bandwidth_efficiency=0.65)
 
 
-def model(kernel: str | None, gpu: str = "b200") -> StepModel:
-    d = Deployment.from_names("deepseek-r1", gpu, "fp8_block", tensor_parallel_size=8)
+def model(kernel: str | None, gpu: str = "b200", dp: int = 1) -> StepModel:
+    """DeepSeek-R1 on 8 GPUs: TP 8, or (`dp` 8) TensorRT-LLM's attention-DP ranks, tp 1."""
+    layout = (
+        {"tensor_parallel_size": 8}
+        if dp == 1
+        else {"tensor_parallel_size": 1, "attention_dp_size": dp, "expert_parallel_size": dp}
+    )
+    d = Deployment.from_names("deepseek-r1", gpu, "fp8_block", **layout)
     return StepModel(replace(d, linear_kernel=kernel), FITTED)
 
 
-def terms(kernel: str | None, batch) -> StepTerms:
-    c = model(kernel).constants
+def terms(kernel: str | None, batch, dp: int = 1) -> StepTerms:
+    c = model(kernel, dp=dp).constants
     return StepTerms._make(step_terms(c, aggregate(batch, c.window)))
 
 
@@ -78,7 +84,25 @@ def test_a_kernel_for_another_weight_format_is_an_error_naming_both() -> None:
 
 
 def test_unset_is_the_default_and_an_unknown_kernel_is_an_error() -> None:
-    assert linear_rate_scale(None) == 1.0
-    assert linear_rate_scale("fp8_swap_ab") == RELATIVE_RATE["fp8_swap_ab"]
+    assert linear_rate_scale(None, 8) == 1.0
+    assert linear_rate_scale("fp8_swap_ab", 8) == RELATIVE_RATE["fp8_swap_ab"][8]
     with pytest.raises(ValueError, match="linear_kernel 'cublas9' has no price; allowed: fp8_"):
         model("cublas9")
+
+
+def test_the_kernels_rate_follows_the_ranks_shard() -> None:
+    """AIC's table at DeepSeek's shapes: the kernel nears BF16's fraction of peak on whole
+    layers (an attention-DP rank, o_proj 7,168 x 16,384) and falls as TP shards them; a
+    shard between the table's takes the entry below it."""
+    rates = [linear_rate_scale("fp8_swap_ab", tp) for tp in (1, 2, 3, 4, 8, 16)]
+    assert rates == [0.42, 0.30, 0.30, 0.20, 0.15, 0.15]
+    with pytest.raises(ValueError, match="tensor_parallel_size must be >= 1, got 0"):
+        linear_rate_scale("fp8_swap_ab", 0)
+
+
+def test_an_attention_dp_ranks_prompt_step_runs_the_kernel_at_its_whole_layer_rate() -> None:
+    """A TensorRT-LLM DEP8 prefill rank (tp 1): the linear layers at 0.42 of the default's
+    rate, not TP 8's 0.15 (section 46: every disaggregated DeepSeek FP8 prefill pool)."""
+    batch = prefill_batch(1, 8_192)
+    default, swap_ab = terms(None, batch, dp=8), terms("fp8_swap_ab", batch, dp=8)
+    assert swap_ab.linear_compute_s == pytest.approx(default.linear_compute_s / 0.42)

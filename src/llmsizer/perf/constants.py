@@ -139,7 +139,7 @@ def build_constants(
         window_layers=m.num_sliding_window_layers,
         # a linear kernel other than the engine's default (`linear_kernels`) scales FLOPs
         linear_flops_per_s=d.matmul_flops_per_s
-        * (eff.gemm_compute_efficiency * sparse_speedup * linear_rate_scale(d.linear_kernel)),
+        * (eff.gemm_compute_efficiency * sparse_speedup * linear_rate_scale(d.linear_kernel, tp)),
         lm_head_flops_per_s=d.attention_flops_per_s * eff.gemm_compute_efficiency,
         attention_flops_per_s=d.attention_flops_per_s * eff.attention_compute_efficiency,
         gemm_bytes_per_s=d.gpu.hbm_bytes_per_s * eff.gemm_bandwidth_efficiency,

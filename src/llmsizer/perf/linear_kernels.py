@@ -23,6 +23,13 @@ step's small batches, are unchanged.
   of the same shapes reach 1.33 / 1.31 / 1.27 PFLOP/s, 0.59 / 0.58 / 0.56 of the BF16 peak:
   a fraction of peak 0.19 / 0.16 / 0.14 of BF16's. 0.15, the 4k-8k tokens of the AIC rows'
   prompt steps (0.21 at 1,024 tokens, where DeepSeek's step is bound by its weight reads).
+  The rate depends on the shapes, so on the rank's tensor-parallel shard: the same table's
+  shapes at TP 4 / 2 / 1 (q_b, kv_b, o_proj and the shared expert sharded T ways, the fused
+  q_a / kv_a whole) give 0.20 / 0.30 / 0.42 of BF16's fraction at 4k-8k tokens (0.19-0.20,
+  0.28-0.31, 0.41-0.44); TP 1 is a TensorRT-LLM attention-DP rank (`enable_attention_dp`,
+  every disaggregated DeepSeek FP8 prefill pool: docs/aic_measurement.md section 46), which
+  runs o_proj at 7,168 x 16,384 where the kernel is faster than BF16. A shard not in the
+  table takes the entry of the largest TP at or below it.
   TensorRT-LLM 1.3.0rc10's table (same path, `.../gemm/trtllm/1.3.0rc10/`) reaches
   1.25 PFLOP/s at 8,192 tokens: the kernel was fixed after the versions the rows ran. So a
   deployment runs it only where it says so (`DeploymentSpec.linear_kernel`, the AIC rows'
@@ -40,8 +47,11 @@ from types import MappingProxyType
 
 from llmsizer.specs.dtypes import Precision
 
-# kernel -> its linear layers' FLOP rate over the engine default kernel's (docstring)
-RELATIVE_RATE: Mapping[str, float] = MappingProxyType({"fp8_swap_ab": 0.15})
+# kernel -> the rank's tensor-parallel size -> its linear layers' FLOP rate over the engine
+# default kernel's (docstring: AIC's B200 1.2.0rc5 GEMM table at DeepSeek's shapes)
+RELATIVE_RATE: Mapping[str, Mapping[int, float]] = MappingProxyType({
+    "fp8_swap_ab": MappingProxyType({1: 0.42, 2: 0.30, 4: 0.20, 8: 0.15}),
+})  # fmt: skip
 # kernel -> the weight format it runs
 FORMAT: Mapping[str, Precision] = MappingProxyType({"fp8_swap_ab": Precision.FP8_BLOCK})
 
@@ -55,9 +65,15 @@ def check_linear_kernel(name: str | None) -> str | None:
     raise ValueError(f"linear_kernel {name!r} has no price; allowed: {allowed} (or unset)")
 
 
-def linear_rate_scale(name: str | None) -> float:
-    """The linear layers' FLOP rate under kernel `name`, as a fraction of the default's."""
-    return 1.0 if name is None else RELATIVE_RATE[check_linear_kernel(name) or ""]
+def linear_rate_scale(name: str | None, tensor_parallel_size: int) -> float:
+    """The linear layers' FLOP rate under kernel `name` on a rank whose linear layers are
+    sharded `tensor_parallel_size` ways, as a fraction of the default's (docstring)."""
+    if name is None:
+        return 1.0
+    if tensor_parallel_size < 1:
+        raise ValueError(f"tensor_parallel_size must be >= 1, got {tensor_parallel_size}")
+    by_tp = RELATIVE_RATE[check_linear_kernel(name) or ""]
+    return by_tp[max(t for t in by_tp if t <= tensor_parallel_size)]
 
 
 def check_kernel_format(name: str | None, precision: Precision) -> None:
