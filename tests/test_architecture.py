@@ -146,6 +146,8 @@ BUDGET = {
     # + 50: an NVFP4 dense linear layer's input quantisation kernel per GEMM input, the
     # engines that launch it and the deployment's field (issue 10, vllm15)
     + 50
+    # + 2: one `moe_kernels.check_priced` for both kernel tables (issue 10, session 15 review)
+    + 2
     # + 8: a cold server's one-off module build, `EfficiencyFactors.first_use_build_s`
     # (issue 10, sglwarm15)
     + 8,

@@ -45,6 +45,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
+from llmsizer.perf.moe_kernels import check_priced
 from llmsizer.specs.dtypes import Precision
 
 # kernel -> the rank's tensor-parallel size -> its linear layers' FLOP rate over the engine
@@ -57,12 +58,8 @@ FORMAT: Mapping[str, Precision] = MappingProxyType({"fp8_swap_ab": Precision.FP8
 
 
 def check_linear_kernel(name: str | None) -> str | None:
-    """`name` if it is a kernel with a price here (or None: the engine's default), else an
-    error naming the allowed ones."""
-    if name is None or name in RELATIVE_RATE:
-        return name
-    allowed = ", ".join(sorted(RELATIVE_RATE))
-    raise ValueError(f"linear_kernel {name!r} has no price; allowed: {allowed} (or unset)")
+    """`name` if it is a kernel with a price here (`moe_kernels.check_priced`)."""
+    return check_priced("linear_kernel", name, RELATIVE_RATE)
 
 
 def linear_rate_scale(name: str | None, tensor_parallel_size: int) -> float:

@@ -24,20 +24,25 @@ that names no kernel priced exactly as before.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from types import MappingProxyType
 
 # kernel (vLLM --moe-backend name) -> its experts' rate over the engine default kernel's
 RELATIVE_RATE: Mapping[str, float] = MappingProxyType({"triton": 0.86})
 
 
-def check_moe_backend(name: str | None) -> str | None:
-    """`name` if it is a kernel with a price here (or None: the engine's default), else an
-    error naming the allowed ones."""
-    if name is None or name in RELATIVE_RATE:
+def check_priced(field: str, name: str | None, priced: Collection[str]) -> str | None:
+    """`name` if it is a kernel in `priced` (or None: the engine's default), else an error
+    naming `field` and the allowed ones (`moe_backend` here, `linear_kernels`' too)."""
+    if name is None or name in priced:
         return name
-    allowed = ", ".join(sorted(RELATIVE_RATE))
-    raise ValueError(f"moe_backend {name!r} has no price; allowed: {allowed} (or unset)")
+    allowed = ", ".join(sorted(priced))
+    raise ValueError(f"{field} {name!r} has no price; allowed: {allowed} (or unset)")
+
+
+def check_moe_backend(name: str | None) -> str | None:
+    """`name` if it is a kernel with a price here (`check_priced`)."""
+    return check_priced("moe_backend", name, RELATIVE_RATE)
 
 
 def experts_rate_scale(name: str | None) -> float:
