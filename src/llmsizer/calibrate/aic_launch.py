@@ -51,7 +51,8 @@ Kimi-K2.5 INT4 `--gpu-memory-utilization 0.95`; SGLang DeepSeek-R1/V3 FP8
 TensorRT-LLM DeepSeek-R1/V3 `free_gpu_memory_fraction: 0.8` (the same scripts). The rest
 launch at 0.9, the default here (vLLM's default, TensorRT-LLM's too).
 
-AIC's own gap-analysis rows (aiperf against AIC-generated launches) keep the engine defaults.
+AIC's own gap-analysis rows keep the engine defaults, but TensorRT-LLM 1.0.0rc3's, which
+ran AIC's template of the time (`llmsizer.calibrate.aic_gap_launch`, section 47).
 
 Linear-attention state dtype (`sglang_state_dtype`): every InferenceX SGLang Qwen3.5 FP8 and
 NVFP4 script launches `--mamba-ssm-dtype bfloat16` from its first commit (B200 FP8
@@ -119,6 +120,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from llmsizer.calibrate.aic_gap_launch import gap_launch_settings
 from llmsizer.units import GB
 
 SGLANG_LARGE_GPU_BYTES = 160 * GB  # server_args.py: >= 160 GB gets chunked_prefill_size 16384
@@ -164,7 +166,7 @@ def launch_settings(
         engine, model, precision, tp, concurrency, inferencex, gpu_memory_bytes, attention_dp
     )
     if not inferencex:
-        return settings
+        return settings | gap_launch_settings(engine, version, concurrency, isl)
     family = family_of(model)
     if engine == "vllm":
         if family == "minimax":
