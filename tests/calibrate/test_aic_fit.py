@@ -14,6 +14,7 @@ from llmsizer.calibrate.aic_fit import (
     FIRST_USE,
     FIRST_USE_PRIOR_S,
     METRICS,
+    MOE_HOLD,
     PROMPT,
     SPLIT,
     Memo,
@@ -272,3 +273,23 @@ def test_the_rows_one_off_build_is_fitted_from_their_excess(recorded: Recorded) 
     held = marked.fit(everything[-1:], "vllm", CANDIDATES[0])
     assert FIRST_USE not in held.fitted
     assert held.factors.first_use_build_s == FIRST_USE_PRIOR_S
+
+
+@pytest.mark.shared
+def test_a_moe_models_extra_hold_is_fitted_as_the_moe_hold(recorded: Recorded) -> None:
+    """MiniMax rows (routed experts: each trace knows it) whose measured TTFT is 40 ms over
+    their fit move `moe_first_token_delay_s` by most of the 40 ms, while `first_token_delay_s`
+    (held by its prior, which the MoE hold has none of) stays near where it was."""
+    assert all(t.moe for t in recorded.traces)
+    everything = list(range(len(recorded.cases)))
+    base = recorded.fit(everything, "vllm", CANDIDATES[0])
+    assert MOE_HOLD in base.fitted
+    predicted = recorded.predict(everything, base.factors)
+    later = [
+        dataclasses.replace(c, measured={**c.measured, "mean_ttft_ms": predicted[i]["mean_ttft_ms"] + 40.0})
+        for i, c in enumerate(recorded.cases)
+    ]  # fmt: skip
+    fit = Recorded(tuple(later), recorded.traces).fit(everything, "vllm", CANDIDATES[0]).factors
+    moved = fit.moe_first_token_delay_s - base.factors.moe_first_token_delay_s
+    assert 0.03 <= moved <= 0.045
+    assert abs(fit.first_token_delay_s - base.factors.first_token_delay_s) < 0.01
