@@ -75,11 +75,13 @@ SPLIT = ("experts_bandwidth_efficiency", "decode_attention_compute_efficiency")
 # extra first-token hold of a model with routed experts (docs/aic_measurement.md section 48),
 # fitted for `MOE_HOLD_ENGINES` where the training rows have a MoE model, the hold of every
 # model then only where they have a dense model's TTFT (else held at the general fits' 0: the
-# MoE hold carries it all); neither has a prior (the general fits' 0 is no centre). vLLM's
-# dense and MoE rows hold alike (17-36 against 12-64 ms, section 17): split, its folds without
-# a dense model priced Llama-3.1-70B's hold at 0 (LOGO TTFT 18.7 -> 19.9 %; section 48)
+# MoE hold carries it all); neither has a prior (the general fits' 0 is no centre). Where it
+# wins: TensorRT-LLM (LOMO TTFT 32 -> 19 %). vLLM's dense and MoE rows hold alike (17-36
+# against 12-64 ms, section 17): split, its folds without a dense model priced Llama-3.1-70B's
+# hold at 0 (LOGO TTFT 18.7 -> 19.9 %). SGLang has no dense row: split or not, its rows price
+# the same, and unsplit a dense SGLang deployment keeps the hold measured (section 48)
 HOLD, MOE_HOLD = "first_token_delay_s", "moe_first_token_delay_s"
-MOE_HOLD_ENGINES = frozenset({"trtllm", "sglang"})
+MOE_HOLD_ENGINES = frozenset({"trtllm"})
 KINDS = ("indexer_overhead_s", "experts_dequant_efficiency", MOE_HOLD)
 # a step's cost per sequence, 0 in the general fits: the AIC fit's prior 2 us (vLLM PR 46112)
 SEQUENCE, SEQUENCE_PRIOR_S = ("sequence_overhead_s",), 2e-6
