@@ -1,6 +1,6 @@
 """The first-token hold each (engine, GPU, model) of the AIC rows shows, read from recorded
 schedules: what TTFT the shipped factors leave unexplained without their
-`first_token_delay_s`, at low load and at medium load.
+`first_token_delay_s` and `moe_first_token_delay_s`, at low load and at medium load.
 
     .venv/bin/python bench/aic_hold.py --cache PATH [--csv CSV]
 
@@ -60,7 +60,8 @@ def holds(
     for (key, band), idx in sorted(groups.items()):
         spec = recorded.cases[idx[0]].spec
         factors = calibrated_efficiency(key[0], get_gpu(spec.gpu).architecture)
-        predicted = recorded.predict(idx, factors.replace(first_token_delay_s=0.0))
+        no_hold = factors.replace(first_token_delay_s=0.0, moe_first_token_delay_s=0.0)
+        predicted = recorded.predict(idx, no_hold)
         ms = [recorded.cases[i].measured[TTFT] - predicted[i][TTFT] for i in idx]
         steps = [m / recorded.cases[i].measured[TPOT] for m, i in zip(ms, idx, strict=True)]
         out[key][band] = (len(idx), float(np.median(ms)), float(np.median(steps)))

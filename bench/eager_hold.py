@@ -40,7 +40,9 @@ def main() -> None:
             groups[(c.backend, get_gpu(c.spec.gpu).architecture)].append(i)
     rows: dict[tuple[str, str, str], list[tuple[float, float]]] = defaultdict(list)
     for (engine, architecture), idx in sorted(groups.items()):
-        factors = calibrated_efficiency(engine, architecture).replace(first_token_delay_s=0.0)
+        factors = calibrated_efficiency(engine, architecture).replace(
+            first_token_delay_s=0.0, moe_first_token_delay_s=0.0
+        )
         free = recorded.predict(idx, factors.replace(prefill_layer_overhead_s=0.0))
         unit = recorded.predict(idx, factors.replace(prefill_layer_overhead_s=UNIT_S))
         for i in idx:

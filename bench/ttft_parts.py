@@ -38,7 +38,7 @@ def parts(case: AicCase) -> str:
     first_token = np.array([r.token_times_s[0] for r in records])
     ttft, wait, step = first_token - arrival, scheduled - arrival, first_token - scheduled
     wave = arrival == arrival.min()
-    delay_s = efficiency.first_token_delay_s
+    delay_s = setup.instance.first_token_delay_s  # its model's: the MoE hold added for MoE
     return (
         f"{case.row_id} c={case.spec.concurrency}: measured TTFT "
         f"{case.measured['mean_ttft_ms']:.0f} ms, TPOT {case.measured['mean_tpot_ms']:.1f} ms; "

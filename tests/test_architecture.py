@@ -150,7 +150,9 @@ BUDGET = {
     + 2
     # + 8: a cold server's one-off module build, `EfficiencyFactors.first_use_build_s`
     # (issue 10, sglwarm15)
-    + 8,
+    + 8
+    # + 15: `moe_first_token_delay_s` and `first_token_hold_s` (issue 10, moehold16)
+    + 15,
     "sim": 1760  # + 110: decode-only steps in a row and their compact step log (issue 13)
     # + 50: delay batching in the continuous scheduler (merged from main, unbudgeted there)
     # + 120: quiet decode runs priced at once, a refused first waiting request kept on the
@@ -218,6 +220,8 @@ BUDGET = {
     # + 10: `DeploymentSpec.linear_kernel`, the kernel a spec names (issue 10, session 15 lead)
     + 10
     # + 3: the engine's NVFP4 input quantisation set on the deployment (issue 10, vllm15)
+    + 3
+    # + 3: the instance's first-token hold is its model's (issue 10, moehold16)
     + 3,
     "sizing": 3650  # the plan pipeline only; + levers, arrivals, price models (issue 11), ETA
     # + the probe cache and quick plans the studio needs (issue 15); fleet check (issue 12)
@@ -375,7 +379,10 @@ BUDGET = {
     + 7
     # + 50: AIC's TensorRT-LLM 1.0.0rc3 gap rows launched as its template of the time
     # (aic_gap_launch, with its sources; issue 10, trtgap16)
-    + 50,
+    + 50
+    # + 30: the MoE first-token hold: each trace told whether its model has routed
+    # experts, the all-model hold fitted only where a dense model's TTFT is (issue 10, moehold16)
+    + 30,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run

@@ -14,6 +14,8 @@ from llmsizer.calibrate.aic_fit import (
     FIRST_USE,
     FIRST_USE_PRIOR_S,
     METRICS,
+    MOE_HOLD,
+    MOE_HOLD_ENGINES,
     PROMPT,
     SPLIT,
     Memo,
@@ -272,3 +274,30 @@ def test_the_rows_one_off_build_is_fitted_from_their_excess(recorded: Recorded) 
     held = marked.fit(everything[-1:], "vllm", CANDIDATES[0])
     assert FIRST_USE not in held.fitted
     assert held.factors.first_use_build_s == FIRST_USE_PRIOR_S
+
+
+@pytest.mark.shared
+def test_a_moe_models_extra_hold_is_fitted_as_the_moe_hold(recorded: Recorded) -> None:
+    """MiniMax rows (routed experts: each trace knows it) whose measured TTFT is 40 ms over
+    their fit, fitted as an engine that splits the hold (`MOE_HOLD_ENGINES`; the rows priced
+    from TensorRT-LLM's general fit), move `moe_first_token_delay_s` by most of the 40 ms;
+    `first_token_delay_s`, which rows without a dense model cannot tell from it, is held at
+    the general fit's 0. vLLM's fit does not split it: its one hold takes the 40 ms."""
+    TTFT = "mean_ttft_ms"
+    assert all(t.moe for t in recorded.traces)
+    assert "trtllm" in MOE_HOLD_ENGINES and "vllm" not in MOE_HOLD_ENGINES
+    everything = list(range(len(recorded.cases)))
+    moved = {}
+    for engine, hold in (("trtllm", MOE_HOLD), ("vllm", "first_token_delay_s")):
+        base = recorded.fit(everything, engine, CANDIDATES[0])
+        assert hold in base.fitted
+        assert {MOE_HOLD, "first_token_delay_s"} - {hold} & set(base.fitted) == set()
+        predicted = recorded.predict(everything, base.factors)
+        later = [
+            dataclasses.replace(c, measured={**c.measured, TTFT: predicted[i][TTFT] + 40.0})
+            for i, c in enumerate(recorded.cases)
+        ]
+        fit = Recorded(tuple(later), recorded.traces).fit(everything, engine, CANDIDATES[0])
+        moved[engine] = fit.factors.value(hold) - base.factors.value(hold)
+    assert 0.03 <= moved["trtllm"] <= 0.045
+    assert 0.03 <= moved["vllm"] <= 0.045

@@ -16,7 +16,7 @@ from llmsizer.calibrate.measurements import (
 )
 from llmsizer.calibrate.record import record_trace
 from llmsizer.calibrate.replay import replay
-from llmsizer.instance import PredictSpec, predict
+from llmsizer.instance import PredictSpec, make_instance, predict
 from llmsizer.perf import Deployment, EfficiencyFactors, default_efficiency
 from llmsizer.perf.calibrated import (
     CalibrationFile,
@@ -191,6 +191,7 @@ def test_every_row_of_the_calibration_set_is_used_or_skipped_with_a_reason():
 
 OTHER = PRIOR.replace(gemm_compute_efficiency=0.4, attention_bandwidth_efficiency=0.5)
 HELD = OTHER.replace(first_token_delay_s=0.08)  # the front end holds each first chunk 80 ms
+MOE_HELD = HELD.replace(moe_first_token_delay_s=0.03)  # and a MoE model's 30 ms more
 KEYS = ("output_throughput", "output_throughput_per_gpu", "mean_ttft_ms", "mean_tpot_ms")
 
 
@@ -210,7 +211,7 @@ KEYS = ("output_throughput", "output_throughput_per_gpu", "mean_ttft_ms", "mean_
 )  # fmt: skip
 def test_replay_equals_predict_under_any_factors_when_the_clock_does_not_schedule(spec):
     trace = record_trace(spec, PRIOR)
-    for eff in (PRIOR, OTHER, HELD):
+    for eff in (PRIOR, OTHER, HELD, MOE_HELD):
         expected = predict(spec, eff).summary
         got = replay(trace, eff)
         for key in KEYS:
@@ -226,6 +227,24 @@ def test_a_first_token_delay_adds_to_ttft_and_leaves_the_engine_alone():
     # the 80 ms hold is shorter than 63 decode steps: tokens made during it arrive with the
     # first, so the decode span the client sees shrinks by exactly the hold
     assert held["mean_tpot_ms"] == pytest.approx(base["mean_tpot_ms"] - 80.0 / 63, rel=1e-9)
+
+
+@pytest.mark.parametrize(("model", "moe"), [("llama-3.1-8b", False), ("mixtral-8x7b", True)])
+def test_the_moe_hold_adds_to_a_moe_models_ttft_alone(model, moe):
+    """`moe_first_token_delay_s` (30 ms) holds a model with routed experts' first token on top
+    of `first_token_delay_s`, as the simulator and the replay both price it; a dense model's
+    prediction does not move."""
+    spec = PredictSpec(model=model, gpu="h200", tp=2, isl=512, osl=64, concurrency=16,
+                       num_requests=64)  # fmt: skip
+    base, held = predict(spec, HELD).summary, predict(spec, MOE_HELD).summary
+    assert make_instance(spec, efficiency=MOE_HELD).first_token_delay_s == pytest.approx(
+        0.08 + 0.03 * moe
+    )
+    assert held["mean_ttft_ms"] == pytest.approx(base["mean_ttft_ms"] + 30.0 * moe, rel=1e-9)
+    assert held["output_throughput"] == pytest.approx(base["output_throughput"], rel=1e-12)
+    assert replay(record_trace(spec, PRIOR), MOE_HELD)["mean_ttft_ms"] == pytest.approx(
+        held["mean_ttft_ms"], rel=1e-9
+    )
 
 
 def test_replay_of_a_poisson_run_equals_predict_at_its_own_factors():

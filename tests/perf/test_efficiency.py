@@ -43,3 +43,15 @@ def test_factors_are_validated_and_round_trip():
 
 def test_bounds_cover_every_factor():
     assert set(EfficiencyFactors.bounds()) == set(EfficiencyFactors().resolved().as_dict())
+
+
+def test_the_moe_hold_adds_to_the_first_token_hold_of_a_moe_model_only():
+    """`first_token_hold_s`: D for a dense model, D + M for one with routed experts; M is 0
+    by default (the general fits), so nothing changes until a fit sets it."""
+    eff = EfficiencyFactors(first_token_delay_s=0.02, moe_first_token_delay_s=0.07)
+    assert eff.first_token_hold_s(moe=False) == 0.02
+    assert eff.first_token_hold_s(moe=True) == pytest.approx(0.09)
+    plain = EfficiencyFactors(first_token_delay_s=0.02)
+    assert plain.first_token_hold_s(moe=True) == plain.first_token_hold_s(moe=False) == 0.02
+    with pytest.raises(ValueError, match="moe_first_token_delay_s"):
+        EfficiencyFactors(moe_first_token_delay_s=-0.01)

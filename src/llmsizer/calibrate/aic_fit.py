@@ -71,8 +71,18 @@ ROBUST_SCALE = 0.3  # log errors beyond ~35 % cost linearly (soft L1)
 # split factor is held near its parent's value in the general fit (`EfficiencyFactors`)
 PROMPT = ("experts_compute_efficiency",)
 SPLIT = ("experts_bandwidth_efficiency", "decode_attention_compute_efficiency")
-# kinds of work only some models have (GLM-5's indexer, W4A16 experts): zero elsewhere
-KINDS = ("indexer_overhead_s", "experts_dequant_efficiency")
+# kinds of work only some models have (GLM-5's indexer, W4A16 experts): zero elsewhere; the
+# extra first-token hold of a model with routed experts (docs/aic_measurement.md section 48),
+# fitted for `MOE_HOLD_ENGINES` where the training rows have a MoE model, the hold of every
+# model then only where they have a dense model's TTFT (else held at the general fits' 0: the
+# MoE hold carries it all); neither has a prior (the general fits' 0 is no centre). Where it
+# wins: TensorRT-LLM (LOMO TTFT 32 -> 19 %). vLLM's dense and MoE rows hold alike (17-36
+# against 12-64 ms, section 17): split, its folds without a dense model priced Llama-3.1-70B's
+# hold at 0 (LOGO TTFT 18.7 -> 19.9 %). SGLang has no dense row: split or not, its rows price
+# the same, and unsplit a dense SGLang deployment keeps the hold measured (section 48)
+HOLD, MOE_HOLD = "first_token_delay_s", "moe_first_token_delay_s"
+MOE_HOLD_ENGINES = frozenset({"trtllm"})
+KINDS = ("indexer_overhead_s", "experts_dequant_efficiency", MOE_HOLD)
 # a step's cost per sequence, 0 in the general fits: the AIC fit's prior 2 us (vLLM PR 46112)
 SEQUENCE, SEQUENCE_PRIOR_S = ("sequence_overhead_s",), 2e-6
 # a speculative verify step's cost per decoding sequence: fitted where the training rows
@@ -82,7 +92,7 @@ VERIFY, VERIFY_PRIOR_S = "verify_sequence_overhead_s", 50e-6
 # a CUTLASS FMHA module (three .cu files, tens of seconds: docs/aic_measurement.md section 38),
 # and a wide sigma (log units), so the rows that hold one set it
 FIRST_USE, FIRST_USE_PRIOR_S, FIRST_USE_SIGMA = "first_use_build_s", 60.0, 1.0
-FIT = (*DEFAULT_FIT_FACTORS, "interconnect_efficiency", "first_token_delay_s", *KINDS, *SEQUENCE,
+FIT = (*DEFAULT_FIT_FACTORS, "interconnect_efficiency", HOLD, *KINDS, *SEQUENCE,
        VERIFY, FIRST_USE, *PROMPT, *SPLIT)  # fmt: skip
 Group = tuple[str, str]  # (engine, GPU architecture)
 Memo = dict[tuple[str, tuple[int, ...], FitPrior], FitResult]  # (engine, rows, prior) -> fit
@@ -142,12 +152,15 @@ class Recorded:
     traces: tuple[ScheduleTrace, ...]
 
     def __post_init__(self) -> None:
-        """Each trace carries its case's one-off builds (a trace pickled before the field
-        existed gets it here too); a recording without traces (a test's) is left as it is."""
+        """Each trace carries its case's one-off builds and whether its model has routed
+        experts (a trace pickled before the fields existed gets them here too); a recording
+        without traces (a test's) is left as it is."""
         if len(self.traces) != len(self.cases):
             return
         traces = tuple(
-            dataclasses.replace(t, first_use_builds=c.first_use_builds)
+            dataclasses.replace(
+                t, first_use_builds=c.first_use_builds, moe=get_model(c.spec.model).moe is not None
+            )
             for c, t in zip(self.cases, self.traces, strict=True)
         )
         object.__setattr__(self, "traces", traces)
@@ -198,6 +211,10 @@ class Recorded:
         fit = prior.select(FIT if prior.fits_split else FIT[: -len(SPLIT)])
         if not any(t.features[:, VERIFY_SEQUENCES].any() for t in traces):
             fit = tuple(f for f in fit if f != VERIFY)  # no verify step: nothing to fit
+        if engine not in MOE_HOLD_ENGINES or not any(t.moe for t in traces):
+            fit = tuple(f for f in fit if f != MOE_HOLD)  # not split, or no MoE model here
+        elif not any(t.has_latencies and not t.moe for t in traces):  # no dense model's TTFT:
+            fit = tuple(f for f in fit if f != HOLD)  # the MoE hold carries the whole hold
         start = fit_start(engine, fit, builds=self.has_builds(engine))
         if not any(t.first_use_builds for t in traces):
             fit = tuple(f for f in fit if f != FIRST_USE)  # none here: held at its start

@@ -75,7 +75,12 @@ def record_trace(
         closed_loop=spec.concurrency is not None,
     )
     return ScheduleTrace.from_record(
-        run, featurizer, latencies=latencies, throughput_scale=num_engines, num_gpus=spec.total_gpus
+        run,
+        featurizer,
+        latencies=latencies,
+        throughput_scale=num_engines,
+        num_gpus=spec.total_gpus,
+        moe=inst.deployment.model.moe is not None,
     )
 
 

@@ -66,7 +66,8 @@ class ScheduleTrace:
     pipeline stages in flight, data-parallel instances) and divided by `num_gpus` (all of
     them) for the per-GPU keys. `first_use_builds`: one-off builds a cold server ran before
     the first wave's first tokens, each `EfficiencyFactors.first_use_build_s` long (set by
-    the caller that knows the run: `calibrate.aic_fit.Recorded`).
+    the caller that knows the run: `calibrate.aic_fit.Recorded`). `moe`: the model has routed
+    experts, so its first chunk is held `EfficiencyFactors.first_token_hold_s(True)`.
     """
 
     features: np.ndarray
@@ -81,6 +82,7 @@ class ScheduleTrace:
     throughput_scale: int = 1
     num_gpus: int = 1
     first_use_builds: int = 0
+    moe: bool = False
 
     @classmethod
     def from_record(
@@ -91,6 +93,7 @@ class ScheduleTrace:
         latencies: bool,
         throughput_scale: int = 1,
         num_gpus: int = 1,
+        moe: bool = False,
     ) -> ScheduleTrace:
         """Cut `run` into segments at its events (all in one without `latencies`), group
         each segment's steps by shape and featurise each group's mean aggregates."""
@@ -134,6 +137,7 @@ class ScheduleTrace:
             has_latencies=latencies,
             throughput_scale=throughput_scale,
             num_gpus=num_gpus,
+            moe=moe,
         )
 
     @property
@@ -182,8 +186,9 @@ def replay(trace: ScheduleTrace, eff: EfficiencyFactors) -> dict[str, float]:
         trace.arrival_segment >= 0, end[np.maximum(trace.arrival_segment, 0)], trace.arrival_s
     )
     first, last = end[trace.first_segment], end[trace.last_segment]
-    if eff.first_token_delay_s:  # the client's view (`llmsizer.sim.delivery`)
-        first = first + eff.first_token_delay_s
+    hold_s = eff.first_token_hold_s(trace.moe)
+    if hold_s:  # the client's view (`llmsizer.sim.delivery`)
+        first = first + hold_s
         last = np.maximum(last, first)
     n = trace.num_output_tokens
     duration = float(last.max() - arrival.min())

@@ -55,8 +55,9 @@ class Instance:
 
     @property
     def first_token_delay_s(self) -> float:
-        """The front end's hold on each stream's first chunk (`EfficiencyFactors`)."""
-        return self.step.efficiency.first_token_delay_s
+        """The front end's hold on each stream's first chunk, this model's: the efficiency
+        factors' `first_token_hold_s` (the MoE hold added for a model with routed experts)."""
+        return self.step.efficiency.first_token_hold_s(self.deployment.model.moe is not None)
 
     def simulator(
         self, config: EngineConfig | None = None, step_cost: StepCost | None = None

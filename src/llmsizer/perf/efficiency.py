@@ -108,6 +108,12 @@ calibration set by `bench/validate_perf.py --fit`. The priors:
   the engine never spends: HTTP and tokenisation before the request reaches the scheduler,
   detokenisation and a stream interval after (`llmsizer.sim.delivery`). Not a step cost;
   the prior leaves it out and the fit on measured TTFT under load sets it per engine.
+- `moe_first_token_delay_s` 0: the extra hold of each stream's first chunk in a model with
+  routed experts, on top of `first_token_delay_s` (`first_token_hold_s`). The holds measured
+  per model differ by kind of model, not by load: TensorRT-LLM on B200 80-135 ms for
+  DeepSeek-R1/V3 at 1-8 clients against 16 ms for Llama-3.1-70B (docs/aic_measurement.md
+  sections 13, 17, 44, 48). Not a step cost; 0 in the general fits (their rows are dense),
+  fitted by the AIC fit where its rows have MoE models and dense ones to tell them apart.
 - `first_use_build_s` 0: a cold server's one-off build of a kernel module at its first use,
   which the timed requests of a run without a client warm-up wait for (FlashInfer's nvcc
   build of SGLang's chunked-prefix MLA prefill module on B200: docs/aic_measurement.md
@@ -190,6 +196,7 @@ class EfficiencyFactors:
     verify_sequence_overhead_s: float = 0.0
     experts_tile_rows: float = 64.0  # rows, not fitted: the engine's grouped-GEMM tile
     first_use_build_s: float = 0.0
+    moe_first_token_delay_s: float = 0.0
 
     def __post_init__(self) -> None:
         for name, (low, high) in _BOUNDS.items():
@@ -204,6 +211,12 @@ class EfficiencyFactors:
         (`SPLIT_FROM`)."""
         value: float | None = getattr(self, name)
         return getattr(self, SPLIT_FROM[name]) if value is None else value
+
+    def first_token_hold_s(self, moe: bool) -> float:
+        """How long the front end holds each stream's first chunk for a model with routed
+        experts (`moe`) or without: `first_token_delay_s`, plus `moe_first_token_delay_s`
+        for MoE."""
+        return self.first_token_delay_s + (self.moe_first_token_delay_s if moe else 0.0)
 
     def resolved(self) -> EfficiencyFactors:
         """A copy with every split factor set to the value in effect (for a fit's start)."""
@@ -255,6 +268,7 @@ _BOUNDS: Mapping[str, tuple[float, float]] = MappingProxyType(
         "verify_sequence_overhead_s": (0.0, 1_000 * US),
         "experts_tile_rows": (1.0, 512.0),
         "first_use_build_s": (0.0, 600.0),
+        "moe_first_token_delay_s": (0.0, 2.0),
     }
 )
 

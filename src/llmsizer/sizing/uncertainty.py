@@ -46,6 +46,7 @@ _TIMES = (
     "prefill_layer_overhead_s",
     "step_overhead_s",
     "first_token_delay_s",
+    "moe_first_token_delay_s",
 )
 
 
