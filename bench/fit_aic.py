@@ -230,7 +230,8 @@ def main() -> None:
         default="blackwell,vllm:hopper,trtllm:hopper",
         help="comma-separated GPU architectures (or engine:architecture groups) whose fits "
         "ship; the others keep the engine's general fit. SGLang on Hopper has no rows; "
-        "TensorRT-LLM on Hopper fits its weight streaming alone (aic_prior.GROUP_CANDIDATES)",
+        "TensorRT-LLM on Hopper fits its weight streaming and a MoE model's first-token hold "
+        "(aic_prior.GROUP_CANDIDATES)",
     )
     args = parser.parse_args()
     mapped = load_aic(args.csv)

@@ -165,9 +165,11 @@ def test_a_prior_may_name_the_only_factors_its_rows_fit() -> None:
         FitPrior(fitted=())
 
 
-def test_tensorrt_llm_on_hopper_fits_its_weight_streaming_alone() -> None:
-    """docs/aic_measurement.md section 32: its H100 rows' TTFT holds what no factor models."""
+def test_tensorrt_llm_on_hopper_fits_its_weight_streaming_and_moe_hold_alone() -> None:
+    """docs/aic_measurement.md sections 32 and 48: its H100 rows' TTFT holds what no factor
+    models, but for the MoE model's first-token hold, which nothing else moves."""
     (prior,) = candidates_for(("trtllm", "hopper"), CANDIDATES)
-    assert prior.fitted == ("gemm_bandwidth_efficiency",) and prior.ttft_weight < 0.1
+    assert prior.fitted == ("gemm_bandwidth_efficiency", "moe_first_token_delay_s")
+    assert prior.ttft_weight < 0.1
     assert candidates_for(("trtllm", "blackwell"), CANDIDATES) == CANDIDATES
     assert candidates_for(("vllm", "hopper"), CANDIDATES) == CANDIDATES

@@ -38,7 +38,7 @@ every fold then re-prices the recorded steps (`llmsizer.calibrate.replay`), whic
   TTFT; TensorRT-LLM's H100, its only Hopper GPU, too: section 32). Groups whose fits do
   not ship are scored with that general fit throughout. What ships is named by architecture
   or by group (`ships`): `blackwell` ships every engine's Blackwell fit, `vllm:hopper` and
-  `trtllm:hopper` one group each (the latter fitting one factor:
+  `trtllm:hopper` one group each (the latter fitting two factors:
   `aic_prior.GROUP_CANDIDATES`).
 """
 
