@@ -109,15 +109,23 @@ def _before_warmup(row: Mapping[str, str], backend: str, system: str) -> str | N
     return measured if measured is not None and measured < WARMUP_FROM else None
 
 
+def _deepseek_fp8_before_warmup(row: Mapping[str, str], model: str, precision: str) -> str | None:
+    """The row's `measured=` time where it is an InferenceX DeepSeek FP8 SGLang B200 run
+    before the client's warm-up (the runs whose prompt count the runner's launcher set),
+    else None."""
+    measured = _before_warmup(row, "sglang", "b200_sxm")
+    if measured is None or family_of(model) != "deepseek" or not precision.startswith("fp8"):
+        return None
+    return measured
+
+
 def prompts_per_client(row: Mapping[str, str], model: str, precision: str) -> int | None:
     """The prompts per client the B200 docker runner's launcher sent for `row` (module
     docstring), or None where the row's script says (`aic.PROMPTS_PER_CLIENT`). `model`: the
     catalog name; `precision`: the weights' (`fp8`: the `deepseek-ai/DeepSeek-R1-0528`
     checkpoint; the NVFP4 one, `...-FP4-V2`, got 10c)."""
-    measured = _before_warmup(row, "sglang", "b200_sxm")
-    if measured is None or measured >= SLURM_B200_FROM or family_of(model) != "deepseek":
-        return None
-    if not precision.startswith("fp8"):
+    measured = _deepseek_fp8_before_warmup(row, model, precision)
+    if measured is None or measured >= SLURM_B200_FROM:
         return None
     long_output = int(row["osl"]) == 8192
     return DOCKER_LONG_OUTPUT_PROMPTS_PER_CLIENT if long_output else DOCKER_PROMPTS_PER_CLIENT
@@ -127,10 +135,8 @@ def prompt_count_unknown(row: Mapping[str, str], model: str, precision: str) -> 
     """Why the fits train without `row`, a run `prompts_per_client` cannot place: an
     InferenceX DeepSeek FP8 SGLang B200 run from ea181ae6d to the warm-up, when the `b200`
     label sent it to a docker node (50c / 20c) or a slurm node (10c); else None."""
-    measured = _before_warmup(row, "sglang", "b200_sxm")
-    if measured is None or measured < SLURM_B200_FROM or family_of(model) != "deepseek":
-        return None
-    if not precision.startswith("fp8"):
+    measured = _deepseek_fp8_before_warmup(row, model, precision)
+    if measured is None or measured < SLURM_B200_FROM:
         return None
     return (
         f"prompt count unknown: measured {measured[:10]} on the b200 label's docker (50c) or "
