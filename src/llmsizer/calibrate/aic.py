@@ -303,9 +303,14 @@ def _int(row: Mapping[str, str], column: str, default: int) -> int:
     return int(text) if text else default
 
 
-def checkpoint_precision(gemm: Precision, model_path: str) -> Precision:
-    """`gemm` as the checkpoint stores it: `fp8` on a block-scaled one is `fp8_block`."""
-    block = gemm is Precision.FP8 and model_path.strip() in BLOCK_FP8_CHECKPOINTS
+def weight_precision(gemm: Precision | None, row: Mapping[str, str]) -> Precision:
+    """The weights' precision of `row` (aggregated or disaggregated) from its parsed
+    `gemm_quant_mode` (module docstring): as the checkpoint stores it (`fp8` on a
+    block-scaled one is `fp8_block`); no mode: the `precision` column, else bf16."""
+    if gemm is None:
+        column = row["precision"].strip()
+        return Precision.parse(column) if column else Precision.BF16
+    block = gemm is Precision.FP8 and row["model_path"].strip() in BLOCK_FP8_CHECKPOINTS
     return Precision.FP8_BLOCK if block else gemm
 
 
@@ -317,9 +322,8 @@ def _precision(row: Mapping[str, str]) -> tuple[Precision, str]:
     except ValueError as e:
         raise _Skip(str(e)) from e
     if gemm is None:
-        column = row["precision"].strip()
-        return (Precision.parse(column) if column else Precision.BF16), ""
-    gemm = checkpoint_precision(gemm, row["model_path"])
+        return weight_precision(None, row), ""
+    gemm = weight_precision(gemm, row)
     note = ""
     if moe is not None and moe is not gemm:
         note = f"moe_quant_mode {moe.value} priced as gemm_quant_mode {gemm.value}"

@@ -85,8 +85,8 @@ from llmsizer.calibrate.aic import (
     LENGTH_RATIO,
     PROMPTS_PER_CLIENT,
     AicSkipped,
-    checkpoint_precision,
     layout_columns,
+    weight_precision,
 )
 from llmsizer.calibrate.aic_launch import mtp_speculation
 from llmsizer.calibrate.aic_launch_gb200 import is_inferencex_gb200, with_launched_layouts
@@ -351,10 +351,7 @@ def _precision(row: Mapping[str, str]) -> Precision:
         gemm = quant_mode_precision(row["gemm_quant_mode"])
     except ValueError as e:
         raise _Skip(str(e)) from e
-    column = row["precision"].strip()  # no mode: the checkpoint's dtype, else bf16
-    if gemm is None:
-        return Precision.parse(column) if column else Precision.BF16
-    return checkpoint_precision(gemm, row["model_path"])
+    return weight_precision(gemm, row)  # as the aggregated rows read it
 
 
 def predict_disagg(
