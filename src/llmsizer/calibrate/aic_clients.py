@@ -100,23 +100,13 @@ def prompt_length_unknown(row: Mapping[str, str], model: str) -> str | None:
     )
 
 
-def _before_warmup(row: Mapping[str, str], backend: str, system: str) -> str | None:
-    """The row's `measured=` time where it is an InferenceX `backend` run on `system`
-    measured before the client's warm-up (d053ae24e), else None."""
-    if row["backend"] != backend or row["system"] != system or is_gap(row):
+def _deepseek_before_warmup(row: Mapping[str, str], model: str) -> str | None:
+    """The row's `measured=` time where it is an InferenceX DeepSeek SGLang B200 run measured
+    before the client's warm-up (d053ae24e), else None."""
+    if row["backend"] != "sglang" or row["system"] != "b200_sxm" or is_gap(row):
         return None
-    measured = measured_at(row)
+    measured = measured_at(row) if family_of(model) == "deepseek" else None
     return measured if measured is not None and measured < WARMUP_FROM else None
-
-
-def _deepseek_fp8_before_warmup(row: Mapping[str, str], model: str, precision: str) -> str | None:
-    """The row's `measured=` time where it is an InferenceX DeepSeek FP8 SGLang B200 run
-    before the client's warm-up (the runs whose prompt count the runner's launcher set),
-    else None."""
-    measured = _before_warmup(row, "sglang", "b200_sxm")
-    if measured is None or family_of(model) != "deepseek" or not precision.startswith("fp8"):
-        return None
-    return measured
 
 
 def prompts_per_client(row: Mapping[str, str], model: str, precision: str) -> int | None:
@@ -124,8 +114,8 @@ def prompts_per_client(row: Mapping[str, str], model: str, precision: str) -> in
     docstring), or None where the row's script says (`aic.PROMPTS_PER_CLIENT`). `model`: the
     catalog name; `precision`: the weights' (`fp8`: the `deepseek-ai/DeepSeek-R1-0528`
     checkpoint; the NVFP4 one, `...-FP4-V2`, got 10c)."""
-    measured = _deepseek_fp8_before_warmup(row, model, precision)
-    if measured is None or measured >= SLURM_B200_FROM:
+    measured = _deepseek_before_warmup(row, model)
+    if measured is None or measured >= SLURM_B200_FROM or not precision.startswith("fp8"):
         return None
     long_output = int(row["osl"]) == 8192
     return DOCKER_LONG_OUTPUT_PROMPTS_PER_CLIENT if long_output else DOCKER_PROMPTS_PER_CLIENT
@@ -135,8 +125,8 @@ def prompt_count_unknown(row: Mapping[str, str], model: str, precision: str) -> 
     """Why the fits train without `row`, a run `prompts_per_client` cannot place: an
     InferenceX DeepSeek FP8 SGLang B200 run from ea181ae6d to the warm-up, when the `b200`
     label sent it to a docker node (50c / 20c) or a slurm node (10c); else None."""
-    measured = _deepseek_fp8_before_warmup(row, model, precision)
-    if measured is None or measured < SLURM_B200_FROM:
+    measured = _deepseek_before_warmup(row, model)
+    if measured is None or measured < SLURM_B200_FROM or not precision.startswith("fp8"):
         return None
     return (
         f"prompt count unknown: measured {measured[:10]} on the b200 label's docker (50c) or "
@@ -151,7 +141,7 @@ def first_use_builds(
     docstring): 1 for an InferenceX DeepSeek SGLang B200 run from the 0.5.5 image without
     the client's warm-up whose first wave, `concurrency` prompts of the row's ISL, exceeds
     one prompt step of `chunk_tokens` (the launch's `--chunked-prefill-size`); else 0."""
-    measured = _before_warmup(row, "sglang", "b200_sxm")
-    if measured is None or measured[:10] < BUILD_IMAGE_FROM or family_of(model) != "deepseek":
+    measured = _deepseek_before_warmup(row, model)
+    if measured is None or measured[:10] < BUILD_IMAGE_FROM:
         return 0
     return int(concurrency * int(row["isl"]) > chunk_tokens)
