@@ -11,17 +11,26 @@ run put aside is resumed where it stopped (`Probe.at_rate_or_pause`), so the opt
 every group is the same. What an order can change is which of two configurations of equal
 objective a row shows (rows keep the first to reach it): `unsafe` names the groups where a
 configuration put aside could have got there first without the pause, and the search runs
-them again without pauses, from what is simulated (`search.search`).
+them again without pauses, from what is simulated (`search.search`): on the first search's
+probes (`Simulated`), so a verdict it has, a whole run's at a rate or a certain miss, is
+taken, never simulated again, and a run it put aside is resumed where it stopped. What the
+search again simulates is only what an order without pauses asks and the first search never
+decided: NeMo 43B's fp8 TP2 at 34 instances (68 GPUs, fp8 TP4's 17 x 4), after its failure
+at 33 bounded it (60 k steps), and the combination's TP2 at 18 (36 GPUs, TP4's 9 x 4), after
+17 (51 k); had either passed, its row would show TP2, so neither verdict can be skipped.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Hashable, Sequence
-from typing import Any
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from llmsizer.instance import DeploymentSpec
-from llmsizer.sizing.probe import Pause
+from llmsizer.sizing.probe import Pause, Probe
+
+if TYPE_CHECKING:
+    from llmsizer.sizing.search import MakeProbe, SearchSpace, SpecEfficiency
 
 Entry = tuple[Any, float, int, DeploymentSpec, Any]  # the search's heap entries
 
@@ -58,3 +67,19 @@ class Aside:
         """The groups of configurations put aside that `tied` says might have reached their
         group's best objective first without the pause (`search._BranchAndBound.tied`)."""
         return {self.group_of(c) for c in self.paused if tied(c)}
+
+
+class Simulated:
+    """A `MakeProbe` for the search again without pauses (module docstring): a view
+    (`Probe.view`) of the probe the first search built for a configuration, which shares
+    its capacity, its points and its runs put aside but lists only the points asked of it,
+    so the search again gives a fresh search's results; `make`'s probe for the others."""
+
+    def __init__(self, probes: Mapping[DeploymentSpec, Probe], make: MakeProbe) -> None:
+        self.probes, self.make = probes, make
+
+    def __call__(
+        self, space: SearchSpace, config: DeploymentSpec, efficiency: SpecEfficiency
+    ) -> Probe:
+        probe = self.probes.get(config)
+        return self.make(space, config, efficiency) if probe is None else probe.view()

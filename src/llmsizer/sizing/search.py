@@ -37,10 +37,10 @@ from typing import TYPE_CHECKING
 from llmsizer.instance import DeploymentSpec, make_instance
 from llmsizer.perf import DoesNotFitError, EfficiencyFactors
 from llmsizer.sizing.arrivals import POISSON, ArrivalPattern
-from llmsizer.sizing.aside import Aside
+from llmsizer.sizing.aside import Aside, Simulated
 from llmsizer.sizing.capacity_bound import highest_rate
 from llmsizer.sizing.configuration import Sizing
-from llmsizer.sizing.limits import Binding, Limits, Metric
+from llmsizer.sizing.limits import Binding, Limits
 from llmsizer.sizing.probe import Batch1, Lengths, Point, Probe
 from llmsizer.sizing.rate_search import GRID, Counts, RateSearch
 from llmsizer.sizing.servers import server_for
@@ -180,9 +180,10 @@ def search(
             done += 1
             if progress is not None:
                 progress(done, len(space.configs))
-    if unsafe := bnb.aside.unsafe(bnb.tied):  # again without pauses, from what is simulated
+    if unsafe := bnb.aside.unsafe(bnb.tied):  # again without pauses, on the probes simulated
         mine = tuple(c for c in space.configs if bnb.incumbent_key(c) in unsafe)
-        again = _BranchAndBound(replace(space, configs=mine), efficiency, starts or {}, make)
+        reuse = Simulated(bnb.probes, make)  # verdicts and runs put aside taken, not redone
+        again = _BranchAndBound(replace(space, configs=mine), efficiency, starts or {}, reuse)
         again.aside.on = False
         while again.heap:
             again.pop()
@@ -317,7 +318,8 @@ def _screen(
     except (ValueError, UnknownNameError) as e:
         return ConfigResult(config, Status.INVALID, str(e)), None
     b1 = probe.batch1()
-    ratios = _ratios_batch1(space.limits, b1) if space.online else {}
+    limits = space.limits.limits() if space.online else ()
+    ratios = {lim.metric: b1.latency_s(lim.metric) / lim.limit_s for lim in limits}
     base = ConfigResult(
         config, Status.OK, batch1=b1, kv_batch=probe.kv_batch(), kv_limited=probe.kv_limited()
     )
@@ -348,10 +350,6 @@ def make_probe(space: SearchSpace, config: DeploymentSpec, efficiency: SpecEffic
 
 def _beats(space: SearchSpace, config: DeploymentSpec, key: Key) -> Callable[[float], bool]:
     return lambda rate: objective(space, config, rate) < key
-
-
-def _ratios_batch1(limits: Limits, b1: Batch1) -> dict[Metric, float]:
-    return {lim.metric: b1.latency_s(lim.metric) / lim.limit_s for lim in limits.limits()}
 
 
 def _bounded(partial: ConfigResult, best: tuple[Key, DeploymentSpec], probe: Probe) -> ConfigResult:
