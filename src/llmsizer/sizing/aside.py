@@ -13,11 +13,13 @@ objective a row shows (rows keep the first to reach it): `unsafe` names the grou
 configuration put aside could have got there first without the pause, and the search runs
 them again without pauses, from what is simulated (`search.search`): on the first search's
 probes (`Simulated`), so a verdict it has, a whole run's at a rate or a certain miss, is
-taken, never simulated again, and a run it put aside is resumed where it stopped. What the
-search again simulates is only what an order without pauses asks and the first search never
-decided: NeMo 43B's fp8 TP2 at 34 instances (68 GPUs, fp8 TP4's 17 x 4), after its failure
-at 33 bounded it (60 k steps), and the combination's TP2 at 18 (36 GPUs, TP4's 9 x 4), after
-17 (51 k); had either passed, its row would show TP2, so neither verdict can be skipped.
+taken, never simulated again, and a run it put aside is resumed where it stopped (a plan's
+probe cache hands out views that share them too; `Simulated` does it without a cache). What
+the search again simulates is only what an order without pauses asks and the first search
+never decided: on session 16's factors, NeMo 43B's fp8 TP2 at 34 instances (68 GPUs, fp8
+TP4's 17 x 4), after its failure at 33 bounded it (60 k steps), and the combination's TP2
+at 18 (36 GPUs, TP4's 9 x 4), after 17 (51 k); had either passed, its row would show TP2,
+so neither verdict can be skipped (DESIGN.md, the lever table's session 17).
 """
 
 from __future__ import annotations
