@@ -382,7 +382,10 @@ BUDGET = {
     + 50
     # + 30: the MoE first-token hold: each trace told whether its model has routed
     # experts, the all-model hold fitted only where a dense model's TTFT is (issue 10, moehold16)
-    + 30,
+    + 30
+    # + 35: runs 748 / 749 priced at the prompt the server saw, reported at the row's
+    # (`aic_clients.server_prompt_ratio`, `AicCase.isl`; issue 10, tok17)
+    + 35,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run
