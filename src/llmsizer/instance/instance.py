@@ -220,17 +220,15 @@ def _all_ranks(cfg: EngineConfig, dp: int) -> EngineConfig:
 
 
 def _state_slots(preset: str, engine: EngineConfig, speculative: SpeculativeSpec | None) -> int:
-    """Sequences whose linear-attention state the engine sets aside before its KV cache:
-    SGLang with the radix cache off, `max_running_requests` (`perf.memory`); a speculating
-    SGLang engine also k + 1 intermediate states for each of them, the state after every
-    draft position of a verify step (0.5.9 `handle_max_mamba_cache`: "reserve the memory for
-    the intermediate mamba states used for spec dec", `mamba_cache_per_req x
-    max_running_requests x speculative_num_draft_tokens`; `MambaPool`'s
-    `intermediate_ssm_state_cache` in the state dtype; k + 1 draft tokens with top-k 1, as
-    every MTP launch here). Not modelled: SGLang's split with the radix cache on
-    (`mamba_full_memory_ratio`), vLLM's states paged in its KV pool as sequences run."""
+    """Sequences' linear-attention states the engine sets aside before its KV cache: SGLang
+    with the radix cache off, `max_running_requests` (`perf.memory`), and when speculating
+    k + 1 more each, the state after every draft position of a verify step (0.5.9
+    `handle_max_mamba_cache`: `mamba_cache_per_req x max_running_requests x
+    speculative_num_draft_tokens`, k + 1 at top-k 1). Not modelled: SGLang's split with the
+    radix cache on (`mamba_full_memory_ratio`), vLLM's states paged in its KV pool."""
     if preset != "sglang":
         return 0
-    main = 0 if engine.enable_prefix_caching else engine.max_num_seqs
     drafts = 0 if speculative is None else speculative.num_speculative_tokens + 1
-    return main + engine.max_num_seqs * drafts
+    return (
+        0 if engine.enable_prefix_caching else engine.max_num_seqs
+    ) + engine.max_num_seqs * drafts
