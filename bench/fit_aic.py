@@ -69,7 +69,7 @@ MEASUREMENTS = CSV.with_name("measurements.csv")
 
 def region(r: Result) -> str:
     """Load region: small or large batch (c <= 16), short or long prompt (isl <= 2048)."""
-    c, isl = r.case.spec.concurrency or 0, r.case.spec.isl
+    c, isl = r.case.spec.concurrency or 0, r.case.isl  # the row's prompt
     return f"{r.case.backend} {'small' if c <= 16 else 'large'} batch, " + (
         "short prompt" if isl <= 2048 else "long prompt"
     )
@@ -193,7 +193,7 @@ def write_rows(path: Path, cases: Sequence[AicCase], runs: dict[str, Predicted])
         for i, c in enumerate(cases):
             s = c.spec
             out.writerow(
-                [c.row_id, c.backend, c.system, c.model, s.isl, s.osl, s.concurrency]
+                [c.row_id, c.backend, c.system, c.model, c.isl, s.osl, s.concurrency]
                 + [s.tensor_parallel_size]
                 + [f"{c.measured[m]:.4g}" for m in METRICS]
                 + [f"{runs[run][i][m]:.4g}" for run in runs for m in METRICS]

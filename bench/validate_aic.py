@@ -176,7 +176,7 @@ def report(
         "By engine and isl/osl",
         "engine, isl/osl",
         results,
-        lambda r: f"{r.case.backend} {r.case.spec.isl}/{r.case.spec.osl}",
+        lambda r: f"{r.case.backend} {r.case.isl}/{r.case.spec.osl}",
     )
     lines += table(
         "By engine and concurrency",
@@ -207,7 +207,7 @@ def write_rows(path: Path, results: Sequence[Result]) -> None:
                     r.case.backend,
                     r.case.system,
                     r.case.model,
-                    s.isl,
+                    r.case.isl,
                     s.osl,
                     s.concurrency,
                     s.tensor_parallel_size,

@@ -152,7 +152,9 @@ BUDGET = {
     # (issue 10, sglwarm15)
     + 8
     # + 15: `moe_first_token_delay_s` and `first_token_hold_s` (issue 10, moehold16)
-    + 15,
+    + 15
+    # + 5: an MTP head's experts on a kernel the engine picks for it (issue 10, sgl256_17)
+    + 5,
     "sim": 1760  # + 110: decode-only steps in a row and their compact step log (issue 13)
     # + 50: delay batching in the continuous scheduler (merged from main, unbudgeted there)
     # + 120: quiet decode runs priced at once, a refused first waiting request kept on the
@@ -222,7 +224,10 @@ BUDGET = {
     # + 3: the engine's NVFP4 input quantisation set on the deployment (issue 10, vllm15)
     + 3
     # + 3: the instance's first-token hold is its model's (issue 10, moehold16)
-    + 3,
+    + 3
+    # + 20: an MTP head's experts on a kernel of their own (`draft_moe_backend`) and SGLang's
+    # intermediate linear-attention states under speculation (issue 10, sgl256_17)
+    + 20,
     "sizing": 3650  # the plan pipeline only; + levers, arrivals, price models (issue 11), ETA
     # + the probe cache and quick plans the studio needs (issue 15); fleet check (issue 12)
     # + 120: the search's parts on a sweep (`search_parts`, issue 13)
@@ -385,7 +390,12 @@ BUDGET = {
     + 50
     # + 30: the MoE first-token hold: each trace told whether its model has routed
     # experts, the all-model hold fitted only where a dense model's TTFT is (issue 10, moehold16)
-    + 30,
+    + 30
+    # + 35: runs 748 / 749 priced at the prompt the server saw, reported at the row's
+    # (`aic_clients.server_prompt_ratio`, `AicCase.isl`; issue 10, tok17)
+    + 35
+    # + 8: the SGLang MTP sweeps' head experts on Triton, with the source (issue 10, sgl256_17)
+    + 8,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run

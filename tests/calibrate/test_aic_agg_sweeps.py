@@ -72,3 +72,5 @@ def test_the_table_names_the_sglang_mtp_rows_of_the_calibration_file() -> None:
     mtp = next(c for c in cases if c.spec.speculative is not None and c.spec.concurrency == 8)
     assert (mtp.spec.engine.max_num_batched_tokens, mtp.spec.engine.max_num_seqs) == (32768, 8)
     assert not mtp.spec.engine.overlap_scheduler  # SGLang's first speculative path
+    # both MTP scripts pass --moe-runner-backend flashinfer_trtllm: the head's experts on Triton
+    assert {c.spec.speculative.draft_moe_backend for c in cases if c.spec.speculative} == {"triton"}

@@ -1,5 +1,5 @@
-"""Rows whose prompts InferenceX's client and SGLang's server tokenized apart: predicted,
-not fitted on (`llmsizer.calibrate.aic_clients`)."""
+"""Rows whose prompts InferenceX's client and SGLang's server tokenized apart: predicted at
+the server's length, not fitted on (`llmsizer.calibrate.aic_clients`)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,12 @@ import pytest
 
 from llmsizer.calibrate.aic import AicCase, load_aic
 from llmsizer.calibrate.aic_clients import (
+    SERVER_PROMPT_RATIO,
     first_use_builds,
     prompt_count_unknown,
     prompt_length_unknown,
     prompts_per_client,
+    server_prompt_ratio,
 )
 from tests.conftest import shared_path
 
@@ -38,6 +40,12 @@ def test_deepseek_under_transformers_5_before_the_client_fix_is_not_fitted_on() 
     text = reason()
     assert text is not None
     assert "0.5.10.post1" in text and "deepseek-v3" in text and "#1381" in text
+    assert server_prompt_ratio(B300_DEEPSEEK, "deepseek-v3") == SERVER_PROMPT_RATIO == 5.0
+
+
+def test_the_ratio_is_937s_count() -> None:
+    """#937: "a 7000-token prompt on the client becomes ~35000 tokens on the server"."""
+    assert round(7000 * SERVER_PROMPT_RATIO) == 35000
 
 
 @pytest.mark.parametrize(
@@ -57,6 +65,7 @@ def test_deepseek_under_transformers_5_before_the_client_fix_is_not_fitted_on() 
 )
 def test_every_other_row_is_fitted_on(model: str, changes: dict[str, str]) -> None:
     assert reason(model, **changes) is None
+    assert server_prompt_ratio({**B300_DEEPSEEK, **changes}, model) == 1.0  # priced as written
 
 
 @pytest.mark.shared
@@ -76,6 +85,25 @@ def test_the_calibration_rows_not_fitted_on_are_runs_748_and_749() -> None:
     assert {c.row_id for c in unfitted} == runs
     deepseek_sglang = [c for c in cases if c.backend == "sglang" and "deepseek" in c.model]
     assert len(deepseek_sglang) > 31  # the B200 rows are fitted on
+
+
+@pytest.mark.shared
+def test_runs_748_and_749_are_priced_at_the_servers_prompt_and_reported_at_the_rows() -> None:
+    """Those 31 rows' specs price SERVER_PROMPT_RATIO times the row's ISL (the simulator's
+    lengths, uniform in [int(0.8 L), L], scale with it) and report the row's; every other
+    row's spec prices the row's ISL."""
+    path = shared_path("calibration", "aic_silicon_calibration.csv")
+    with path.open(newline="") as f:
+        isl = {r["id"]: int(r["isl"]) for r in csv.DictReader(f)}
+    cases = [c for c in load_aic(path) if isinstance(c, AicCase)]
+    scaled = [c for c in cases if c.spec.isl != isl[c.row_id]]
+    assert len(scaled) == 31
+    for c in scaled:
+        assert c.unfitted is not None and "prompt length" in c.unfitted
+        assert c.isl == c.nominal_isl == isl[c.row_id] in (1024, 8192)
+        assert c.spec.isl == SERVER_PROMPT_RATIO * isl[c.row_id]
+        assert c.spec.length_ratio == 0.8
+    assert all(c.isl == c.spec.isl and c.nominal_isl is None for c in cases if c not in scaled)
 
 
 B200_FP8 = {  # run 146-148's FP8 TP8 1k/1k row at 64 clients, before the client's warm-up

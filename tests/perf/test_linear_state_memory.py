@@ -73,3 +73,28 @@ def test_an_instance_sets_sglangs_running_states_aside(
     )  # fmt: skip
     memory = make_instance(spec).memory
     assert memory.linear_state_bytes == pytest.approx(slots * qwen(4).linear_state_bytes_per_gpu)
+
+
+@pytest.mark.parametrize(("engine", "k", "slots"), [("sglang", 3, 128 * 5), ("sglang", 1, 128 * 3),
+                                                    ("vllm", 3, 0)])  # fmt: skip
+def test_a_speculating_sglang_engine_sets_k_plus_1_intermediate_states_aside(
+    engine: str, k: int, slots: int
+) -> None:
+    """SGLang 0.5.9 `handle_max_mamba_cache`: under speculation it first reserves
+    `mamba_cache_per_req x max_running_requests x speculative_num_draft_tokens` (k + 1 with
+    top-k 1), then the running requests' own states: (k + 2) x 128 states in all at k = 3;
+    the KV cache shrinks by the k + 1 more, each a whole state (`MambaPool` keeps them in the
+    state dtype)."""
+    base = {"model": QWEN, "gpu": "b200", "precision": "fp8", "kv_cache_dtype": "fp8", "tp": 4,
+            "engine": engine, "max_num_seqs": 128, "gpu_memory_utilization": 0.82,
+            "enable_prefix_caching": False, "mamba_ssm_cache_dtype": "bfloat16"}  # fmt: skip
+    plain = make_instance(DeploymentSpec(**base)).memory
+    spec = DeploymentSpec(**base, speculative={"num_speculative_tokens": k, "method": "mtp"})
+    memory = make_instance(spec).memory
+    state = qwen(4, "bfloat16").linear_state_bytes_per_gpu
+    assert memory.linear_state_bytes == pytest.approx(slots * state)
+    if engine == "sglang":
+        assert plain.kv_cache_bytes - memory.kv_cache_bytes == pytest.approx(128 * (k + 1) * state)
+        assert memory.linear_state_bytes - plain.linear_state_bytes == pytest.approx(
+            128 * (k + 1) * state
+        )

@@ -102,7 +102,7 @@ def test_its_range_is_checked() -> None:
 
 QWEN = PredictSpec(
     model="qwen3.5-397b-a17b", gpu="b200", tp=4, isl=1024, osl=64, concurrency=64,
-    num_requests=64, engine="sglang", precision="fp8", overlap_scheduler=False,
+    num_requests=64, engine="sglang", precision="fp8", overlap_scheduler=False, max_num_seqs=64,
     speculative={"num_speculative_tokens": 3, "method": "mtp", "acceptance_rate": 0.7},
 )  # fmt: skip
 

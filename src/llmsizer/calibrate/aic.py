@@ -31,7 +31,9 @@ TPOT) or an `AicSkipped` with a one-line reason. How the rows were measured is i
 - **Not fitted on.** A row whose prompts the server saw at another length than the row's
   (InferenceX's client and SGLang's server tokenizing apart: `aic_clients`), or whose prompt
   count is not known (`aic_clients.prompt_count_unknown`), is predicted and reported, and the
-  fits train without it (`AicCase.unfitted`).
+  fits train without it (`AicCase.unfitted`). The first is priced at the prompt length the
+  server saw (`aic_clients.server_prompt_ratio` times the row's; reports keep the row's,
+  `AicCase.isl`).
 - **Expert parallelism.** `moe_ep_size` is the spec's `expert_parallel_size` (experts split
   whole over that many of the GPUs the MoE layers run on, each over `moe_tp_size` of them),
   where the launch turned it on (`launched_expert_parallel`): InferenceX's vLLM Kimi-K2.5
@@ -84,6 +86,7 @@ from llmsizer.calibrate.aic_clients import (
     prompt_count_unknown,
     prompt_length_unknown,
     prompts_per_client,
+    server_prompt_ratio,
 )
 from llmsizer.calibrate.aic_launch import family_of, launch_settings
 from llmsizer.calibrate.aic_sweeps import measured_at
@@ -117,7 +120,8 @@ class AicCase:
     is grouped by in reports, a note on anything the mapping approximated, and why the fits
     train without it (`unfitted`; None: they train on it; it is predicted either way);
     `first_use_builds`: the one-off builds its timed first wave waited for (`aic_clients`:
-    priced by `EfficiencyFactors.first_use_build_s`)."""
+    priced by `EfficiencyFactors.first_use_build_s`); `nominal_isl`: the row's prompt
+    tokens where the spec prices the server's (`aic_clients.server_prompt_ratio`)."""
 
     row_id: str
     backend: str
@@ -128,6 +132,12 @@ class AicCase:
     note: str = ""
     unfitted: str | None = None
     first_use_builds: int = 0
+    nominal_isl: int | None = None
+
+    @property
+    def isl(self) -> int:
+        """The row's prompt tokens, as reports show them (the spec's unless `nominal_isl`)."""
+        return self.nominal_isl or self.spec.isl
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,6 +230,8 @@ def _map(row: Mapping[str, str], check_fit: bool) -> AicCase:
     if row["backend"] == "sglang" and not gap:  # an MTP sweep's row (aic_agg_sweeps)
         fields |= sglang_mtp_launch(row, model, (tp, ep, dp), concurrency)
     fields = apply_version_launch(fields, row["backend_version"])  # what the version ran
+    ratio = server_prompt_ratio(row, model)  # the prompts the server saw (aic_clients)
+    fields["isl"] = round(ratio * fields["isl"])
     version = row["backend_version"]
     fields["linear_kernel"] = linear_kernel(row["backend"], gpu, precision.value, version)
     try:
@@ -236,9 +248,11 @@ def _map(row: Mapping[str, str], check_fit: bool) -> AicCase:
     unfitted = unfitted or prompt_count_unknown(row, model, precision.value)  # nor its count
     chunk = spec.engine.max_num_batched_tokens
     builds = first_use_builds(row, model, concurrency, chunk) if chunk else 0
+    nominal = int(row["isl"]) if ratio != 1 else None
     return AicCase(
-        row["id"], row["backend"], row["system"], model, spec, measured, note, unfitted, builds
-    )
+        row["id"], row["backend"], row["system"], model, spec, measured, note, unfitted,
+        builds, nominal,
+    )  # fmt: skip
 
 
 def _layout(row: Mapping[str, str], gpus_per_node: int) -> tuple[int, int, int]:

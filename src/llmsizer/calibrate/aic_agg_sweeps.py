@@ -26,7 +26,12 @@ Both run SGLang's first speculative path, which turns the overlap scheduler off 
 envs.SGLANG_ENABLE_SPEC_V2`; SGLang docs, *Speculative Decoding V2 (Overlap Scheduler)*): the
 Qwen3.5 script never sets it, the DeepSeek one assigns it as a shell variable without
 `export`, which the server process does not inherit. So these rows schedule each step after
-the last (`overlap_scheduler` off).
+the last (`overlap_scheduler` off). Both pass `--moe-runner-backend flashinfer_trtllm`, and
+SGLang 0.5.9 then runs the MTP head's experts on its `auto` backend ("Avoid using
+flashinfer_trtllm for speculative MoE runner backend by default", `ServerArgs.
+_handle_speculative_decoding`; the draft worker is built and run under
+`speculative_moe_backend_context`, `eagle_worker.py`), which for block-FP8 experts without
+DeepEP is Triton's fused MoE (`Fp8MoEMethod.create_moe_runner`): `draft_moe_backend` triton.
 """
 
 from __future__ import annotations
@@ -53,6 +58,7 @@ PREFIXES = {  # AIC model_path -> InferenceX model prefix (the dump names R1 run
 }
 # The MTP scripts' chunk, running / graph batch floor (else CONC) and memory (docstring)
 MTP_SCRIPTS = {"deepseek": (16384, 512, 0.82), "qwen3.5": (32768, 0, 0.8)}
+HEAD_EXPERTS = {"draft_moe_backend": "triton"}  # the head's experts off TRT-LLM MoE (docstring)
 _IMAGE = re.compile(r"(?:image=)?\b([\w.-]+/[\w.-]+:[\w.-]+)")  # `lmsysorg/sglang:v0.5.9-cu130`
 
 
@@ -161,7 +167,7 @@ def sglang_mtp_launch(
         return {}
     chunk, cap, memory = script
     return {
-        "speculative": mtp_speculation("sglang", model, str(tokens)),
+        "speculative": mtp_speculation("sglang", model, str(tokens)) | HEAD_EXPERTS,
         "overlap_scheduler": False,  # SGLang's first speculative path (module docstring)
         "max_num_batched_tokens": chunk,
         "max_num_seqs": max(cap, concurrency),

@@ -14,7 +14,8 @@ repo id, until 5fe6d56ee (#1381, 2026-05-15: "a ~5x client/server tokenizer mism
 false throughput regression"), after which InferenceX re-ran every DeepSeek SGLang agg
 config (afb49f5a3, #1502).
 
-A row's prompt length is unknown, and the fits train without it, where all of these hold:
+A row's prompt length is known only about (`server_prompt_ratio`), and the fits train
+without it, where all of these hold:
 - **SGLang at a version whose image pins transformers 5**: the wheels' METADATA, 0.5.9
   `transformers==4.57.1`, 0.5.10.post1 `transformers==5.3.0` (`TRANSFORMERS_5_FROM`); the
   client runs in the server's container (`runners/launch_b300-nv.sh` @ dd9c285b3: `srun
@@ -28,7 +29,11 @@ A row's prompt length is unknown, and the fits train without it, where all of th
 
 On the calibration rows this is SGLang workflow runs 748 / 749 (DeepSeek-V3 on B300,
 0.5.10.post1, 2026-04-17; docs/aic_measurement.md section 37): every other DeepSeek SGLang
-row ran 0.5.9 or older. They stay in the accuracy report, predicted at their nominal lengths.
+row ran 0.5.9 or older. They stay in the accuracy report, priced at the prompt the server
+saw (`server_prompt_ratio`): `SERVER_PROMPT_RATIO` times the row's, #937's count, which a
+pass of the client's prompts (consecutive token ids from a random offset) through both
+tokenizers over DeepSeek-V3's vocabulary repeats to 2 % (docs section 52). The server
+counts the output (`usage`), so TPOT's denominator is right. The fits train without them.
 
 Before the client's warm-up (d053ae24e, 2026-01-21 17:53 UTC) two more facts of a run are
 the client's (docs/aic_measurement.md sections 38, 41):
@@ -74,6 +79,7 @@ from llmsizer.calibrate.aic_twins import is_gap
 TRANSFORMERS_5_FROM = (0, 5, 10)  # SGLang 0.5.10.post1 pins transformers==5.3.0; 0.5.9 4.57.1
 LLAMA_CLASS_BYTE_LEVEL = frozenset({"deepseek-v3", "deepseek-r1"})  # InferenceX #937
 CLIENT_FIXED = "2026-05-15"  # InferenceX 5fe6d56ee (#1381): the client's repair for repo ids
+SERVER_PROMPT_RATIO = 5.0  # InferenceX ef01c2205 (#937): "7000 tokens -> 35000 tokens"
 WARMUP_FROM = "2026-01-21T17:53:38Z"  # InferenceX d053ae24e (#480): `--num-warmups 2c`
 SLURM_B200_FROM = "2025-12-31T06:18:28Z"  # InferenceX ea181ae6d (#379): slurm nodes, 10c
 BUILD_IMAGE_FROM = "2025-11-10"  # InferenceX d8fe8f73e (#204): SGLang v0.5.5-cu129-amd64 on B200
@@ -94,10 +100,17 @@ def prompt_length_unknown(row: Mapping[str, str], model: str) -> str | None:
     if measured is None or measured[:10] >= CLIENT_FIXED:
         return None
     return (
-        f"prompt length unknown: SGLang {row['backend_version'].strip()} (transformers 5) "
+        f"prompt length approximate: SGLang {row['backend_version'].strip()} (transformers 5) "
         f"with {model}'s LlamaTokenizerFast, measured {measured[:10]} before InferenceX's "
-        "client tokenizer fix (#1381): the server saw ~5x the prompt (InferenceX #937)"
+        f"client tokenizer fix (#1381): the server saw ~{SERVER_PROMPT_RATIO:g}x the prompt "
+        "(InferenceX #937), priced at that"
     )
+
+
+def server_prompt_ratio(row: Mapping[str, str], model: str) -> float:
+    """The server's prompt tokens per the row's: `SERVER_PROMPT_RATIO` where the client and
+    the server tokenized apart (`prompt_length_unknown`), else 1 (module docstring)."""
+    return SERVER_PROMPT_RATIO if prompt_length_unknown(row, model) else 1.0
 
 
 def _deepseek_before_warmup(row: Mapping[str, str], model: str) -> str | None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from llmsizer.instance.deployment import DeploymentSpec
+from llmsizer.instance.speculation import SpeculativeSpec
 from llmsizer.perf import Deployment, EfficiencyFactors, MemoryPlan, StepModel, plan_memory
 from llmsizer.perf.calibrated import calibrated_efficiency, packaged_calibration
 from llmsizer.perf.cuda_graphs import capture_plan
@@ -120,7 +121,7 @@ def make_instance(
         max_num_seqs=engine.max_num_seqs,
         max_model_len=max_model_len,
         rule=ENGINE_MEMORY_RULES.get(spec.preset, MemoryRule.TOTAL),
-        num_state_slots=_state_slots(spec.preset, engine),
+        num_state_slots=_state_slots(spec.preset, engine, spec.speculative),
     )
     graphs = capture_plan(
         spec.preset,
@@ -218,9 +219,16 @@ def _all_ranks(cfg: EngineConfig, dp: int) -> EngineConfig:
     )
 
 
-def _state_slots(preset: str, engine: EngineConfig) -> int:
-    """Sequences whose linear-attention state the engine sets aside before its KV cache:
-    SGLang with the radix cache off, `max_running_requests` (`perf.memory`). Not modelled:
-    SGLang's split with the radix cache on (`mamba_full_memory_ratio`), vLLM's states paged
-    in its KV pool as sequences run."""
-    return engine.max_num_seqs if preset == "sglang" and not engine.enable_prefix_caching else 0
+def _state_slots(preset: str, engine: EngineConfig, speculative: SpeculativeSpec | None) -> int:
+    """Sequences' linear-attention states the engine sets aside before its KV cache: SGLang
+    with the radix cache off, `max_running_requests` (`perf.memory`), and when speculating
+    k + 1 more each, the state after every draft position of a verify step (0.5.9
+    `handle_max_mamba_cache`: `mamba_cache_per_req x max_running_requests x
+    speculative_num_draft_tokens`, k + 1 at top-k 1). Not modelled: SGLang's split with the
+    radix cache on (`mamba_full_memory_ratio`), vLLM's states paged in its KV pool."""
+    if preset != "sglang":
+        return 0
+    drafts = 0 if speculative is None else speculative.num_speculative_tokens + 1
+    return (
+        0 if engine.enable_prefix_caching else engine.max_num_seqs
+    ) + engine.max_num_seqs * drafts

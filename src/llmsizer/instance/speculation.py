@@ -46,6 +46,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from llmsizer.perf import StepModel
 from llmsizer.perf.memory import weight_bytes_per_gpu
+from llmsizer.perf.moe_kernels import check_moe_backend
 from llmsizer.perf.speculative import (
     SpeculativeDecoding,
     SpeculativeStepCost,
@@ -83,6 +84,13 @@ class SpeculativeSpec(BaseModel):
     acceptance_std: float = Field(
         0.1, ge=0, lt=0.5, description="Spread of the per-request acceptance rate (Beta)."
     )
+    draft_moe_backend: str | None = Field(
+        None,
+        description="The MTP head's routed-experts kernel where the engine runs it apart from "
+        "the target's (`perf.moe_kernels` names; None: the target's). SGLang 0.5.9 runs the "
+        "head's experts on its auto backend, Triton, when the target runs FlashInfer's "
+        "TRT-LLM MoE (`ServerArgs._handle_speculative_decoding`).",
+    )
 
     @model_validator(mode="after")
     def _draft(self) -> Self:
@@ -90,6 +98,11 @@ class SpeculativeSpec(BaseModel):
             raise ValueError("speculative: draft_model is given exactly when method is draft_model")
         if self.draft_model is not None:
             get_model(self.draft_model)  # UnknownNameError names close matches
+        if self.draft_moe_backend is not None and self.method != "mtp":
+            raise ValueError(
+                f"speculative: draft_moe_backend is an MTP head's (method {self.method!r})"
+            )
+        check_moe_backend(self.draft_moe_backend)  # names the priced kernels
         return self
 
     def label(self) -> str:
@@ -105,7 +118,7 @@ def speculative_cost(
     Without the `overlap` scheduler its verify steps' per-request host work is serial with
     the GPU (`SpeculativeDecoding.serial_host`)."""
     if spec.method == "mtp":
-        draft = mtp_head_model(target)
+        draft = mtp_head_model(target, spec.draft_moe_backend)
     elif spec.draft_model is None:
         draft = draft_head_model(target)
     else:

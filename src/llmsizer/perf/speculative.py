@@ -135,7 +135,7 @@ def draft_head_model(target: StepModel) -> StepModel:
     return StepModel(deployment, target.efficiency)
 
 
-def mtp_head_model(target: StepModel) -> StepModel:
+def mtp_head_model(target: StepModel, moe_backend: str | None = None) -> StepModel:
     """A one-layer copy of the target on the same GPUs, its experts kept: a model's own MTP
     module, one full decoder block of the target (DeepSeek-V3 report, arXiv:2412.19437,
     section 2.2; its `num_nextn_predict_layers` layer is a MoE layer), run once per draft
@@ -145,7 +145,9 @@ def mtp_head_model(target: StepModel) -> StepModel:
     `EAGLEWorker.forward_batch_speculative_generation`, vLLM `EagleProposer.propose`: one
     scheduler iteration each). A hybrid model's head is a full-attention layer, its
     linear-attention state left out (vLLM `vllm/model_executor/models/qwen3_next_mtp.py` @
-    ffdc9857: `Qwen3NextDecoderLayer(layer_type="full_attention")`; Qwen3.5 the same)."""
+    ffdc9857: `Qwen3NextDecoderLayer(layer_type="full_attention")`; Qwen3.5 the same).
+    `moe_backend`: the head's routed experts' kernel where the engine runs it apart from the
+    target's (`moe_kernels`; None: the target's)."""
     moe = target.deployment.model.moe
     model = dataclasses.replace(
         target.deployment.model,
@@ -157,6 +159,8 @@ def mtp_head_model(target: StepModel) -> StepModel:
         linear_attention=None,
     )
     deployment = dataclasses.replace(target.deployment, model=model, pipeline_parallel_size=1)
+    if moe_backend is not None:
+        deployment = dataclasses.replace(deployment, moe_backend=moe_backend)
     return StepModel(deployment, dataclasses.replace(target.efficiency, step_overhead_s=0.0))
 
 
