@@ -259,9 +259,9 @@ BUDGET = {
     # + 10: a speculating probe's whole run summarised in verify steps as chunks of tokens,
     # as a watched one's (issue 11, speed12)
     + 10
-    # + 20: the lever table's search again without pauses on the first search's probes
-    # (`aside.Simulated`: no verdict simulated twice without a probe cache; issue 11, lever17)
-    + 20,
+    # - 15: ties broken by the configurations (`search.rank`), so the groups that might tie
+    # are no longer searched again without pauses (issue 11, tie17)
+    - 15,
     "calibrate": 3350  # + AIC launch settings, per-architecture fit, layouts read as launched
     # + disaggregated AIC rows (issue 12)
     # + 20: a sweep (local processes or Ray) records the schedules; fits name the fit extra

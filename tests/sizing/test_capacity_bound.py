@@ -98,7 +98,8 @@ def test_no_bound_for_one_token_outputs() -> None:
 
 def test_the_pruned_lever_table_finds_each_groups_fewest_gpus() -> None:
     """Every row's count equals the best of a search of every configuration of its group,
-    without a bound, an incumbent or a warm start (each run in instance counts to the end)."""
+    without a bound, an incumbent or a warm start (each run in instance counts to the end),
+    and on a tie the row shows the configuration with more GPUs per instance (`rank`)."""
     u = UseCase.model_validate(CASE)
     space = search_space(u)
     rows = {r.lever: r for r in plan(u).levers}
@@ -114,7 +115,7 @@ def test_the_pruned_lever_table_finds_each_groups_fewest_gpus() -> None:
                 continue
             rs = RateSearch(probe, space.limits, counts=Counts(space.load_rps)).run()
             if rs.rate is not None:
-                found.append(objective(space, config, rs.rate))
+                found.append((*objective(space, config, rs.rate), -config.gpus_per_instance))
         assert row.sizing is not None
         assert levers._rank(space, row.best) == min(found), row.lever
 

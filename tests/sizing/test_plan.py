@@ -19,7 +19,14 @@ from llmsizer.sizing.limits import Metric
 from llmsizer.sizing.plan import PlanResult, plan, search_space
 from llmsizer.sizing.plan_data import plan_data
 from llmsizer.sizing.probe import Probe
-from llmsizer.sizing.search import Status, evaluate, make_probe, objective, search
+from llmsizer.sizing.search import (
+    Status,
+    best_by_gpu,
+    evaluate,
+    make_probe,
+    objective,
+    search,
+)
 from llmsizer.sizing.uncertainty import scaled_efficiency
 from llmsizer.sizing.usecase import UseCase
 
@@ -83,6 +90,10 @@ def test_branch_and_bound_finds_what_an_exhaustive_search_finds() -> None:
     every = [evaluate(space, c, by_spec) for c in space.configs]
     best = min(objective(space, r.config, r.rate) for r in every if r.rate is not None)
     assert found == best
+    # and the same configuration, ties broken alike (`search.rank`)
+    assert best_by_gpu(space, results).keys() == best_by_gpu(space, every).keys() == {"h100-sxm"}
+    a, b = best_by_gpu(space, results)["h100-sxm"], best_by_gpu(space, every)["h100-sxm"]
+    assert (a.config, a.rate) == (b.config, b.rate)
     assert any(r.status is Status.BOUNDED for r in results)  # and it did prune
 
 

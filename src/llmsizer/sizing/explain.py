@@ -174,7 +174,9 @@ def _runner_up(plan: PlanResult, w: CandidatePlan) -> list[str]:
     if not searched:
         return []
     sizes = [(Sizing.of(plan.load_rps, r.rate or 1.0, r.config, w.server), r) for r in searched]
-    sizing, r = min(sizes, key=lambda item: (item[0].num_servers, item[0].num_gpus))
+    sizing, r = min(  # ties as the search breaks them (`search.rank`)
+        sizes, key=lambda s: (s[0].num_servers, s[0].num_gpus, -s[1].config.gpus_per_instance)
+    )
     return [
         f"Runner-up on {w.gpu}: {r.config.label()} at {r.rate:.3g} req/s per instance "
         f"needs {_n(sizing.num_servers, 'server')} ({_n(sizing.num_gpus, 'GPU')})."

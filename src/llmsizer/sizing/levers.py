@@ -97,7 +97,8 @@ def lever_table(
     if combo is not None and combo not in found:
         found.update(_search_missing(usecase, space, {combo}, *searched))
     rows = [_row(usecase, space, name, best[name]) for name in wanted]
-    everything = [g for g in found if g[0] == gpu]
+    table = [g for groups in wanted.values() for g in groups]  # ties: the rows' order first
+    everything = table + sorted(g for g in found if g[0] == gpu and g not in table)
     rows.append(_row(usecase, space, COMBINED, _best_of(space, found, everything)))
     return tuple(rows)
 
@@ -105,6 +106,7 @@ def lever_table(
 def _best_of(
     space: SearchSpace, found: dict[Group, ConfigResult], groups: list[Group]
 ) -> ConfigResult | None:
+    """The best of the groups' bests (`_rank`), the first of `groups` on a tie."""
     mine = [found[g] for g in groups if g in found]
     return min(mine, key=lambda r: _rank(space, r), default=None)
 
@@ -199,8 +201,9 @@ def _exact_groups(
 def _best_by_group(
     space: SearchSpace, results: tuple[ConfigResult, ...]
 ) -> dict[Group, ConfigResult]:
-    """Per lever group, its feasible configuration with the lowest objective (first on ties);
-    a group with no feasible configuration is absent."""
+    """Per lever group, its feasible configuration of the lowest rank (`_rank`; the first in
+    `results`, in `space.configs` order, on a tie); a group with no feasible configuration
+    is absent."""
     best: dict[Group, ConfigResult] = {}
     for r in results:
         g = group(r.config)
@@ -209,9 +212,10 @@ def _best_by_group(
     return best
 
 
-def _rank(space: SearchSpace, result: ConfigResult) -> tuple[int, int]:
+def _rank(space: SearchSpace, result: ConfigResult) -> tuple[int, int, int]:
+    """`search.rank` without the position: the objective, then more GPUs per instance."""
     assert result.rate is not None
-    return objective(space, result.config, result.rate)
+    return (*objective(space, result.config, result.rate), -result.config.gpus_per_instance)
 
 
 def _row(usecase: UseCase, space: SearchSpace, lever: str, best: ConfigResult | None) -> LeverRow:

@@ -48,7 +48,7 @@ from llmsizer.sizing.search import (
     Progress,
     SearchSpace,
     SpecEfficiency,
-    objective,
+    best_by_gpu,
     search,
 )
 from llmsizer.sizing.search_parts import CurvesAlong
@@ -262,7 +262,7 @@ def _candidate(
     feasible = [r for r in mine if r.rate is not None]
     if not feasible:
         return CandidatePlan(gpu, server, None, None, None, None, (), (), (), closest(mine))
-    best = min(feasible, key=lambda r: _objective(space, r))
+    best = best_by_gpu(space, feasible)[gpu]  # the search's rule on ties (`search.rank`)
     assert best.rate is not None
     sizing = Sizing.of(space.load_rps, best.rate, best.config, server)
     peak = usecase.load.planning_peak_rps()
@@ -317,11 +317,6 @@ def _economics(
         load.working_hours,
     )
     return costs, business
-
-
-def _objective(space: SearchSpace, result: ConfigResult) -> tuple[int, int]:
-    assert result.rate is not None
-    return objective(space, result.config, result.rate)
 
 
 def _rank(

@@ -13,16 +13,20 @@ For each configuration (GPU x precision x TP x PP x engine preset x batch knobs)
    capacity until one meets every limit, then bisection;
 5. branch and bound, best first per GPU (or per lever group, `group`: GPU, precision,
    sparsity, k, with `SearchSpace.per_group`, so that each group's best is exact and the
-   lever table can set them side by side): a heap of lower bounds on the objective (servers,
-   then GPUs needed at the load), first from one instance (or `capacity_bound`), then from
-   the capacity, then from the lowest rate that failed; each pop runs one probe of the most
-   promising configuration, and one whose bound cannot beat the best rate already found for
-   its GPU (or group) is dropped. In instance counts (`settle_on_objective`, the lever
-   table's) a configuration whose next probe tests a worse objective than its bound (a grid
-   walk's step) waits at that priority while others test better ones, whose passes may then
-   bound it. The optimum is exact (a test compares it with an exhaustive search; the order
-   changes only the work), and since each configuration's rate can only fall as limits
-   tighten, and servers only grow with load, so does the optimum.
+   lever table can set them side by side): a heap of lower bounds on the rank (`rank`: the
+   objective, servers then GPUs needed at the load, then ties), first from one
+   instance (or `capacity_bound`), then from the capacity, then from the lowest rate that
+   failed; each pop runs one probe of the most promising configuration, and one whose bound
+   cannot beat the best rank already found for its GPU (or group) is dropped. In instance
+   counts (`settle_on_objective`, the lever table's) a configuration whose next probe tests
+   a worse rank than its bound (a grid walk's step) waits at that priority while others
+   test better ones, whose passes may then bound it. The optimum is exact (a test compares
+   it with an exhaustive search; the order changes only the work), ties included: the rank
+   breaks them by properties of the configurations (more GPUs per instance, then the order
+   of `space.configs`), never by the search's progress, so neither a pause (`aside`) nor
+   a part (`search_parts`) can change which configuration wins. Since each configuration's
+   rate can only fall as limits tighten, and servers only grow with load, so does the
+   optimum.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from typing import TYPE_CHECKING
 from llmsizer.instance import DeploymentSpec, make_instance
 from llmsizer.perf import DoesNotFitError, EfficiencyFactors
 from llmsizer.sizing.arrivals import POISSON, ArrivalPattern
-from llmsizer.sizing.aside import Aside, Simulated
+from llmsizer.sizing.aside import Aside
 from llmsizer.sizing.capacity_bound import highest_rate
 from llmsizer.sizing.configuration import Sizing
 from llmsizer.sizing.limits import Binding, Limits
@@ -134,6 +138,7 @@ class ConfigResult:
 
 Group = tuple[str, str, bool, int]
 Key = tuple[int, int]  # the objective: (GPUs, servers) or (servers, GPUs)
+Rank = tuple[int, int, int, int]  # the objective, -GPUs per instance, position (`rank`)
 
 
 def group(config: DeploymentSpec) -> Group:
@@ -143,13 +148,22 @@ def group(config: DeploymentSpec) -> Group:
     return (config.gpu, config.precision, config.sparsity, k)
 
 
-def objective(space: SearchSpace, config: DeploymentSpec, rate: float) -> tuple[int, int]:
+def objective(space: SearchSpace, config: DeploymentSpec, rate: float) -> Key:
     """What the search minimises for one GPU type: (GPUs, servers) when billed per GPU hour,
     else (servers, GPUs)."""
     s = Sizing.of(space.load_rps, rate, config, server_for(config.gpu))
     if config.gpu in space.cloud_priced:
         return (s.num_gpus, s.num_servers)
     return (s.num_servers, s.num_gpus)
+
+
+def rank(space: SearchSpace, config: DeploymentSpec, rate: float, position: int) -> Rank:
+    """The search's order on (configuration, rate), lowest best: the objective; on a tie
+    more GPUs per instance first (fewer, larger instances: lower per-request latency at the
+    same spend); then the earlier in `space.configs` (`position`). Every tie is broken by
+    this rule (the search's bounds and incumbents, `best_by_gpu`, the lever table's rows),
+    which reads only the configuration, so no search order can change a result."""
+    return (*objective(space, config, rate), -config.gpus_per_instance, position)
 
 
 def search(
@@ -180,15 +194,6 @@ def search(
             done += 1
             if progress is not None:
                 progress(done, len(space.configs))
-    if unsafe := bnb.aside.unsafe(bnb.tied):  # again without pauses, on the probes simulated
-        mine = tuple(c for c in space.configs if bnb.incumbent_key(c) in unsafe)
-        reuse = Simulated(bnb.probes, make)  # verdicts and runs put aside taken, not redone
-        again = _BranchAndBound(replace(space, configs=mine), efficiency, starts or {}, reuse)
-        again.aside.on = False
-        while again.heap:
-            again.pop()
-        bnb.results.update(again.results)
-        bnb.probes.update(again.probes)
     from llmsizer.sizing.curve import draw_curve  # it imports this module
 
     settled = [bnb.results[c] for c in space.configs]
@@ -199,8 +204,8 @@ def search(
 
 
 class _BranchAndBound:
-    """The search's state: verdicts, a heap of (priority, tie-break, order, config, bound),
-    rate searches, and per group the best (objective, config) achieved."""
+    """The search's state: verdicts, a heap of (priority, config, bound), both ranks
+    (`rank`), rate searches, and per group the best (rank, config) achieved."""
 
     def __init__(
         self,
@@ -214,16 +219,17 @@ class _BranchAndBound:
         self.results: dict[DeploymentSpec, ConfigResult] = {}
         self.probes: dict[DeploymentSpec, Probe] = {}
         self.searches: dict[DeploymentSpec, RateSearch] = {}
-        self.heap: list[tuple[Key, float, int, DeploymentSpec, Key]] = []
-        self.best: dict[Group | str, tuple[Key, DeploymentSpec]] = {}
+        self.heap: list[tuple[Rank, DeploymentSpec, Rank]] = []
+        self.best: dict[Group | str, tuple[Rank, DeploymentSpec]] = {}
+        self.position = {config: i for i, config in enumerate(space.configs)}
         self.aside = Aside(self.incumbent_key, space.settle_on_objective)
-        for i, config in enumerate(space.configs):
+        for config in space.configs:
             self.results[config], probe = _screen(space, config, efficiency, probes)
             if probe is not None:
                 self.probes[config] = probe
                 top = highest_rate(probe) if space.settle_on_objective else math.inf
-                key = objective(space, config, top)
-                heapq.heappush(self.heap, (key, 0.0, i, config, key))
+                key = self.rank(config, top)
+                heapq.heappush(self.heap, (key, config, key))
 
     def pop(self) -> bool:
         """One probe (or capacity run) of the most promising configuration, or drop it;
@@ -233,7 +239,7 @@ class _BranchAndBound:
         return settled
 
     def _pop(self) -> bool:
-        priority, tie, i, config, bound = heapq.heappop(self.heap)
+        priority, config, bound = heapq.heappop(self.heap)
         incumbent = self.best.get(self.incumbent_key(config))
         if incumbent is not None and incumbent[1] != config and bound >= incumbent[0]:
             self.results[config] = _bounded(self.results[config], incumbent, self.probes[config])
@@ -247,41 +253,31 @@ class _BranchAndBound:
             )
             self.results[config] = replace(self.results[config], capacity=search.capacity)
         else:
-            beats = None if incumbent is None else _beats(self.space, config, incumbent[0])
+            beats = None if incumbent is None else self._beats(config, incumbent[0])
             if self.space.settle_on_objective and self.heap:
-                later = objective(self.space, config, search.next_rate(beats))
+                later = self.rank(config, search.next_rate(beats))
                 if later > priority:  # it waits while others test better (module doc)
-                    heapq.heappush(self.heap, (later, tie, i, config, bound))
+                    heapq.heappush(self.heap, (later, config, bound))
                     return False
             if not search.step(beats, self.aside.pause(config, self.heap)):
-                self.aside.put((priority, tie, i, config, bound))  # its rivals first
+                self.aside.put((priority, config, bound))  # its rivals first
                 return False
         if search.rate is not None:
-            key = objective(self.space, config, search.rate)
+            key = self.rank(config, search.rate)
             if incumbent is None or key < incumbent[0]:
                 self.best[self.incumbent_key(config)] = (key, config)
         if search.done:
             self.results[config] = _settled(self.results[config], search)
             return True
-        # equal bounds: more capacity per GPU first
-        tie = -search.capacity / config.gpus_per_instance
-        refined = objective(self.space, config, search.upper_rate())
-        heapq.heappush(self.heap, (refined, tie, i, config, refined))
+        refined = self.rank(config, search.upper_rate())
+        heapq.heappush(self.heap, (refined, config, refined))
         return False
 
-    def tied(self, config: DeploymentSpec) -> bool:
-        """Whether `config` might have reached its group's best objective first in another
-        order (`Aside.unsafe`): it ended there, or was dropped by it with a pass, or with
-        its grid walk still to test that objective; else its rivals got there first."""
-        if (incumbent := self.best.get(self.incumbent_key(config))) is None:
-            return False  # nothing of its group passed: no row, no tie
-        (key, best), search, result = incumbent, self.searches[config], self.results[config]
-        if best == config:
-            return False
-        if result.rate is not None:
-            return objective(self.space, config, result.rate) == key
-        walk = [objective(self.space, config, rate) for rate in search.walk_rates()]
-        return result.status is Status.BOUNDED and (search.passed is not None or key in walk)
+    def rank(self, config: DeploymentSpec, rate: float) -> Rank:
+        return rank(self.space, config, rate, self.position[config])
+
+    def _beats(self, config: DeploymentSpec, key: Rank) -> Callable[[float], bool]:
+        return lambda rate: self.rank(config, rate) < key
 
     def incumbent_key(self, config: DeploymentSpec) -> Group | str:
         return group(config) if self.space.per_group else config.gpu
@@ -348,11 +344,9 @@ def make_probe(space: SearchSpace, config: DeploymentSpec, efficiency: SpecEffic
     )
 
 
-def _beats(space: SearchSpace, config: DeploymentSpec, key: Key) -> Callable[[float], bool]:
-    return lambda rate: objective(space, config, rate) < key
-
-
-def _bounded(partial: ConfigResult, best: tuple[Key, DeploymentSpec], probe: Probe) -> ConfigResult:
+def _bounded(
+    partial: ConfigResult, best: tuple[Rank, DeploymentSpec], probe: Probe
+) -> ConfigResult:
     key, config = best
     reason = (
         f"cannot need less than {config.label()} ({key[0]} and {key[1]}: servers and GPUs, "
@@ -388,11 +382,12 @@ def _settled(partial: ConfigResult, search: RateSearch) -> ConfigResult:
 
 
 def best_by_gpu(space: SearchSpace, results: Sequence[ConfigResult]) -> dict[str, ConfigResult]:
-    """Per GPU, the feasible configuration with the lowest objective (first in order on ties)."""
-    best: dict[str, tuple[Key, ConfigResult]] = {}
-    for r in results:
+    """Per GPU, the feasible configuration of the lowest rank (`rank`: the objective, then
+    more GPUs per instance, then the first in `results`, which are in `space.configs` order)."""
+    best: dict[str, tuple[Rank, ConfigResult]] = {}
+    for i, r in enumerate(results):
         if r.rate is not None:
-            key = objective(space, r.config, r.rate)
+            key = rank(space, r.config, r.rate, i)
             if r.config.gpu not in best or key < best[r.config.gpu][0]:
                 best[r.config.gpu] = (key, r)
     return {gpu: r for gpu, (_, r) in best.items()}

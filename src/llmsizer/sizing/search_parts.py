@@ -7,7 +7,8 @@ only. So one GPU's configurations never read another's state: searching each GPU
 configurations on its own, anywhere, in any order, and putting the verdicts back in
 `space.configs` order gives the serial search's results exactly
 (`tests/sizing/test_search_parts.py`). Within a part the heap pops in the same order: it
-compares (bound, tie-break, position), and positions keep their order. Each part's best
+compares ranks (`search.rank`: objective, GPUs per instance, position), and positions keep
+their order. Each part's best
 gets its curve in the part, as the whole search gives it per GPU, or, for a plan on a
 process pool, later (`CurvesAlong`), each curve a job beside the lever table's.
 
