@@ -57,7 +57,10 @@ def test_the_bests_do_not_depend_on_the_order_or_the_pauses(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     space, efficiency, starts = _lever_search(monkeypatch)
+    put, aside = [], Aside.put
+    monkeypatch.setattr(Aside, "put", lambda self, entry: put.append(entry) or aside(self, entry))
     first = search(space, efficiency, starts=starts)
+    assert len(put) >= 2  # probes were put aside (else the pauses change nothing)
     backwards = dataclasses.replace(space, configs=space.configs[::-1])
     reversed_ = search(backwards, efficiency, starts=starts)
     monkeypatch.setattr(Aside, "pause", lambda self, config, heap: None)
