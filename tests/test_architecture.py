@@ -227,6 +227,9 @@ BUDGET = {
     + 3
     # + 20: an MTP head's experts on a kernel of their own (`draft_moe_backend`) and SGLang's
     # intermediate linear-attention states under speculation (issue 10, sgl256_17)
+    + 20
+    # + 20: SGLang's running cap of 48 under speculation, a default its server args set
+    # (`deployment.feature_defaults`; issue 10, session 17 lead)
     + 20,
     "sizing": 3650  # the plan pipeline only; + levers, arrivals, price models (issue 11), ETA
     # + the probe cache and quick plans the studio needs (issue 15); fleet check (issue 12)
