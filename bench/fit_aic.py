@@ -40,6 +40,7 @@ import numpy as np
 from validate_aic import CSV, METRICS, Result, concurrency_band, say, summary_line, table
 
 from llmsizer.calibrate.aic import AicCase, AicSkipped, load_aic
+from llmsizer.calibrate.aic_carry import carried_file, carried_provenance
 from llmsizer.calibrate.aic_fit import (
     MIN_FIT_ROWS,
     Group,
@@ -283,10 +284,14 @@ def main() -> None:
                 "leave_one_gpu_out": cross_validated(held("leave one GPU out")),
                 "leave_one_model_out": cross_validated(held("leave one model out")),
                 "prior": priors[(engine, arch)].describe(),
-            }
+            } | carried_provenance((engine, arch), fits)
             path = DATA / f"calibrated_{engine}_{arch}.yaml"
             save_calibration(path, calibration_file(fit, engine, fitted_on))
             say(f"wrote {path}")
+        for engine in sorted({e for e, _ in fits}):  # what other generations get (aic_carry)
+            (path := DATA / f"carried_{engine}.yaml").unlink(missing_ok=True)  # none: no file
+            if carried := carried_file(engine, fits, digest):
+                save_calibration(path, carried)
     # the factors, the aggregated report and its rows first: the disaggregated section
     # (most of the run time) only adds to the report
     args.report.write_text(text)
