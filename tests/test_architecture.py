@@ -152,7 +152,10 @@ BUDGET = {
     # (issue 10, sglwarm15)
     + 8
     # + 15: `moe_first_token_delay_s` and `first_token_hold_s` (issue 10, moehold16)
-    + 15,
+    + 15
+    # + 31: what a generation without a fit of its own gets, the general file with the AIC
+    # fits' carried factors (`carried_calibration`; issue 10, trtgen17)
+    + 31,
     "sim": 1760  # + 110: decode-only steps in a row and their compact step log (issue 13)
     # + 50: delay batching in the continuous scheduler (merged from main, unbudgeted there)
     # + 120: quiet decode runs priced at once, a refused first waiting request kept on the
@@ -382,7 +385,11 @@ BUDGET = {
     + 50
     # + 30: the MoE first-token hold: each trace told whether its model has routed
     # experts, the all-model hold fitted only where a dense model's TTFT is (issue 10, moehold16)
-    + 30,
+    + 30
+    # + 128: a kind of work the general fit cannot see (the MoE hold, a verify step's
+    # per-sequence cost) carried from the engine's other generations' fits in the same fold,
+    # and shipped for the generations without a fit (aic_carry; issue 10, trtgen17)
+    + 128,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run
@@ -409,7 +416,10 @@ BUDGET = {
     + 342
     + 10
     + 36
-    + 7,
+    + 7
+    # + 2: `gpus --factors` shows the general fit as a GPU without its own fit gets it, with
+    # the carried factors (issue 10, trtgen17)
+    + 2,
     "serve": 1300,  # the studio: form, jobs, views, uploads, app (templates not counted)
 }
 MAX_MODULE_LINES = 400
