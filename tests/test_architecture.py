@@ -386,10 +386,10 @@ BUDGET = {
     # + 30: the MoE first-token hold: each trace told whether its model has routed
     # experts, the all-model hold fitted only where a dense model's TTFT is (issue 10, moehold16)
     + 30
-    # + 128: a kind of work the general fit cannot see (the MoE hold, a verify step's
+    # + 140: a kind of work the general fit cannot see (the MoE hold, a verify step's
     # per-sequence cost) carried from the engine's other generations' fits in the same fold,
     # and shipped for the generations without a fit (aic_carry; issue 10, trtgen17)
-    + 128,
+    + 140,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run

@@ -11,7 +11,13 @@ import pytest
 from typer.testing import CliRunner
 
 from llmsizer.calibrate.aic import AicCase, load_aic
-from llmsizer.calibrate.aic_carry import CARRIED, carried_file, carried_values, with_carried
+from llmsizer.calibrate.aic_carry import (
+    CARRIED,
+    carried_file,
+    carried_fits,
+    carried_values,
+    with_carried,
+)
 from llmsizer.calibrate.aic_fit import MOE_HOLD, Recorded
 from llmsizer.calibrate.fit import FitResult
 from llmsizer.cli import app
@@ -68,6 +74,21 @@ def test_a_fit_without_the_kind_takes_the_others_and_keeps_every_other_factor() 
         yield  # pragma: no cover
 
     assert with_carried(own, general, never()) == own.factors
+
+
+def test_a_shipped_group_fit_takes_what_its_rows_lack_from_its_engines_other_groups() -> None:
+    """A Hopper fit whose rows hold no MoE model ships Blackwell's hold (its own factors
+    kept); another engine's hold never crosses over."""
+    fits = {
+        ("trtllm", "blackwell"): fitted((MOE_HOLD,), moe_first_token_delay_s=0.09),
+        ("trtllm", "hopper"): fitted(("gemm_bandwidth_efficiency",), gemm_bandwidth_efficiency=0.9),
+        ("vllm", "hopper"): fitted(("gemm_bandwidth_efficiency",)),
+    }
+    carried = carried_fits(fits)
+    assert carried[("trtllm", "blackwell")] == fits[("trtllm", "blackwell")]
+    hopper = fits[("trtllm", "hopper")].factors.replace(moe_first_token_delay_s=0.09)
+    assert carried[("trtllm", "hopper")].factors == hopper
+    assert carried[("vllm", "hopper")] == fits[("vllm", "hopper")]
 
 
 def test_the_shipped_file_is_the_mean_of_the_generation_fits_and_says_so() -> None:

@@ -37,6 +37,7 @@ Blackwell rows hold it.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 
 import numpy as np
@@ -80,6 +81,17 @@ def with_carried(
         return factors
     carried = {k: v for k, v in carried_values(others).items() if k not in fitted}
     return factors.replace(**carried) if carried else factors
+
+
+def carried_fits(fits: Mapping[tuple[str, str], FitResult]) -> dict[tuple[str, str], FitResult]:
+    """The group fits that ship, each with the `CARRIED` factors it did not fit taken from
+    its engine's other generations among them (`with_carried`)."""
+    return {
+        group: dataclasses.replace(
+            fit, factors=with_carried(fit, fit.factors, other_generations(fits, group))
+        )
+        for group, fit in fits.items()
+    }
 
 
 def carried_file(

@@ -293,15 +293,15 @@ class Recorded:
         memo: Memo | None = None,
     ) -> dict[Group, FitResult]:
         """One fit per (engine, architecture) on all its rows, under the prior `choose`
-        picks among `candidates` on them (into `chosen`, when given): what ships."""
+        picks among `candidates` on them (into `chosen`, when given): what ships, once
+        `aic_carry.carried_fits` has given each what its rows could not fit."""
         out = {}
         for group, idx in self.groups().items():
             prior = self.choose(idx, group[0], candidates_for(group, candidates), memo)
             if chosen is not None:
                 chosen[group] = prior
             out[group] = self.fitted(idx, group[0], prior, memo)
-        carry = {g: with_carried(f, f.factors, other_generations(out, g)) for g, f in out.items()}
-        return {g: dataclasses.replace(f, factors=carry[g]) for g, f in out.items()}  # aic_carry
+        return out
 
     def shipped(self, fits: dict[Group, FitResult]) -> Predicted:
         """Every case priced with its group's fit in `fits`, else its engine's general fit
