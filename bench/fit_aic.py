@@ -40,6 +40,7 @@ import numpy as np
 from validate_aic import CSV, METRICS, Result, concurrency_band, say, summary_line, table
 
 from llmsizer.calibrate.aic import AicCase, AicSkipped, load_aic
+from llmsizer.calibrate.aic_carry import carried_file, carried_fits, carried_provenance
 from llmsizer.calibrate.aic_fit import (
     MIN_FIT_ROWS,
     Group,
@@ -244,11 +245,11 @@ def main() -> None:
     with open_sweep(args.workers, ray=args.ray, ray_address=args.ray_address) as sweep:
         recorded = _recorded(cases, sweep, args.cache) + Recorded.record(tables, sweep)
     say(f"recorded in {time.perf_counter() - t0:.0f} s; fitting")
-    sizes = {g: recorded.num_fitted(idx) for g, idx in recorded.groups().items()}
+    enough = {g for g, idx in recorded.groups().items() if recorded.num_fitted(idx) >= MIN_FIT_ROWS}
     priors: dict[tuple[str, ...], FitPrior] = {}  # the prior each fit and fold chose
     memo: Memo = {}  # the folds' fits, shared (Recorded.fitted)
     fitted = recorded.fit_groups(chosen=priors, memo=memo)
-    fits = {g: f for g, f in fitted.items() if ships(g, shipping) and sizes[g] >= MIN_FIT_ROWS}
+    fits = carried_fits({g: f for g, f in fitted.items() if ships(g, shipping) and g in enough})
     by_gpu: dict[tuple[str, str, str], EfficiencyFactors] = {}  # each fold's factors
     by_model: dict[tuple[str, str, str], EfficiencyFactors] = {}
     runs = {
@@ -283,10 +284,14 @@ def main() -> None:
                 "leave_one_gpu_out": cross_validated(held("leave one GPU out")),
                 "leave_one_model_out": cross_validated(held("leave one model out")),
                 "prior": priors[(engine, arch)].describe(),
-            }
+            } | carried_provenance((engine, arch), fits)
             path = DATA / f"calibrated_{engine}_{arch}.yaml"
             save_calibration(path, calibration_file(fit, engine, fitted_on))
             say(f"wrote {path}")
+        for engine in sorted({e for e, _ in fits}):  # what other generations get (aic_carry)
+            (path := DATA / f"carried_{engine}.yaml").unlink(missing_ok=True)  # none: no file
+            if carried := carried_file(engine, fits, digest):
+                save_calibration(path, carried)
     # the factors, the aggregated report and its rows first: the disaggregated section
     # (most of the run time) only adds to the report
     args.report.write_text(text)

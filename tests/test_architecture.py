@@ -154,7 +154,10 @@ BUDGET = {
     # + 15: `moe_first_token_delay_s` and `first_token_hold_s` (issue 10, moehold16)
     + 15
     # + 5: an MTP head's experts on a kernel the engine picks for it (issue 10, sgl256_17)
-    + 5,
+    + 5
+    # + 31: what a generation without a fit of its own gets, the general file with the AIC
+    # fits' carried factors (`carried_calibration`; issue 10, trtgen17)
+    + 31,
     "sim": 1760  # + 110: decode-only steps in a row and their compact step log (issue 13)
     # + 50: delay batching in the continuous scheduler (merged from main, unbudgeted there)
     # + 120: quiet decode runs priced at once, a refused first waiting request kept on the
@@ -227,6 +230,9 @@ BUDGET = {
     + 3
     # + 20: an MTP head's experts on a kernel of their own (`draft_moe_backend`) and SGLang's
     # intermediate linear-attention states under speculation (issue 10, sgl256_17)
+    + 20
+    # + 20: SGLang's running cap of 48 under speculation, a default its server args set
+    # (`deployment.feature_defaults`; issue 10, session 17 lead)
     + 20,
     "sizing": 3650  # the plan pipeline only; + levers, arrivals, price models (issue 11), ETA
     # + the probe cache and quick plans the studio needs (issue 15); fleet check (issue 12)
@@ -395,7 +401,11 @@ BUDGET = {
     # (`aic_clients.server_prompt_ratio`, `AicCase.isl`; issue 10, tok17)
     + 35
     # + 8: the SGLang MTP sweeps' head experts on Triton, with the source (issue 10, sgl256_17)
-    + 8,
+    + 8
+    # + 140: a kind of work the general fit cannot see (the MoE hold, a verify step's
+    # per-sequence cost) carried from the engine's other generations' fits in the same fold,
+    # and shipped for the generations without a fit (aic_carry; issue 10, trtgen17)
+    + 140,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run
@@ -422,7 +432,10 @@ BUDGET = {
     + 342
     + 10
     + 36
-    + 7,
+    + 7
+    # + 2: `gpus --factors` shows the general fit as a GPU without its own fit gets it, with
+    # the carried factors (issue 10, trtgen17)
+    + 2,
     "serve": 1300,  # the studio: form, jobs, views, uploads, app (templates not counted)
 }
 MAX_MODULE_LINES = 400

@@ -30,6 +30,7 @@ from llmsizer.instance import DeploymentSpec, make_instance, measured_uncertaint
 from llmsizer.perf import EfficiencyFactors
 from llmsizer.perf.calibrated import (
     calibrated_efficiency,
+    carried_calibration,
     packaged_architectures,
     packaged_calibration,
 )
@@ -163,10 +164,12 @@ def test_blackwell_ships_every_engines_fit_and_hopper_those_with_h100_rows(engin
         assert packaged_architectures(engine) == ("blackwell", "hopper")
         assert hopper.fitted_on["data"].endswith("aic_silicon_calibration.csv")
         assert h100.step.efficiency == hopper.efficiency()
-    else:
+    else:  # the general fit, with what the Blackwell fit carries (calibrate.aic_carry)
         assert packaged_architectures(engine) == ("blackwell",)
-        assert hopper == packaged_calibration(engine)
-        assert h100.step.efficiency == calibrated_efficiency(engine)
+        assert hopper == carried_calibration(packaged_calibration(engine))
+        assert h100.step.efficiency == calibrated_efficiency(engine).replace(
+            verify_sequence_overhead_s=blackwell.efficiency().verify_sequence_overhead_s
+        )
 
 
 def test_the_band_uses_the_cross_validated_error_where_there_is_one() -> None:

@@ -118,3 +118,31 @@ def test_an_arrival_finding_a_request_running_waits_one_step_more_never_less() -
     load = {"request_rate": 1.0, "num_requests": 60, "seed": 3}
     off, on = _mean_ttft_ms(load, False), _mean_ttft_ms(load, True)
     assert off < on < 2 * off
+
+
+def running_cap(**fields: Any) -> int:
+    return DeploymentSpec.model_validate({**BASE, **fields}).engine.max_num_seqs
+
+
+SPEC = {"num_speculative_tokens": 2}
+
+
+@pytest.mark.parametrize(
+    ("fields", "expected"),
+    [
+        ({"engine": "sglang"}, 1024),  # left to memory: the preset's
+        ({"engine": "sglang", "speculative": SPEC}, 48),  # `_handle_speculative_decoding`
+        ({"engine": "sglang", "speculative": DRAFT}, 48),  # STANDALONE too
+        ({"engine": "sglang", "speculative": SPEC, "dp": 4}, 12),  # 48 over the ranks
+        ({"engine": "sglang", "speculative": SPEC, "max_num_seqs": 256}, 256),  # given wins
+        ({"engine": {"engine": "sglang", "max_num_seqs": 96}, "speculative": SPEC}, 96),
+        ({"engine": "vllm", "speculative": SPEC}, 1024),  # vLLM keeps its cap
+        ({"engine": "trtllm", "speculative": SPEC}, 2048),
+    ],
+)
+def test_speculation_caps_sglangs_running_requests_as_its_server_args_do(
+    fields: dict[str, Any], expected: int
+) -> None:
+    """SGLang 0.5.9 resets an unset `max_running_requests` to 48 under EAGLE / EAGLE3 /
+    STANDALONE (`deployment.SGLANG_SPECULATIVE_MAX_RUNNING`); nothing else changes it."""
+    assert running_cap(**fields) == expected

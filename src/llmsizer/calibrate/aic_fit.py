@@ -36,10 +36,11 @@ every fold then re-prices the recorded steps (`llmsizer.calibrate.replay`), whic
   never seen and gets what a user of one gets, the engine's general fit
   (`docs/aic_measurement.md` section 13: pooling there took vLLM's H100 from 16 to 62 %
   TTFT; TensorRT-LLM's H100, its only Hopper GPU, too: section 32). Groups whose fits do
-  not ship are scored with that general fit throughout. What ships is named by architecture
-  or by group (`ships`): `blackwell` ships every engine's Blackwell fit, `vllm:hopper` and
-  `trtllm:hopper` one group each (the latter fitting two factors:
-  `aic_prior.GROUP_CANDIDATES`).
+  not ship are scored with that general fit throughout. A fold whose rows lack a kind of
+  work the general data lacks too takes the other generations' fit of it (`aic_carry`).
+  What ships is named by architecture or by group (`ships`): `blackwell` ships every
+  engine's Blackwell fit, `vllm:hopper` and `trtllm:hopper` one group each (the latter
+  fitting two factors: `aic_prior.GROUP_CANDIDATES`).
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from llmsizer.calibrate.aic import AIC_GPUS, AicCase
+from llmsizer.calibrate.aic_carry import other_generations, with_carried
 from llmsizer.calibrate.aic_prior import CANDIDATES, DEFAULT, FitPrior, candidates_for
 from llmsizer.calibrate.features import VERIFY_SEQUENCES
 from llmsizer.calibrate.fit import FitResult, Target, fit_factors, predictions
@@ -291,7 +293,8 @@ class Recorded:
         memo: Memo | None = None,
     ) -> dict[Group, FitResult]:
         """One fit per (engine, architecture) on all its rows, under the prior `choose`
-        picks among `candidates` on them (into `chosen`, when given): what ships."""
+        picks among `candidates` on them (into `chosen`, when given): what ships, once
+        `aic_carry.carried_fits` has given each what its rows could not fit."""
         out = {}
         for group, idx in self.groups().items():
             prior = self.choose(idx, group[0], candidates_for(group, candidates), memo)
@@ -301,12 +304,13 @@ class Recorded:
         return out
 
     def shipped(self, fits: dict[Group, FitResult]) -> Predicted:
-        """Every case priced with its group's fit in `fits`, else its engine's general fit."""
+        """Every case priced with its group's fit in `fits`, else its engine's general fit
+        with what the engine's fits carry (`aic_carry`)."""
         out: Predicted = {}
         for group, idx in self.groups().items():
-            fit = fits.get(group)
-            factors = fit.factors if fit else calibrated_efficiency(group[0])
-            out |= self.predict(idx, factors)
+            others = other_generations(fits, group)
+            general = calibrated_efficiency(group[0])
+            out |= self.predict(idx, with_carried(fits.get(group), general, others))
         return out
 
     def fold_rows(
@@ -341,34 +345,36 @@ class Recorded:
     ) -> Predicted:
         """Every case predicted by factors fitted without any case sharing its `held` value
         (its GPU, its model), on its group's other rows (or the engine's, `fold_rows`:
-        module docstring); groups of other architectures
-        than `architectures` (whose fits do not ship) by the engine's general fit, which saw
-        none of these rows. Each fold's prior is chosen among `candidates` on the fold's
-        training rows (`choose`: nested, never on the held-out rows). `folds` and `chosen`,
-        when given, receive each fold's factors and prior by (engine, architecture,
-        held-out value), for rows priced outside this recording and for the report; `memo`
-        keeps the fits for the next call (`fitted`)."""
+        module docstring); groups of other architectures than `architectures` (whose fits
+        do not ship), and folds left with no rows, by the engine's general fit, which saw
+        none of these rows. A kind of work the fold's rows lack takes the value the
+        engine's other shipping groups fit in the same fold (`aic_carry`). Each fold's
+        prior is chosen among `candidates` on the fold's training rows (`choose`: nested,
+        never on the held-out rows). `folds` and `chosen`, when given, receive each fold's
+        factors and prior by (engine, architecture, held-out value), for rows priced
+        outside this recording and for the report; `memo` keeps the fits for the next call
+        (`fitted`)."""
         out: Predicted = {}
-        for (engine, architecture), idx in self.groups().items():
-            if not ships((engine, architecture), architectures):
-                out |= self.predict(idx, calibrated_efficiency(engine))
-                continue
-            priors = candidates_for((engine, architecture), candidates)
+        shipping = {g: i for g, i in self.groups().items() if ships(g, architectures)}
+
+        def fold(group: Group, value: str) -> tuple[FitResult, FitPrior] | None:
+            """The fit of `group`'s fold without `value` and its prior; None: no rows."""
+            train = self.fold_rows(shipping[group], held, value, min_rows)
+            prior = self.choose(train, group[0], candidates_for(group, candidates), memo)
+            return (self.fitted(train, group[0], prior, memo), prior) if train else None
+
+        for group, idx in self.groups().items():
             for value in sorted({held(self.cases[i]) for i in idx}):
-                test = [i for i in idx if held(self.cases[i]) == value]
-                train = self.fold_rows(idx, held, value, min_rows)
-                enough = bool(train)
-                prior = self.choose(train, engine, priors, memo) if enough else priors[0]
-                factors = (
-                    self.fitted(train, engine, prior, memo).factors
-                    if enough
-                    else calibrated_efficiency(engine)
-                )
+                own = fold(group, value) if group in shipping else None
+                others = (o[0] for g in shipping if g[0] == group[0] and g != group
+                          if (o := fold(g, value)))  # fmt: skip
+                general = calibrated_efficiency(group[0])
+                factors = with_carried(own[0] if own else None, general, others)
                 if folds is not None:
-                    folds[(engine, architecture, value)] = factors
-                if chosen is not None and enough:
-                    chosen[(engine, architecture, value)] = prior
-                out |= self.predict(test, factors)
+                    folds[(*group, value)] = factors
+                if chosen is not None and own:
+                    chosen[(*group, value)] = own[1]
+                out |= self.predict([i for i in idx if held(self.cases[i]) == value], factors)
         return out
 
 

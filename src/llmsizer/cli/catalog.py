@@ -11,6 +11,7 @@ from rich.table import Table
 from llmsizer.cli.common import out
 from llmsizer.perf.calibrated import (
     CalibrationFile,
+    carried_calibration,
     packaged_architectures,
     packaged_calibration,
     read_calibration,
@@ -110,7 +111,8 @@ def factor_source(cal: CalibrationFile, name: str) -> str:
 
 def _factors(calibration: Path | None) -> None:
     """The shipped fit per engine, and a calibration file beside it, factor by factor."""
-    files = {f"shipped {e.value}": packaged_calibration(e) for e in EnginePreset}
+    general = {e: carried_calibration(packaged_calibration(e)) for e in EnginePreset}
+    files = {f"shipped {e.value}": cal for e, cal in general.items()}  # as other GPUs get it
     for e in EnginePreset:
         for arch in packaged_architectures(e):
             files[f"shipped {e.value} {arch}"] = packaged_calibration(e, arch)

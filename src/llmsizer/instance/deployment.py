@@ -184,6 +184,27 @@ def one_step_ahead(preset: object, data: dict[str, Any]) -> bool:
     return not (staged or (preset == "sglang" and spec is not None))
 
 
+# SGLang 0.5.9 `ServerArgs._handle_speculative_decoding`: EAGLE, EAGLE3 and STANDALONE (an MTP
+# head runs as EAGLE, NEXTN's alias; a draft model as STANDALONE) reset an unset
+# `max_running_requests` to 48, "for speculative decoding"; a global cap, split over the
+# attention data-parallel ranks (`ModelRunner.max_running_requests // dp_size`).
+SGLANG_SPECULATIVE_MAX_RUNNING = 48
+
+
+def feature_defaults(preset: object, data: dict[str, Any]) -> dict[str, Any]:
+    """The scheduler settings a deployment's features (raw input `data`) change from its
+    preset's where the engine changes them: one-step-ahead scheduling off (`one_step_ahead`),
+    and SGLang's running cap under speculation (`SGLANG_SPECULATIVE_MAX_RUNNING`, per rank)."""
+    changed: dict[str, Any] = {}
+    if not one_step_ahead(preset, data):
+        changed["overlap_scheduler"] = False
+    if preset == "sglang" and data.get("speculative") is not None:
+        dp = data.get("attention_dp_size", data.get("dp", 1))
+        ranks = dp if isinstance(dp, int) and dp > 0 else 1
+        changed["max_num_seqs"] = max(1, SGLANG_SPECULATIVE_MAX_RUNNING // ranks)
+    return changed
+
+
 class DeploymentSpec(HardwareSpec):
     """A model on GPUs: parallelism, precisions, memory share and the engine's scheduler."""
 
@@ -208,8 +229,7 @@ class DeploymentSpec(HardwareSpec):
             engine = {"engine": engine or "vllm"}
         if isinstance(engine, dict):
             engine = {**engine, **flat}
-            if "overlap_scheduler" not in engine and not one_step_ahead(engine.get("engine"), data):
-                engine["overlap_scheduler"] = False
+            engine = {**feature_defaults(engine.get("engine"), data), **engine}
         rest = {k: v for k, v in data.items() if k not in _ENGINE_KEYS}
         return {**rest, "engine": engine}
 

@@ -21,14 +21,16 @@ prices the device it was measured on, catalogued or not.
 `calibrated_efficiency(engine, architecture)` reads the fit shipped in
 `perf/data/calibrated_<engine>_<architecture>.yaml` (written by `bench/validate_aic.py --fit`
 from the AIC silicon rows of that GPU generation) where there is one, else
-`perf/data/calibrated_<engine>.yaml` (written by `bench/validate_perf.py --fit`), so normal use
-never re-fits.
+`perf/data/calibrated_<engine>.yaml` (written by `bench/validate_perf.py --fit`), with the
+factors the AIC fits carry to a generation without a fit of its own (`carried_<engine>.yaml`,
+`llmsizer.calibrate.aic_carry`), so normal use never re-fits.
 """
 
 from __future__ import annotations
 
 from functools import cache
 from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -132,20 +134,50 @@ def packaged_calibration(
     engine: EnginePreset | str, architecture: str | None = None
 ) -> CalibrationFile:
     """The fit shipped with llmsizer for `engine` (module docstring): the one for GPUs of
-    `architecture` (`calibrated_<engine>_<architecture>.yaml`) where there is one, else the
-    engine's general fit."""
+    `architecture` (`calibrated_<engine>_<architecture>.yaml`) where there is one, else
+    what a generation without a fit of its own gets (`carried_calibration`); with no
+    `architecture`, the engine's general fit alone (what the AIC fits start from)."""
     name = f"calibrated_{EnginePreset.parse(engine).value}"
-    data = resources.files("llmsizer.perf").joinpath("data")
-    specific = data.joinpath(f"{name}_{architecture}.yaml")
-    chosen = specific if architecture and specific.is_file() else data.joinpath(f"{name}.yaml")
-    return parse_calibration(parse_yaml(chosen.read_text()), chosen.name)
+    specific = _data().joinpath(f"{name}_{architecture}.yaml")
+    if architecture and specific.is_file():
+        return parse_calibration(parse_yaml(specific.read_text()), specific.name)
+    general = _data().joinpath(f"{name}.yaml")
+    fit = parse_calibration(parse_yaml(general.read_text()), general.name)
+    return carried_calibration(fit) if architecture else fit
+
+
+def carried_calibration(general: CalibrationFile) -> CalibrationFile:
+    """`general` (an engine's general fit) with the factors of the kinds of work its data
+    holds none of that the engine's AIC fits of other GPU generations carry
+    (`carried_<engine>.yaml`, written by `bench/fit_aic.py --write`:
+    `llmsizer.calibrate.aic_carry`), marked carried over, where the engine has such a file."""
+    path = _data().joinpath(f"carried_{general.engine.value}.yaml")
+    if not path.is_file():
+        return general
+    carried = parse_calibration(parse_yaml(path.read_text()), path.name)
+    info = general.fitted_on
+    origin = carried.fitted_on.get("carried_from", {})
+    note = "; ".join(
+        f"{name} from {path.name}, the mean of the AIC fits on "
+        + ", ".join(f"{arch} {value:g}" for arch, value in origin.get(name, {}).items())
+        for name in carried.factors
+    )
+    fitted_on = info | {
+        "carried_factors": [*info.get("carried_factors", ()), *carried.factors],
+        "carried_over": "; ".join(filter(None, (info.get("carried_over"), note))),
+    }
+    factors = general.factors | carried.factors
+    return general.model_copy(update={"factors": factors, "fitted_on": fitted_on})
+
+
+def _data() -> Traversable:
+    return resources.files("llmsizer.perf").joinpath("data")
 
 
 def packaged_architectures(engine: EnginePreset | str) -> tuple[str, ...]:
     """The GPU architectures with a fit of their own for `engine`."""
     prefix = f"calibrated_{EnginePreset.parse(engine).value}_"
-    data = resources.files("llmsizer.perf").joinpath("data")
-    names = (f.name for f in data.iterdir() if f.name.startswith(prefix))
+    names = (f.name for f in _data().iterdir() if f.name.startswith(prefix))
     return tuple(sorted(n.removeprefix(prefix).removesuffix(".yaml") for n in names))
 
 

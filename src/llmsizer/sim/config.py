@@ -23,11 +23,11 @@ Presets (`engine:`) fill the fields a user did not set:
   (prefill-first, mixed chunks off), `chunked_prefill_size` 8192, radix prefix cache on,
   retraction (preemption) when KV runs out, page size 1 (`block_size` 1 here is exact but
   slower; 16 is used as an accounting granularity), `max_running_requests` left to memory
-  (1024 here), the overlap schedule (`event_loop_overlap`; `disable_overlap_schedule` False in
+  (1024 here; 48 with speculation), the overlap schedule (`disable_overlap_schedule` False in
   `ServerArgs` 0.5.9), off with pipeline parallelism (`_handle_pipeline_parallelism`) and with
   speculative decoding unless `SGLANG_ENABLE_SPEC_V2` (False in `environ.py` 0.5.9).
-A deployment's draft model, speculation and pipeline stages turn it off as those engines do
-(`llmsizer.instance.deployment.one_step_ahead`) unless `overlap_scheduler` is given.
+A deployment's draft model, speculation and pipeline stages change these as the engines do
+(`llmsizer.instance.deployment.feature_defaults`) unless the setting is given.
 
 CUDA graphs (`cudagraph_*` fields, resolved per engine by `llmsizer.perf.cuda_graphs`, which
 cites each engine's code): vLLM `FULL_AND_PIECEWISE` over its default sizes (up to
