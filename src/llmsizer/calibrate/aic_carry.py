@@ -43,6 +43,7 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 
 from llmsizer.calibrate.fit import FitResult
+from llmsizer.calibrate.gpu_fit import shipped_value
 from llmsizer.perf import EfficiencyFactors
 from llmsizer.perf.calibrated import CalibrationFile
 from llmsizer.perf.efficiency import EnginePreset
@@ -98,15 +99,15 @@ def carried_file(
     engine: str, fits: Mapping[tuple[str, str], FitResult], sha256: str
 ) -> CalibrationFile | None:
     """`perf/data/carried_<engine>.yaml`: what a generation without a fit of its own gets
-    for the `CARRIED` factors (`engine`'s groups' means in `fits`, fitted on the AIC rows
-    whose file has hash `sha256`), with where each came from; None where no group of
-    `engine` fitted one."""
+    for the `CARRIED` factors (the mean of `engine`'s groups' values in `fits` as their files
+    ship them, fitted on the AIC rows whose file has hash `sha256`), with where each came
+    from; None where no group of `engine` fitted one."""
     own = {g[1]: f for g, f in fits.items() if g[0] == engine}
     values = carried_values(own.values())
     if not values:
         return None
     origin = {
-        name: {arch: round(f.factors.value(name), 7) for arch, f in own.items() if name in f.fitted}
+        name: {a: shipped_value(f.factors.value(name)) for a, f in own.items() if name in f.fitted}
         for name in values
     }
     fitted_on = {
@@ -119,7 +120,7 @@ def carried_file(
     return CalibrationFile(
         kind="efficiency_factors",
         engine=EnginePreset.parse(engine),
-        factors={k: round(v, 7) for k, v in values.items()},
+        factors={k: shipped_value(float(np.mean(list(origin[k].values())))) for k in values},
         fitted_on=fitted_on,
     )
 

@@ -87,6 +87,11 @@ def fit_efficiency(
     )
 
 
+def shipped_value(value: float) -> float:
+    """A factor as a calibration file ships it: 4 significant digits (`calibration_file`)."""
+    return float(f"{value:.4g}")
+
+
 def calibration_file(
     result: FitResult, engine: EnginePreset | str, fitted_on: Mapping[str, Any]
 ) -> CalibrationFile:
@@ -95,7 +100,7 @@ def calibration_file(
     return CalibrationFile(
         kind="efficiency_factors",
         engine=EnginePreset.parse(engine),
-        factors={k: float(f"{v:.4g}") for k, v in result.factors.as_dict().items()},
+        factors={k: shipped_value(v) for k, v in result.factors.as_dict().items()},
         fitted_on={**fitted_on, "fitted_factors": list(result.fitted)},
         residuals=result.summary(),
     )
