@@ -20,6 +20,7 @@ from llmsizer.perf.launches import (
 )
 from llmsizer.perf.step import StepModel
 from llmsizer.specs import get_model
+from llmsizer.specs.dtypes import Precision
 from llmsizer.units import US
 
 PER_KERNEL_S = 4 * US
@@ -35,8 +36,8 @@ def test_a_dense_layer_quantises_its_four_gemm_inputs() -> None:
     # Llama-3.1-70B: qkv, output, gate-up and down a layer, 80 layers: 16 kernels, not 12
     llama = get_model("llama-3.1-70b")
     assert input_quant_launches(llama) == 80 * 4
-    assert eager_launches(llama, input_quant=True) == 80 * 16
-    assert layer_units(llama, input_quant=True) == pytest.approx(80 * 16 / 12)
+    assert eager_launches(llama, input_quant=Precision.FP4) == 80 * 16
+    assert layer_units(llama, input_quant=Precision.FP4) == pytest.approx(80 * 16 / 12)
     assert layer_units(llama) == 80  # without it, as before
 
 
@@ -44,7 +45,7 @@ def test_a_dense_layer_quantises_its_four_gemm_inputs() -> None:
 def test_a_moe_checkpoint_quantises_its_experts_inside_their_kernel(name: str) -> None:
     model = get_model(name)
     assert input_quant_launches(model) == 0
-    assert layer_units(model, input_quant=True) == layer_units(model)
+    assert layer_units(model, input_quant=Precision.FP4) == layer_units(model)
 
 
 def test_an_nvfp4_decode_step_pays_each_quantisation_kernel() -> None:
