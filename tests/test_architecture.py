@@ -157,7 +157,10 @@ BUDGET = {
     + 5
     # + 31: what a generation without a fit of its own gets, the general file with the AIC
     # fits' carried factors (`carried_calibration`; issue 10, trtgen17)
-    + 31,
+    + 31
+    # + 60: SGLang's FP8 linears' input quantisation kernels, one per FP8 GEMM input
+    # (`perf.launches.fp8_input_quant_launches`; issue 10, sglb300_17)
+    + 60,
     "sim": 1760  # + 110: decode-only steps in a row and their compact step log (issue 13)
     # + 50: delay batching in the continuous scheduler (merged from main, unbudgeted there)
     # + 120: quiet decode runs priced at once, a refused first waiting request kept on the
@@ -233,7 +236,9 @@ BUDGET = {
     + 20
     # + 20: SGLang's running cap of 48 under speculation, a default its server args set
     # (`deployment.feature_defaults`; issue 10, session 17 lead)
-    + 20,
+    + 20
+    # + 2: an engine that quantises FP8 linears' inputs separately (issue 10, sglb300_17)
+    + 2,
     "sizing": 3650  # the plan pipeline only; + levers, arrivals, price models (issue 11), ETA
     # + the probe cache and quick plans the studio needs (issue 15); fleet check (issue 12)
     # + 120: the search's parts on a sweep (`search_parts`, issue 13)

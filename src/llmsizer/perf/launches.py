@@ -94,10 +94,31 @@ fixed time: each engine's count of them is `cuda_graphs.SharedExpertsStream` (vL
 input's copy and the add, 2 of `SHARED_EXPERT`'s 4; SGLang's and TensorRT-LLM's DeepSeek
 blocks: the add, 1), and `layer_units(model, shared_expert=...)` counts with it
 (`docs/aic_measurement.md` section 29).
+
+SGLang runs an FP8 checkpoint's linear layers (block-quantised, 128 x 128: DeepSeek-R1/V3,
+Qwen3.5-FP8, GLM-5-FP8) as W8A8: every FP8 GEMM first quantises its BF16 input per token
+and 128-group in a kernel of its own, whichever GEMM backend runs it (`fp8_utils.py`
+`flashinfer_gemm_w8a8_block_fp8_linear` and the DeepGEMM / CUTLASS / Triton paths all call
+`sglang_per_token_group_quant_fp8` first, find_string ids 205329309, 21670645), and the
+FlashInfer TRT-LLM block-scale MoE takes FP8 hidden states, quantised by the same kernel
+before it (`FlashInferFP8MoE.forward`, id 2151776170). SGLang compiles nothing that would
+fuse it into the norm before (TensorRT-LLM does; vLLM's compile passes do). So where an
+engine runs it that way (`FP8_INPUT_QUANT_ENGINES`) an FP8 deployment counts
+`INPUT_QUANT` 1 launch per FP8 GEMM input (`fp8_input_quant_launches`): qkv and output of
+each softmax attention layer; the fused q-a / kv-a, q-b, kv-b and output projections of an
+MLA one (4); the qkvz input and the output projection of a Gated DeltaNet layer (2: its
+`in_proj_ba` stays BF16, "ba_proj doesn't support blockwise fp8 quantization", SGLang
+`qwen3_next.py`, id 59658068707); gate-up and down of a dense MLP or of the shared experts
+(2); the routed experts' input (1). Qwen3.5-397B: 5 a layer, 300 a step beside its ~1,800
+kernels. A BF16 checkpoint launches none of them, nor an NVFP4 one (experts only, above).
+The AIC rows agree (`docs/aic_measurement.md` section 53): SGLang's Qwen3.5 BF16 decodes
+faster than FP8 at 4-8 clients on B300 and its NVFP4 experts-only checkpoint 2.5 ms a step
+faster than FP8 at 4 clients, where bytes say 0.4 ms.
 """
 
 from __future__ import annotations
 
+from llmsizer.specs.dtypes import Precision
 from llmsizer.specs.models import ModelSpec
 
 NORMS = 2
@@ -115,6 +136,11 @@ INPUT_QUANT = 1
 # engines that quantise an NVFP4 linear layer's input in a kernel of its own (module
 # docstring); TensorRT-LLM's Llama is not read at the rows' version (docs section 40)
 INPUT_QUANT_ENGINES = frozenset({"vllm"})
+# engines that quantise an FP8 linear layer's input in a kernel of its own (docstring)
+FP8_INPUT_QUANT_ENGINES = frozenset({"sglang"})
+MLA_FP8_GEMMS = 4  # fused q-a / kv-a, q-b, kv-b, output (module docstring)
+LINEAR_ATTENTION_FP8_GEMMS = 2  # qkvz input, output; in_proj_ba stays BF16 (docstring)
+FP8 = frozenset({Precision.FP8, Precision.FP8_BLOCK})
 
 
 def input_quant_launches(model: ModelSpec) -> int:
@@ -127,14 +153,39 @@ def input_quant_launches(model: ModelSpec) -> int:
     return INPUT_QUANT * 2 * (model.num_kv_cache_layers + model.num_dense_layers)
 
 
+def fp8_input_quant_launches(model: ModelSpec) -> int:
+    """Kernels one forward pass of `model`'s FP8 checkpoint launches to quantise its linear
+    layers' inputs where the engine runs them as W8A8 in separate kernels (module docstring):
+    one per FP8 GEMM input of each attention layer (softmax 2, MLA 4, Gated DeltaNet 2), dense
+    MLP or shared experts (2) and the routed experts (1)."""
+    attention = MLA_FP8_GEMMS if model.mla is not None else 2
+    moe = model.moe
+    moe_layer = 0 if moe is None else 1 + (2 if moe.num_shared_experts else 0)
+    return INPUT_QUANT * (
+        model.num_kv_cache_layers * attention
+        + model.num_linear_attention_layers * LINEAR_ATTENTION_FP8_GEMMS
+        + model.num_moe_layers * moe_layer
+        + model.num_dense_layers * 2
+    )
+
+
+def quant_launches(model: ModelSpec, input_quant: Precision | None) -> int:
+    """The input quantisations of a deployment whose engine runs them separately for its
+    checkpoint format `input_quant` (None: none): NVFP4's (`input_quant_launches`), FP8's
+    (`fp8_input_quant_launches`); other formats launch none here."""
+    if input_quant is Precision.FP4:
+        return input_quant_launches(model)
+    return fp8_input_quant_launches(model) if input_quant in FP8 else 0
+
+
 def eager_launches(
-    model: ModelSpec, shared_expert: int = SHARED_EXPERT, input_quant: bool = False
+    model: ModelSpec, shared_expert: int = SHARED_EXPERT, input_quant: Precision | None = None
 ) -> int:
     """Kernels one eager forward pass of `model`'s decoder layers launches (module
     docstring): every layer's norms, attention (softmax, MLA, linear; an indexer where
     the model has one) and MLP (dense, or routed experts plus shared ones, of whose kernels
     `shared_expert` are counted: all of them unless a second stream runs the rest); with
-    `input_quant`, an NVFP4 checkpoint's input quantisations (`input_quant_launches`)."""
+    `input_quant`, the input quantisations of that checkpoint format (`quant_launches`)."""
     if not 0 <= shared_expert <= SHARED_EXPERT:
         raise ValueError(f"shared_expert {shared_expert} must be 0-{SHARED_EXPERT} kernels")
     softmax = model.num_kv_cache_layers
@@ -153,23 +204,23 @@ def eager_launches(
         + model.num_linear_attention_layers * LINEAR_ATTENTION
         + model.num_moe_layers * moe_layer
         + model.num_dense_layers * DENSE_MLP
-        + (input_quant_launches(model) if input_quant else 0)
+        + quant_launches(model, input_quant)
     )
 
 
-def eager_layer_units(model: ModelSpec, input_quant: bool = False) -> float:
+def eager_layer_units(model: ModelSpec, input_quant: Precision | None = None) -> float:
     """`model`'s eager launches in dense GQA layers (`DENSE_LAYER`), the count that
     `prefill_layer_overhead_s` multiplies: its number of layers for a dense GQA model."""
     return eager_launches(model, input_quant=input_quant) / DENSE_LAYER
 
 
 def layer_units(
-    model: ModelSpec, shared_expert: int = SHARED_EXPERT, input_quant: bool = False
+    model: ModelSpec, shared_expert: int = SHARED_EXPERT, input_quant: Precision | None = None
 ) -> float:
     """`model`'s kernels of one forward pass in dense GQA layers' kernels (`DENSE_LAYER`),
     less the sparse-attention indexer's: the count that `layer_overhead_s` multiplies in
     every step (module docstring), its number of layers for a dense GQA model; with
     `shared_expert` of a shared expert's kernels on the step's path and, with
-    `input_quant`, an NVFP4 checkpoint's input quantisations (`eager_launches`)."""
+    `input_quant`, that format's input quantisations (`eager_launches`)."""
     indexer = 0 if model.sparse_attention is None else INDEXER * model.num_kv_cache_layers
     return (eager_launches(model, shared_expert, input_quant) - indexer) / DENSE_LAYER
