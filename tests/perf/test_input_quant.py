@@ -16,6 +16,7 @@ from llmsizer.perf.deployment import Deployment
 from llmsizer.perf.efficiency import EfficiencyFactors
 from llmsizer.perf.launches import (
     DENSE_LAYER,
+    ENGINE_INPUT_QUANT,
     eager_launches,
     fp8_input_quant_launches,
     input_quant_launches,
@@ -32,7 +33,7 @@ EFF = EfficiencyFactors(layer_overhead_s=DENSE_LAYER * PER_KERNEL_S)
 
 def _deployment(model: str, precision: str, quant: bool) -> Deployment:
     d = Deployment.from_names(model, "b200-sxm", precision, tensor_parallel_size=4)
-    return replace(d, separate_input_quant=quant)
+    return replace(d, separate_input_quant=ENGINE_INPUT_QUANT["vllm"] if quant else frozenset())
 
 
 def test_a_dense_layer_quantises_its_four_gemm_inputs() -> None:
@@ -70,10 +71,12 @@ def _spec(engine: str, precision: str) -> PredictSpec:
 
 def test_vllm_runs_the_quantisation_separately_and_other_engines_are_not_read() -> None:
     vllm = make_instance(_spec("vllm", "fp4")).deployment
-    assert vllm.separate_input_quant and vllm.input_quant
+    assert vllm.separate_input_quant == {Precision.FP4} and vllm.input_quant
     assert not make_instance(_spec("vllm", "fp8")).deployment.input_quant
     for engine in ("sglang", "trtllm"):
-        assert not make_instance(_spec(engine, "fp4")).deployment.separate_input_quant
+        assert (
+            Precision.FP4 not in make_instance(_spec(engine, "fp4")).deployment.separate_input_quant
+        )
 
 
 def test_an_fp8_checkpoint_quantises_every_fp8_gemm_input_in_sglang() -> None:
@@ -107,5 +110,5 @@ def test_an_sglang_fp8_decode_step_pays_each_quantisation_kernel() -> None:
     batch = decode_batch(4, 2_000)
     d = Deployment.from_names("qwen3.5-397b-a17b", "b300", "fp8", tensor_parallel_size=4)
     plain = StepModel(d, EFF)(batch)
-    quant = StepModel(replace(d, separate_fp8_input_quant=True), EFF)(batch)
+    quant = StepModel(replace(d, separate_input_quant=frozenset({d.precision})), EFF)(batch)
     assert quant - plain == pytest.approx(300 * PER_KERNEL_S, rel=1e-9)  # 1.2 ms

@@ -27,7 +27,7 @@ from llmsizer.instance.speculation import SpeculativeSpec
 from llmsizer.perf import Deployment, EfficiencyFactors, MemoryPlan, StepModel, plan_memory
 from llmsizer.perf.calibrated import calibrated_efficiency, packaged_calibration
 from llmsizer.perf.cuda_graphs import capture_plan
-from llmsizer.perf.launches import FP8_INPUT_QUANT_ENGINES, INPUT_QUANT_ENGINES
+from llmsizer.perf.launches import ENGINE_INPUT_QUANT
 from llmsizer.perf.memory import ENGINE_MEMORY_RULES, MemoryRule
 from llmsizer.perf.moe_comm import engine_a2a_backend
 from llmsizer.perf.sparsity import StructuredSparsity
@@ -111,10 +111,8 @@ def make_instance(
     )
     if spec.moe_a2a_backend is None:
         deployment = _with_engine_a2a(spec.preset, deployment)
-    if spec.preset in INPUT_QUANT_ENGINES:  # its NVFP4 linears' input quantisation
-        deployment = replace(deployment, separate_input_quant=True)
-    if spec.preset in FP8_INPUT_QUANT_ENGINES:  # its FP8 linears' input quantisation
-        deployment = replace(deployment, separate_fp8_input_quant=True)
+    if quantised := ENGINE_INPUT_QUANT.get(spec.preset):  # its linears' input quantisation
+        deployment = replace(deployment, separate_input_quant=quantised)
     memory = plan_memory(
         deployment,
         gpu_memory_utilization=spec.gpu_memory_utilization,

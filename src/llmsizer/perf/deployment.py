@@ -36,10 +36,10 @@ linear-attention layers' recurrent state dtype where the launch overrode the con
 `mamba_ssm_dtype` (SGLang `configs/mamba_utils.py` `mamba2_state_dtype`: the flag, set as
 `SGLANG_MAMBA_SSM_DTYPE` by `ServerArgs`, wins over the config, which wins over float32).
 `moe_a2a_backend` is how attention DP's MoE layers exchange tokens, an all-to-all or (None)
-the all-gather (`llmsizer.perf.moe_comm`). `separate_input_quant`: the engine quantises an
-NVFP4 linear layer's input in a kernel of its own (`perf.launches.INPUT_QUANT_ENGINES`),
-which an FP4 deployment's step then counts (`input_quant`); `separate_fp8_input_quant` the
-same for an FP8 one's (`perf.launches.FP8_INPUT_QUANT_ENGINES`, SGLang).
+the all-gather (`llmsizer.perf.moe_comm`). `separate_input_quant`: the checkpoint formats
+whose linear layers' inputs the engine quantises in kernels of its own
+(`perf.launches.ENGINE_INPUT_QUANT`: vLLM's NVFP4, SGLang's FP8), which a deployment of such
+a format then counts in its step (`input_quant`).
 """
 
 from __future__ import annotations
@@ -76,8 +76,7 @@ class Deployment:
 
     moe_a2a_backend: str | None = None  # None: the all-gather (module docstring)
     linear_kernel: str | None = None  # None: the engine's default kernel (module docstring)
-    separate_input_quant: bool = False  # module docstring
-    separate_fp8_input_quant: bool = False  # module docstring
+    separate_input_quant: frozenset[Precision] = frozenset()  # module docstring
 
     def __post_init__(self) -> None:
         check_moe_backend(self.moe_backend)
@@ -187,10 +186,7 @@ class Deployment:
     def input_quant(self) -> Precision | None:
         """The checkpoint format whose linear layers' input quantisations each step launches
         in kernels of their own (`perf.launches.quant_launches`), None when none."""
-        if self.separate_input_quant and self.precision is Precision.FP4:
-            return Precision.FP4
-        fp8 = self.precision in (Precision.FP8, Precision.FP8_BLOCK)
-        return self.precision if self.separate_fp8_input_quant and fp8 else None
+        return self.precision if self.precision in self.separate_input_quant else None
 
     @property
     def num_gpus(self) -> int:

@@ -77,7 +77,7 @@ its GEMM, in a kernel of its own: vLLM's `ModelOptNvFp4LinearMethod.apply`
 (`model_executor/layers/quantization/modelopt.py`, find_string id 205573878; the
 compressed-tensors W4A4 scheme the same, id 21421825494) calls `scaled_fp4_quant`, a custom op
 Inductor does not fuse, then the FP4 GEMM (`cutlass_scaled_fp4_mm` or FlashInfer's). So where
-an engine runs it that way (`INPUT_QUANT_ENGINES`) an NVFP4 checkpoint's dense linear layers
+an engine runs it that way (`ENGINE_INPUT_QUANT`) an NVFP4 checkpoint's dense linear layers
 add `INPUT_QUANT` 1 launch per GEMM input: qkv and output projections in each softmax
 attention layer, gate-up and down in each dense MLP (`input_quant_launches`; Llama-3.1-70B
 16 a layer, not 12). A MoE model's NVFP4 checkpoint quantises its experts only
@@ -103,7 +103,7 @@ and 128-group in a kernel of its own, whichever GEMM backend runs it (`fp8_utils
 FlashInfer TRT-LLM block-scale MoE takes FP8 hidden states, quantised by the same kernel
 before it (`FlashInferFP8MoE.forward`, id 2151776170). SGLang compiles nothing that would
 fuse it into the norm before (TensorRT-LLM does; vLLM's compile passes do). So where an
-engine runs it that way (`FP8_INPUT_QUANT_ENGINES`) an FP8 deployment counts
+engine runs it that way (`ENGINE_INPUT_QUANT`) an FP8 deployment counts
 `INPUT_QUANT` 1 launch per FP8 GEMM input (`fp8_input_quant_launches`): qkv and output of
 each softmax attention layer; the fused q-a / kv-a, q-b, kv-b and output projections of an
 MLA one (4); the qkvz input and the output projection of a Gated DeltaNet layer (2: its
@@ -133,14 +133,16 @@ MOE_ROUTED = 9
 SHARED_EXPERT = 4
 DENSE_LAYER = NORMS + GQA_ATTENTION + DENSE_MLP  # the unit of `prefill_layer_overhead_s`
 INPUT_QUANT = 1
-# engines that quantise an NVFP4 linear layer's input in a kernel of its own (module
-# docstring); TensorRT-LLM's Llama is not read at the rows' version (docs section 40)
-INPUT_QUANT_ENGINES = frozenset({"vllm"})
-# engines that quantise an FP8 linear layer's input in a kernel of its own (docstring)
-FP8_INPUT_QUANT_ENGINES = frozenset({"sglang"})
+FP8 = frozenset({Precision.FP8, Precision.FP8_BLOCK})
+# the checkpoint formats whose linear layers' inputs each engine quantises in kernels of their
+# own (module docstring): vLLM's NVFP4, SGLang's FP8; TensorRT-LLM's Llama is not read at the
+# rows' version (docs section 40)
+ENGINE_INPUT_QUANT: dict[str, frozenset[Precision]] = {
+    "vllm": frozenset({Precision.FP4}),
+    "sglang": FP8,
+}
 MLA_FP8_GEMMS = 4  # fused q-a / kv-a, q-b, kv-b, output (module docstring)
 LINEAR_ATTENTION_FP8_GEMMS = 2  # qkvz input, output; in_proj_ba stays BF16 (docstring)
-FP8 = frozenset({Precision.FP8, Precision.FP8_BLOCK})
 
 
 def input_quant_launches(model: ModelSpec) -> int:
