@@ -14,20 +14,12 @@ engine time a verify step, TPOT x E (E the expected tokens a step).
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
-
 import numpy as np
-from spec_time_split import CSV, SplitCost
+from spec_time_split import SplitCost, main, simulate
 
-from llmsizer.calibrate.aic import AicCase, load_aic
-from llmsizer.instance import simulation_setup
-from llmsizer.instance.speculation import kv_fraction_of, run_instance, step_cost_of
-from llmsizer.metrics import summarize
-from llmsizer.perf.calibrated import calibrated_efficiency
+from llmsizer.calibrate.aic import AicCase
 from llmsizer.perf.speculative import SpeculativeStepCost
 from llmsizer.sim.batch import Batch
-from llmsizer.specs import get_gpu
 
 
 class StepLog(SplitCost):
@@ -51,19 +43,8 @@ class StepLog(SplitCost):
 
 
 def schedule(case: AicCase) -> str:
+    timed, summary, setup, cost = simulate(case, StepLog)
     spec = case.spec
-    setup = simulation_setup(
-        spec, calibrated_efficiency(case.backend, get_gpu(spec.gpu).architecture)
-    )
-    inst = setup.instance
-    cost = step_cost_of(spec.speculative, inst.step, setup.engine.overlap_scheduler)
-    assert isinstance(cost, SpeculativeStepCost)
-    timed = StepLog(cost)
-    share = kv_fraction_of(spec.speculative, inst.step, inst.memory.kv_cache_bytes)
-    result = run_instance(
-        inst.simulator(setup.engine, timed), setup.workload, spec.speculative, share
-    )
-    summary = summarize(result.records, num_gpus=spec.gpus_per_instance, num_instances=1)
     n = len(timed.log)
     middle = timed.log[n // 5 : 4 * n // 5]
     prompts = np.array([s for s in middle if s[0]], dtype=float).reshape(-1, 4)
@@ -91,16 +72,5 @@ def schedule(case: AicCase) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("ids", nargs="+", help="parts of the row ids to simulate")
-    parser.add_argument("--csv", type=Path, default=CSV)
-    args = parser.parse_args()
-    for case in load_aic(args.csv):
-        wanted = isinstance(case, AicCase) and any(p in case.row_id for p in args.ids)
-        if wanted and isinstance(case, AicCase) and case.spec.speculative is not None:
-            print(schedule(case))
-
-
 if __name__ == "__main__":
-    main()
+    main(schedule, __doc__)

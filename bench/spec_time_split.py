@@ -13,10 +13,12 @@ Plain rows are skipped (their steps are all of one engine's kinds, `bench/ttft_p
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from llmsizer.calibrate.aic import AicCase, load_aic
-from llmsizer.instance import simulation_setup
+from llmsizer.instance import SimulationSetup, simulation_setup
 from llmsizer.instance.speculation import kv_fraction_of, run_instance, step_cost_of
 from llmsizer.metrics import summarize
 from llmsizer.perf.calibrated import calibrated_efficiency
@@ -26,6 +28,7 @@ from llmsizer.specs import get_gpu
 
 CSV = Path(__file__).resolve().parents[2] / "shared" / "calibration" / "aic_silicon_calibration.csv"
 KINDS = ("prompt", "verify after a prompt", "verify")
+T = TypeVar("T")
 
 
 class SplitCost:
@@ -56,19 +59,29 @@ class SplitCost:
         return self._add(kind, self.cost.decode_step_s(num_decode_seqs, num_decode_context_tokens))
 
 
-def split(case: AicCase) -> str:
+def simulate(
+    case: AicCase, timing: Callable[[SpeculativeStepCost], T]
+) -> tuple[T, dict[str, float], SimulationSetup, SpeculativeStepCost]:
+    """Simulate a speculating `case` as `bench/fit_aic.py` maps it, with the factors that ship
+    for it, its step cost wrapped by `timing`: (the wrapper, the summary, the setup, the cost)."""
     spec = case.spec
+    assert spec.speculative is not None
     efficiency = calibrated_efficiency(case.backend, get_gpu(spec.gpu).architecture)
     setup = simulation_setup(spec, efficiency)
     inst = setup.instance
     cost = step_cost_of(spec.speculative, inst.step, setup.engine.overlap_scheduler)
     assert isinstance(cost, SpeculativeStepCost)
-    timed = SplitCost(cost)
+    timed = timing(cost)
     share = kv_fraction_of(spec.speculative, inst.step, inst.memory.kv_cache_bytes)
     result = run_instance(
         inst.simulator(setup.engine, timed), setup.workload, spec.speculative, share
     )
     summary = summarize(result.records, num_gpus=spec.gpus_per_instance, num_instances=1)
+    return timed, summary, setup, cost
+
+
+def split(case: AicCase) -> str:
+    timed, summary, _, _ = simulate(case, SplitCost)
     total = sum(timed.seconds.values())
     lines = [
         f"{case.row_id}: measured TTFT {case.measured['mean_ttft_ms']:.0f} ms, TPOT "
@@ -86,15 +99,17 @@ def split(case: AicCase) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(show: Callable[[AicCase], str] | None = None, doc: str | None = None) -> None:
+    """Print `show` (default `split`) of each speculating row the command line names; `doc`
+    the calling script's docstring (default this one's)."""
+    parser = argparse.ArgumentParser(description=(doc or __doc__ or "").split("\n\n")[0])
     parser.add_argument("ids", nargs="+", help="parts of the row ids to simulate")
     parser.add_argument("--csv", type=Path, default=CSV)
     args = parser.parse_args()
     for case in load_aic(args.csv):
         wanted = isinstance(case, AicCase) and any(p in case.row_id for p in args.ids)
         if wanted and isinstance(case, AicCase) and case.spec.speculative is not None:
-            print(split(case))
+            print((show or split)(case))
 
 
 if __name__ == "__main__":
