@@ -62,10 +62,12 @@ def test_an_nvfp4_decode_step_pays_each_quantisation_kernel() -> None:
     assert fp8[0] == fp8[1]
 
 
-def _spec(engine: str, precision: str) -> PredictSpec:
+def _spec(
+    engine: str, precision: str, model: str = "llama-3.1-70b", gpu: str = "b200-sxm"
+) -> PredictSpec:
     return PredictSpec.model_validate(
-        {"model": "llama-3.1-70b", "gpu": "b200-sxm", "precision": precision, "isl": 100,
-         "osl": 10, "concurrency": 4, "tensor_parallel_size": 4, "engine": {"engine": engine}}
+        {"model": model, "gpu": gpu, "precision": precision, "isl": 100, "osl": 10,
+         "concurrency": 4, "tensor_parallel_size": 4, "engine": {"engine": engine}}
     )  # fmt: skip
 
 
@@ -94,10 +96,7 @@ def test_an_fp8_checkpoint_quantises_every_fp8_gemm_input_in_sglang() -> None:
 
 
 def _qwen(engine: str, precision: str) -> PredictSpec:
-    return PredictSpec.model_validate(
-        {"model": "qwen3.5-397b-a17b", "gpu": "b300", "precision": precision, "isl": 100,
-         "osl": 10, "concurrency": 4, "tensor_parallel_size": 4, "engine": {"engine": engine}}
-    )  # fmt: skip
+    return _spec(engine, precision, "qwen3.5-397b-a17b", "b300")
 
 
 def test_sglang_alone_counts_the_fp8_quantisations_and_only_for_fp8() -> None:
