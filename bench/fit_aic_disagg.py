@@ -30,7 +30,7 @@ from pathlib import Path
 from validate_aic import METRICS, say, summary_line, table
 
 from llmsizer.calibrate.aic import AicSkipped
-from llmsizer.calibrate.aic_carry import other_generations, with_carried
+from llmsizer.calibrate.aic_carry import shipped_factors
 from llmsizer.calibrate.aic_disagg import AicDisaggCase, load_aic_disagg, predict_disagg
 from llmsizer.calibrate.aic_fit import Recorded, ships
 from llmsizer.calibrate.fit import FitResult
@@ -85,9 +85,7 @@ class Folds:
     def shipped(self, case: AicDisaggCase) -> EfficiencyFactors:
         """The group's fit, else the general fit with what the engine's fits carry (as
         `Recorded.shipped`: `aic_carry`)."""
-        group = (case.backend, architecture(case))
-        general, others = calibrated_efficiency(case.backend), other_generations(self.fits, group)
-        return with_carried(self.fits.get(group), general, others)
+        return shipped_factors(self.fits, (case.backend, architecture(case)))
 
     def held_out(self, case: AicDisaggCase, by: str) -> EfficiencyFactors:
         """Fitted without the aggregated rows sharing the case's `by` (`system`, `model`)."""

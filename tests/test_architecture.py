@@ -410,7 +410,10 @@ BUDGET = {
     # + 140: a kind of work the general fit cannot see (the MoE hold, a verify step's
     # per-sequence cost) carried from the engine's other generations' fits in the same fold,
     # and shipped for the generations without a fit (aic_carry; issue 10, trtgen17)
-    + 140,
+    + 140
+    # + 3: `aic_carry.shipped_factors`, one helper where `Recorded.shipped` and the
+    # disaggregated report's `Folds.shipped` each wrote it (issue 10, session 17 review)
+    + 3,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run

@@ -45,7 +45,7 @@ import numpy as np
 from llmsizer.calibrate.fit import FitResult
 from llmsizer.calibrate.gpu_fit import shipped_value
 from llmsizer.perf import EfficiencyFactors
-from llmsizer.perf.calibrated import CalibrationFile
+from llmsizer.perf.calibrated import CalibrationFile, calibrated_efficiency
 from llmsizer.perf.efficiency import EnginePreset
 
 CARRIED = ("moe_first_token_delay_s", "verify_sequence_overhead_s")  # module docstring
@@ -82,6 +82,15 @@ def with_carried(
         return factors
     carried = {k: v for k, v in carried_values(others).items() if k not in fitted}
     return factors.replace(**carried) if carried else factors
+
+
+def shipped_factors(
+    fits: Mapping[tuple[str, str], FitResult], group: tuple[str, str]
+) -> EfficiencyFactors:
+    """What prices a row of the (engine, architecture) `group` once `fits` ship: its group's
+    fit, else the engine's general fit, with what the engine's other generations carry."""
+    general = calibrated_efficiency(group[0])
+    return with_carried(fits.get(group), general, other_generations(fits, group))
 
 
 def carried_fits(fits: Mapping[tuple[str, str], FitResult]) -> dict[tuple[str, str], FitResult]:

@@ -53,7 +53,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from llmsizer.calibrate.aic import AIC_GPUS, AicCase
-from llmsizer.calibrate.aic_carry import other_generations, with_carried
+from llmsizer.calibrate.aic_carry import shipped_factors, with_carried
 from llmsizer.calibrate.aic_prior import CANDIDATES, DEFAULT, FitPrior, candidates_for
 from llmsizer.calibrate.features import VERIFY_SEQUENCES
 from llmsizer.calibrate.fit import FitResult, Target, fit_factors, predictions
@@ -308,9 +308,7 @@ class Recorded:
         with what the engine's fits carry (`aic_carry`)."""
         out: Predicted = {}
         for group, idx in self.groups().items():
-            others = other_generations(fits, group)
-            general = calibrated_efficiency(group[0])
-            out |= self.predict(idx, with_carried(fits.get(group), general, others))
+            out |= self.predict(idx, shipped_factors(fits, group))
         return out
 
     def fold_rows(
