@@ -10,9 +10,9 @@ no fit: its leave-one-GPU-out factors are the shipped ones) are simulated once.
 - **shipped**: the row's (engine, architecture) fit on the aggregated rows, else the
   engine's general fit, as `Recorded.shipped` prices the aggregated rows;
 - **leave one GPU out / leave one model out**: the factors fitted on the aggregated rows of
-  its group without its GPU (model), as `Recorded.leave_one_out` fits each fold (with too
-  few of them, the engine's rows of every architecture: `Recorded.fold_rows`); a group
-  of an architecture whose fits do not ship (Hopper) uses the engine's general fit.
+  its group without its GPU (model), as `Recorded.leave_one_out` fits each fold
+  (`Recorded.fold_factors`: with too few of them, or for a group whose fits do not ship,
+  the engine's general fit; either with what the engine's other fits carry).
 """
 
 from __future__ import annotations
@@ -32,11 +32,10 @@ from validate_aic import METRICS, say, summary_line, table
 from llmsizer.calibrate.aic import AicSkipped
 from llmsizer.calibrate.aic_carry import shipped_factors
 from llmsizer.calibrate.aic_disagg import AicDisaggCase, load_aic_disagg, predict_disagg
-from llmsizer.calibrate.aic_fit import Recorded, ships
+from llmsizer.calibrate.aic_fit import Memo, Recorded
 from llmsizer.calibrate.fit import FitResult
 from llmsizer.instance import DeploymentSpec
 from llmsizer.perf import EfficiencyFactors
-from llmsizer.perf.calibrated import calibrated_efficiency
 from llmsizer.specs import get_gpu
 
 RUNS = ("shipped", "leave one GPU out", "leave one model out")
@@ -76,6 +75,7 @@ class Folds:
         missing there is fitted here)."""
         self.recorded, self.fits, self.shipping = recorded, fits, shipping
         self.groups = recorded.groups()
+        self.fits_memo: Memo = {}
         self.memo: dict[tuple[str, str, str, str], EfficiencyFactors] = {
             (*key[:2], by, key[2]): factors
             for by, fitted in zip(("system", "model"), folds, strict=True)
@@ -88,22 +88,20 @@ class Folds:
         return shipped_factors(self.fits, (case.backend, architecture(case)))
 
     def held_out(self, case: AicDisaggCase, by: str) -> EfficiencyFactors:
-        """Fitted without the aggregated rows sharing the case's `by` (`system`, `model`)."""
+        """Fitted without the aggregated rows sharing the case's `by` (`system`, `model`),
+        as `Recorded.leave_one_out` fits each fold (`Recorded.fold_factors`)."""
         group = (case.backend, architecture(case))
-        if not ships(group, self.shipping) or group not in self.groups:
-            return calibrated_efficiency(case.backend)
         value = getattr(case, by)
         key = (*group, by, value)
         if key not in self.memo:
-            idx = self.groups[group]
-            train = self.recorded.fold_rows(idx, lambda c: str(getattr(c, by)), value)
-            if all(getattr(self.recorded.cases[i], by) != value for i in idx):
+            rows = self.groups.get(group, [])
+            if all(getattr(self.recorded.cases[i], by) != value for i in rows):
                 self.memo[key] = self.shipped(case)  # nothing of it held out: the group's fit
-            elif not train:
-                self.memo[key] = calibrated_efficiency(case.backend)  # as leave_one_out
             else:
-                say(f"fitting {group} without {by} {value} ({len(train)} rows)")
-                self.memo[key] = self.recorded.fit(train, case.backend).factors
+                say(f"fitting {group} without {by} {value}")
+                self.memo[key] = self.recorded.fold_factors(
+                    group, lambda c: str(getattr(c, by)), value, self.shipping, memo=self.fits_memo
+                )[0]
         return self.memo[key]
 
     def factors(self, case: AicDisaggCase) -> dict[str, EfficiencyFactors]:

@@ -99,32 +99,31 @@ def test_a_fold_with_too_few_rows_predicts_with_the_general_fit(recorded: Record
 
 
 @pytest.mark.shared
-def test_a_thin_fold_fits_on_the_engines_rows_of_other_architectures(recorded: Recorded) -> None:
+def test_a_thin_fold_is_priced_as_a_generation_never_seen(recorded: Recorded) -> None:
     """Two of the B300 rows read as H100 rows (Hopper): holding B200 out leaves one
-    Blackwell row, fewer than `min_rows` 3 but some, so the fold fits on the engine's rows
-    of every architecture without B200 (the B300 row and the two Hopper rows), not the
-    general fit; the Hopper group does not ship and keeps the general fit."""
+    Blackwell row, fewer than `min_rows` 3, so the fold is the engine's general fit, not a
+    fit on the engine's rows of other generations (whose Hopper rows would then set the
+    Blackwell factors); with `min_rows` 1 the one row is fitted."""
     cases = list(recorded.cases)
     for i in [i for i, c in enumerate(cases) if c.system == "b300_sxm"][1:]:
         spec = cases[i].spec.model_copy(update={"gpu": "h100-sxm"})
         cases[i] = dataclasses.replace(cases[i], system="h100_sxm", spec=spec)
     mixed = Recorded(tuple(cases), recorded.traces)
     b200 = [i for i, c in enumerate(cases) if c.system == "b200_sxm"]
-    others = [i for i, c in enumerate(cases) if c.system != "b200_sxm"]
+    b300 = [i for i, c in enumerate(cases) if c.system == "b300_sxm"]
     hopper = [i for i, c in enumerate(cases) if c.system == "h100_sxm"]
     assert {group_of(cases[i]) for i in hopper} == {("vllm", "hopper")}
     system = attrgetter("system")
     blackwell = mixed.groups()[("vllm", "blackwell")]
-    assert mixed.fold_rows(blackwell, system, "b200_sxm", min_rows=3) == others
-    assert mixed.fold_rows(blackwell, system, "b200_sxm", min_rows=4) == []
+    assert mixed.fold_rows(blackwell, system, "b200_sxm", min_rows=3) == []
+    assert mixed.fold_rows(blackwell, system, "b200_sxm", min_rows=1) == b300
     # the only GPU of its architecture held out: a generation never seen, the general fit
     assert mixed.fold_rows(hopper, system, "h100_sxm", min_rows=1) == []
     held = mixed.leave_one_out(system, {"blackwell"}, min_rows=3)
-    expected = mixed.predict(b200, mixed.fit(others, "vllm").factors)
-    for i in b200:
-        assert held[i] == pytest.approx(expected[i], rel=1e-12)
-        assert held[i] != mixed.predict([i], calibrated_efficiency("vllm"))[i]
-    assert {i: held[i] for i in hopper} == mixed.predict(hopper, calibrated_efficiency("vllm"))
+    general = calibrated_efficiency("vllm")
+    assert {i: held[i] for i in b200 + hopper} == mixed.predict(b200 + hopper, general)
+    factors, prior = mixed.fold_factors(("vllm", "blackwell"), system, "b200_sxm", {"blackwell"}, 3)
+    assert (factors, prior) == (general, None)
 
 
 def test_a_group_ships_by_its_architecture_or_by_name() -> None:

@@ -29,13 +29,13 @@ every fold then re-prices the recorded steps (`llmsizer.calibrate.replay`), whic
 - **Cross-validation.** For each group and each GPU (model) in it, the factors are fitted on
   the group's other GPUs (models) and the held-out rows predicted with them. A fold left
   with fewer than `MIN_FIT_ROWS` AIC rows (ten factors on two rows fit the rows, not the
-  engine) but some fits on the engine's rows of every architecture without the held-out
-  value (`fold_rows`; TensorRT-LLM's B200 held out leaves 2 GB200 rows: its H100 rows
-  join them): the factors are fractions of each GPU's peaks and those rows were measured
-  the same way. A fold left with none (vLLM's H100, its only Hopper GPU) is a generation
-  never seen and gets what a user of one gets, the engine's general fit
-  (`docs/aic_measurement.md` section 13: pooling there took vLLM's H100 from 16 to 62 %
-  TTFT; TensorRT-LLM's H100, its only Hopper GPU, too: section 32). Groups whose fits do
+  engine; TensorRT-LLM's B200 held out leaves 2 GB200 rows) is a generation barely seen and
+  is priced as one never seen (vLLM's H100, TensorRT-LLM's H100: each its engine's only
+  Hopper GPU): what a user of one gets, the engine's general fit (`fold_rows`). Borrowing
+  the engine's rows of other generations instead (sections 13 and 57 of
+  `docs/aic_measurement.md`) fitted a Blackwell first-token hold on H100 rows whose TTFT
+  holds a waiting client (section 49), and pooling took vLLM's H100 from 16 to 62 % TTFT
+  (section 13). Groups whose fits do
   not ship are scored with that general fit throughout. A fold whose rows lack a kind of
   work the general data lacks too takes the other generations' fit of it (`aic_carry`).
   What ships is named by architecture or by group (`ships`): `blackwell` ships every
@@ -98,7 +98,7 @@ FIT = (*DEFAULT_FIT_FACTORS, "interconnect_efficiency", HOLD, *KINDS, *SEQUENCE,
        VERIFY, FIRST_USE, *PROMPT, *SPLIT)  # fmt: skip
 Group = tuple[str, str]  # (engine, GPU architecture)
 Memo = dict[tuple[str, tuple[int, ...], FitPrior], FitResult]  # (engine, rows, prior) -> fit
-MIN_FIT_ROWS = 30  # fewer AIC rows: the engine's other architectures (module docstring)
+MIN_FIT_ROWS = 30  # fewer AIC rows: a fold is priced as a generation unseen (module docstring)
 
 
 def ships(group: Group, shipping: Collection[str]) -> bool:
@@ -318,18 +318,41 @@ class Recorded:
         value: str,
         min_rows: int = MIN_FIT_ROWS,
     ) -> list[int]:
-        """The rows a fold of `group` holding out `value` fits on (module docstring): the
-        group's others; fewer than `min_rows` AIC rows but some: the engine's rows of every
-        architecture without `value`; none (the general fit) if those are too few."""
+        """The rows a fold of `group` holding out `value` fits on: the group's others; none
+        (the generation is priced as one never seen) if fewer than `min_rows` AIC rows are
+        left (module docstring)."""
         train = [i for i in group if held(self.cases[i]) != value]
-        left = self.num_fitted(train)
-        if left >= max(min_rows, 1):
-            return train
-        if left == 0:  # a generation none of the group's rows has seen: the general fit
-            return []
-        engine = self.cases[group[0]].backend
-        wider = [i for i, c in enumerate(self.cases) if c.backend == engine and held(c) != value]
-        return wider if self.num_fitted(wider) >= max(min_rows, 1) else []
+        return train if self.num_fitted(train) >= max(min_rows, 1) else []
+
+    def fold_factors(
+        self,
+        group: Group,
+        held: Callable[[AicCase], str],
+        value: str,
+        architectures: Collection[str],
+        min_rows: int = MIN_FIT_ROWS,
+        candidates: Sequence[FitPrior] = CANDIDATES,
+        memo: Memo | None = None,
+    ) -> tuple[EfficiencyFactors, FitPrior | None]:
+        """The factors that price `group`'s cases of `value` in the fold without any case
+        sharing its `held` value, and the prior of the group's own fit (None: no fit): that
+        fit (`fold_rows`) when the group ships and keeps enough rows, else the engine's
+        general fit; either with what the engine's other shipping groups fit in the same
+        fold carried over for the kinds of work it lacks (`aic_carry`). Each fit's prior is
+        chosen among `candidates` on its training rows (`choose`: nested, never on the
+        held-out rows); `memo` keeps the fits for the next call (`fitted`)."""
+        groups = self.groups()
+
+        def fold(g: Group) -> tuple[FitResult, FitPrior] | None:
+            train = self.fold_rows(groups[g], held, value, min_rows)
+            prior = self.choose(train, g[0], candidates_for(g, candidates), memo)
+            return (self.fitted(train, g[0], prior, memo), prior) if train else None
+
+        own = fold(group) if group in groups and ships(group, architectures) else None
+        others = (o[0] for g in groups if g[0] == group[0] and g != group
+                  if ships(g, architectures) and (o := fold(g)))  # fmt: skip
+        general = calibrated_efficiency(group[0])
+        return with_carried(own[0] if own else None, general, others), own[1] if own else None
 
     def leave_one_out(
         self,
@@ -342,36 +365,19 @@ class Recorded:
         memo: Memo | None = None,
     ) -> Predicted:
         """Every case predicted by factors fitted without any case sharing its `held` value
-        (its GPU, its model), on its group's other rows (or the engine's, `fold_rows`:
-        module docstring); groups of other architectures than `architectures` (whose fits
-        do not ship), and folds left with no rows, by the engine's general fit, which saw
-        none of these rows. A kind of work the fold's rows lack takes the value the
-        engine's other shipping groups fit in the same fold (`aic_carry`). Each fold's
-        prior is chosen among `candidates` on the fold's training rows (`choose`: nested,
-        never on the held-out rows). `folds` and `chosen`, when given, receive each fold's
-        factors and prior by (engine, architecture, held-out value), for rows priced
-        outside this recording and for the report; `memo` keeps the fits for the next call
-        (`fitted`)."""
+        (its GPU, its model): `fold_factors` for each group and value. `folds` and `chosen`,
+        when given, receive each fold's factors and prior by (engine, architecture,
+        held-out value), for rows priced outside this recording and for the report."""
         out: Predicted = {}
-        shipping = {g: i for g, i in self.groups().items() if ships(g, architectures)}
-
-        def fold(group: Group, value: str) -> tuple[FitResult, FitPrior] | None:
-            """The fit of `group`'s fold without `value` and its prior; None: no rows."""
-            train = self.fold_rows(shipping[group], held, value, min_rows)
-            prior = self.choose(train, group[0], candidates_for(group, candidates), memo)
-            return (self.fitted(train, group[0], prior, memo), prior) if train else None
-
         for group, idx in self.groups().items():
             for value in sorted({held(self.cases[i]) for i in idx}):
-                own = fold(group, value) if group in shipping else None
-                others = (o[0] for g in shipping if g[0] == group[0] and g != group
-                          if (o := fold(g, value)))  # fmt: skip
-                general = calibrated_efficiency(group[0])
-                factors = with_carried(own[0] if own else None, general, others)
+                factors, prior = self.fold_factors(
+                    group, held, value, architectures, min_rows, candidates, memo
+                )
                 if folds is not None:
                     folds[(*group, value)] = factors
-                if chosen is not None and own:
-                    chosen[(*group, value)] = own[1]
+                if chosen is not None and prior is not None:
+                    chosen[(*group, value)] = prior
                 out |= self.predict([i for i in idx if held(self.cases[i]) == value], factors)
         return out
 
