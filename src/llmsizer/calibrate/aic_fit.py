@@ -29,13 +29,11 @@ every fold then re-prices the recorded steps (`llmsizer.calibrate.replay`), whic
 - **Cross-validation.** For each group and each GPU (model) in it, the factors are fitted on
   the group's other GPUs (models) and the held-out rows predicted with them. A fold left
   with fewer than `MIN_FIT_ROWS` AIC rows (ten factors on two rows fit the rows, not the
-  engine; TensorRT-LLM's B200 held out leaves 2 GB200 rows) is a generation barely seen and
-  is priced as one never seen (vLLM's H100, TensorRT-LLM's H100: each its engine's only
-  Hopper GPU): what a user of one gets, the engine's general fit (`fold_rows`). Borrowing
-  the engine's rows of other generations instead (sections 13 and 57 of
-  `docs/aic_measurement.md`) fitted a Blackwell first-token hold on H100 rows whose TTFT
-  holds a waiting client (section 49), and pooling took vLLM's H100 from 16 to 62 % TTFT
-  (section 13). Groups whose fits do
+  engine; TensorRT-LLM's B200 held out leaves 2 GB200 rows) is priced as a generation never
+  seen (as vLLM's and TensorRT-LLM's H100, each its engine's only Hopper GPU): the engine's
+  general fit (`fold_rows`). Fitting it on the engine's other generations instead set a
+  Blackwell first-token hold on H100 rows holding a waiting client (`docs/aic_measurement.md`
+  sections 13, 49, 57). Groups whose fits do
   not ship are scored with that general fit throughout. A fold whose rows lack a kind of
   work the general data lacks too takes the other generations' fit of it (`aic_carry`).
   What ships is named by architecture or by group (`ships`): `blackwell` ships every
@@ -334,13 +332,11 @@ class Recorded:
         candidates: Sequence[FitPrior] = CANDIDATES,
         memo: Memo | None = None,
     ) -> tuple[EfficiencyFactors, FitPrior | None]:
-        """The factors that price `group`'s cases of `value` in the fold without any case
-        sharing its `held` value, and the prior of the group's own fit (None: no fit): that
-        fit (`fold_rows`) when the group ships and keeps enough rows, else the engine's
-        general fit; either with what the engine's other shipping groups fit in the same
-        fold carried over for the kinds of work it lacks (`aic_carry`). Each fit's prior is
-        chosen among `candidates` on its training rows (`choose`: nested, never on the
-        held-out rows); `memo` keeps the fits for the next call (`fitted`)."""
+        """What prices `group`'s cases of `value` in the fold without its `held` value, and
+        its own fit's prior (None: none): that fit (`fold_rows`) if the group ships, else the
+        general fit; either with what the engine's other shipping groups fit in the fold
+        carried (`aic_carry`). Priors are chosen on the training rows (`choose`: nested);
+        `memo` keeps the fits for the next call (`fitted`)."""
         groups = self.groups()
 
         def fold(g: Group) -> tuple[FitResult, FitPrior] | None:
