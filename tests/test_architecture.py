@@ -160,7 +160,10 @@ BUDGET = {
     + 31
     # + 60: SGLang's FP8 linears' input quantisation kernels, one per FP8 GEMM input
     # (`perf.launches.fp8_input_quant_launches`; issue 10, sglb300_17)
-    + 60,
+    + 60
+    # + 42: a linear-attention verify kernel's measured state rate, and the accepted state's
+    # commit through a temporary (`verify_step.STATE_KERNEL_RATE`; issue 10, sglverify18)
+    + 42,
     "sim": 1760  # + 110: decode-only steps in a row and their compact step log (issue 13)
     # + 50: delay batching in the continuous scheduler (merged from main, unbudgeted there)
     # + 120: quiet decode runs priced at once, a refused first waiting request kept on the
@@ -238,7 +241,10 @@ BUDGET = {
     # (`deployment.feature_defaults`; issue 10, session 17 lead)
     + 20
     # + 2: an engine that quantises FP8 linears' inputs separately (issue 10, sglb300_17)
-    + 2,
+    + 2
+    # + 11: the linear-attention verify kernel a speculating launch names
+    # (`SpeculativeSpec.linear_verify_kernel`; issue 10, sglverify18)
+    + 11,
     "sizing": 3650  # the plan pipeline only; + levers, arrivals, price models (issue 11), ETA
     # + the probe cache and quick plans the studio needs (issue 15); fleet check (issue 12)
     # + 120: the search's parts on a sweep (`search_parts`, issue 13)
@@ -416,7 +422,10 @@ BUDGET = {
     + 3
     # + 6: `Recorded.fold_factors`, one fold's factors for `leave_one_out` and the
     # disaggregated report's `Folds.held_out` (issue 10, session 18 lead)
-    + 6,
+    + 6
+    # + 9: the Qwen3.5 MTP sweeps' Gated DeltaNet verify on Triton, with the source, and the
+    # featuriser's kernel rate (issue 10, sglverify18)
+    + 9,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run

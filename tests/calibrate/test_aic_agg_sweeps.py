@@ -74,3 +74,8 @@ def test_the_table_names_the_sglang_mtp_rows_of_the_calibration_file() -> None:
     assert not mtp.spec.engine.overlap_scheduler  # SGLang's first speculative path
     # both MTP scripts pass --moe-runner-backend flashinfer_trtllm: the head's experts on Triton
     assert {c.spec.speculative.draft_moe_backend for c in cases if c.spec.speculative} == {"triton"}
+    # Qwen3.5's Gated DeltaNet verify on FLA's Triton kernel; DeepSeek-R1 has none to verify
+    verify = Counter(
+        (c.model, c.spec.speculative.linear_verify_kernel) for c in cases if c.spec.speculative
+    )
+    assert verify == {("qwen3.5-397b-a17b", "triton"): 75, ("deepseek-r1", None): 26}

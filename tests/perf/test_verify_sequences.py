@@ -15,11 +15,11 @@ from llmsizer.calibrate.aic_fit import FIT, VERIFY, VERIFY_PRIOR_S, fit_start
 from llmsizer.calibrate.features import FEATURES, VERIFY_SEQUENCES, StepFeaturizer, price
 from llmsizer.calibrate.spec_features import SpeculativeFeaturizer
 from llmsizer.instance import PredictSpec, simulation_setup
-from llmsizer.instance.speculation import speculative_cost
+from llmsizer.instance.speculation import SpeculativeSpec, speculative_cost
 from llmsizer.perf.batch_shape import BatchShape, ChunkShape, decode_batch, prefill_batch
 from llmsizer.perf.calibrated import calibrated_efficiency
 from llmsizer.perf.efficiency import EfficiencyFactors
-from llmsizer.perf.speculative import SpeculativeStepCost
+from llmsizer.perf.speculative import SpeculativeDecoding, SpeculativeStepCost
 from llmsizer.perf.terms import DECODE_MEMORY
 from llmsizer.units import US
 
@@ -107,20 +107,58 @@ QWEN = PredictSpec(
 )  # fmt: skip
 
 
-def test_a_hybrid_verify_step_moves_k_plus_4_states_a_sequence() -> None:
+def test_a_hybrid_verify_step_moves_k_plus_6_states_a_sequence() -> None:
     """Theory (SGLang's Gated DeltaNet verify): each sequence's state read once, written
-    after each of its k + 1 positions, the accepted one read and written back: k + 4 states,
-    at attention bandwidth; a model without linear attention moves none."""
+    after each of its k + 1 positions, the accepted one gathered into a temporary and
+    scattered back (4 more): k + 6 states, at attention bandwidth; a model without linear
+    attention moves none."""
     step = simulation_setup(QWEN, BASE).instance.step
     cost = speculative_cost(QWEN.speculative, step, False)  # type: ignore[arg-type]
     c, state = step.constants, step.deployment.linear_state_bytes_per_gpu
     assert state > 0
     for n in (1, 64, 256):
         terms = cost._verify_terms(decode_batch(n, 1_500))
-        expected = n * (3 + 4) * state / c.attention_bytes_per_s
+        expected = n * (3 + 6) * state / c.attention_bytes_per_s
         assert terms[DECODE_MEMORY] == pytest.approx(expected, rel=1e-12)
     assert cost_at(BASE)._verify_terms(decode_batch(64, 1_500))[DECODE_MEMORY] == 0.0
     mixed = BatchShape(prefill_chunks=(ChunkShape(1024, 0),), num_decode_seqs=30,
                        num_decode_context_tokens=30 * 1_200)  # fmt: skip
     rows = SpeculativeFeaturizer.of(cost)(mixed)
     assert price(rows, BASE).sum() == pytest.approx(cost(mixed), rel=1e-12)
+
+
+TRITON_VERIFY = {"num_speculative_tokens": 3, "method": "mtp", "acceptance_rate": 0.7,
+                 "linear_verify_kernel": "triton"}  # fmt: skip
+
+
+def test_a_triton_verify_kernel_moves_its_states_at_its_measured_rate() -> None:
+    """Theory (section 54): the verify kernel's k + 2 states at 16 / 30 of attention
+    bandwidth (SGLang PR 19150: Triton 30 us a layer, FlashInfer 16), the commit's 4 at it;
+    at 256 sequences of Qwen3.5 FP8 TP4 on B200 that is k + 2 = 5 states x 30 / 16 + 4 =
+    13.375 states where the default kernel moves 9; the plain and the speculative step, the
+    run and the featurised rows all agree."""
+    step = simulation_setup(QWEN, BASE).instance.step
+    cost = speculative_cost(SpeculativeSpec.model_validate(TRITON_VERIFY), step, False)
+    default = speculative_cost(QWEN.speculative, step, False)  # type: ignore[arg-type]
+    c, state = step.constants, step.deployment.linear_state_bytes_per_gpu
+    for n in (1, 256):
+        terms = cost._verify_terms(decode_batch(n, 1_500))
+        expected = n * ((3 + 2) * 30 / 16 + 4) * state / c.attention_bytes_per_s
+        assert terms[DECODE_MEMORY] == pytest.approx(expected, rel=1e-12)
+        extra = cost.decode_step_s(n, 1_500) - default.decode_step_s(n, 1_500)
+        assert extra == pytest.approx(n * 5 * (30 / 16 - 1) * state / c.attention_bytes_per_s)
+    mixed = BatchShape(prefill_chunks=(ChunkShape(1024, 0),), num_decode_seqs=30,
+                       num_decode_context_tokens=30 * 1_200)  # fmt: skip
+    rows = SpeculativeFeaturizer.of(cost)(mixed)
+    assert price(rows, BASE).sum() == pytest.approx(cost(mixed), rel=1e-12)
+    decode = decode_batch(256, 256 * 1_500)
+    assert price(SpeculativeFeaturizer.of(cost)(decode), BASE).sum() == pytest.approx(
+        cost(decode), rel=1e-12
+    )
+
+
+def test_an_unpriced_verify_kernel_is_refused() -> None:
+    with pytest.raises(ValueError, match="linear_verify_kernel 'cuda' has no price; allowed: tri"):
+        SpeculativeSpec.model_validate(TRITON_VERIFY | {"linear_verify_kernel": "cuda"})
+    with pytest.raises(ValueError, match="state_kernel_rate must be in"):
+        SpeculativeDecoding(3, 0.7, state_kernel_rate=0.0)

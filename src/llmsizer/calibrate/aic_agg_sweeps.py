@@ -32,6 +32,9 @@ flashinfer_trtllm for speculative MoE runner backend by default", `ServerArgs.
 _handle_speculative_decoding`; the draft worker is built and run under
 `speculative_moe_backend_context`, `eagle_worker.py`), which for block-FP8 experts without
 DeepEP is Triton's fused MoE (`Fp8MoEMethod.create_moe_runner`): `draft_moe_backend` triton.
+SGLang 0.5.9 verifies Qwen3.5's Gated DeltaNet layers with FLA's Triton recurrent kernel
+(`GDNAttnBackend.forward_extend` under `is_target_verify`: `fused_recurrent_gated_delta_rule_
+update`; no other verify kernel in the wheel): `linear_verify_kernel` triton (docs section 54).
 """
 
 from __future__ import annotations
@@ -59,6 +62,7 @@ PREFIXES = {  # AIC model_path -> InferenceX model prefix (the dump names R1 run
 # The MTP scripts' chunk, running / graph batch floor (else CONC) and memory (docstring)
 MTP_SCRIPTS = {"deepseek": (16384, 512, 0.82), "qwen3.5": (32768, 0, 0.8)}
 HEAD_EXPERTS = {"draft_moe_backend": "triton"}  # the head's experts off TRT-LLM MoE (docstring)
+LINEAR_VERIFY = {"linear_verify_kernel": "triton"}  # Qwen3.5's Gated DeltaNet verify (docstring)
 _IMAGE = re.compile(r"(?:image=)?\b([\w.-]+/[\w.-]+:[\w.-]+)")  # `lmsysorg/sglang:v0.5.9-cu130`
 
 
@@ -162,12 +166,14 @@ def sglang_mtp_launch(
         isl=int(row["isl"]), osl=int(row["osl"]), gpus=tp * dp, ep=ep, dp_attn=dp > 1,
         clients=concurrency,
     )  # fmt: skip
-    tokens, script = agg_mtp_tokens(point), MTP_SCRIPTS.get(family_of(model))
+    family = family_of(model)
+    tokens, script = agg_mtp_tokens(point), MTP_SCRIPTS.get(family)
     if tokens is None or script is None:
         return {}
     chunk, cap, memory = script
+    verify = LINEAR_VERIFY if family == "qwen3.5" else {}  # DeepSeek has no linear attention
     return {
-        "speculative": mtp_speculation("sglang", model, str(tokens)) | HEAD_EXPERTS,
+        "speculative": mtp_speculation("sglang", model, str(tokens)) | HEAD_EXPERTS | verify,
         "overlap_scheduler": False,  # SGLang's first speculative path (module docstring)
         "max_num_batched_tokens": chunk,
         "max_num_seqs": max(cap, concurrency),

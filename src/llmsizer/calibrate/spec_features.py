@@ -47,6 +47,7 @@ class SpeculativeFeaturizer:
     num_draft_passes: int
     graphed_verify: bool
     serial_host: bool  # the verify step's per-request host work serial with the GPU
+    state_kernel_rate: float  # the verify kernel's state traffic over attention bandwidth
     window: int  # the target's sliding window (0: none), as its aggregates count it
 
     @classmethod
@@ -61,6 +62,7 @@ class SpeculativeFeaturizer:
             cost.num_draft_passes,
             cost.spec.graphed_verify,
             cost.spec.serial_host,
+            cost.spec.state_kernel_rate,
             target.constants.window,
         )
 
@@ -90,7 +92,8 @@ class SpeculativeFeaturizer:
             if graphs is None or not self.plain.features(row)[0][PREFILL_LAYERS]:
                 verify[PREFILL_LAYERS] = 0.0
         n, chunks = a.num_decode_seqs, a.num_sampled - a.num_decode_seqs
-        verify[DECODE_MEMORY] += verify_state_s(self.verify.constants, n, k)  # 0 without
+        rate = self.state_kernel_rate
+        verify[DECODE_MEMORY] += verify_state_s(self.verify.constants, n, k, rate)  # 0 without
         verify[VERIFY_SEQUENCES] = n if self.serial_host else 0  # each one's host work
         drafts = [_NONE] * (self.num_draft_passes + 1)
         for i in range(self.num_draft_passes if n else 0):  # pass i reads i x n more keys

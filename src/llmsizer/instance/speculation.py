@@ -53,6 +53,7 @@ from llmsizer.perf.speculative import (
     draft_head_model,
     mtp_head_model,
 )
+from llmsizer.perf.verify_step import check_state_kernel, state_rate_of
 from llmsizer.records import ChunkTable, RecordTable, RequestRecord, spread_chunks
 from llmsizer.sim import Engine, EngineConfig, SimResult
 from llmsizer.sim.engine import Progress
@@ -92,6 +93,14 @@ class SpeculativeSpec(BaseModel):
         "TRT-LLM MoE (`ServerArgs._handle_speculative_decoding`).",
     )
 
+    linear_verify_kernel: str | None = Field(
+        None,
+        description="The kernel that verifies a hybrid model's linear-attention layers where "
+        "it moves their state slower than the fits' attention bandwidth (`perf.verify_step."
+        "STATE_KERNEL_RATE` names; None: at it). SGLang 0.5.9 verifies Qwen3.5's Gated "
+        "DeltaNet with FLA's Triton recurrent kernel on every GPU: triton.",
+    )
+
     @model_validator(mode="after")
     def _draft(self) -> Self:
         if (self.method == "draft_model") != (self.draft_model is not None):
@@ -103,6 +112,7 @@ class SpeculativeSpec(BaseModel):
                 f"speculative: draft_moe_backend is an MTP head's (method {self.method!r})"
             )
         check_moe_backend(self.draft_moe_backend)  # names the priced kernels
+        check_state_kernel(self.linear_verify_kernel)  # names the priced kernels
         return self
 
     def label(self) -> str:
@@ -134,7 +144,11 @@ def speculative_cost(
         draft = StepModel(draft_deployment, target.efficiency)
     k, graphed = spec.num_speculative_tokens, spec.method == "mtp"
     decoding = SpeculativeDecoding(
-        k, spec.acceptance_rate, graphed_verify=graphed, serial_host=not overlap
+        k,
+        spec.acceptance_rate,
+        graphed_verify=graphed,
+        serial_host=not overlap,
+        state_kernel_rate=state_rate_of(spec.linear_verify_kernel),
     )
     return SpeculativeStepCost(target, draft, decoding)
 

@@ -74,19 +74,24 @@ class SpeculativeDecoding:
     heads, issue 10; the lever table's EAGLE heads keep the eager verify of issue 11).
     `serial_host`: the engine does a verify step's per-request host work serial with the
     GPU (no overlap scheduler), each decoding sequence of a verify step costing
-    `EfficiencyFactors.verify_sequence_overhead_s` (`verify_step.verify_sequence_s`)."""
+    `EfficiencyFactors.verify_sequence_overhead_s` (`verify_step.verify_sequence_s`).
+    `state_kernel_rate`: the verify kernel's linear-attention state traffic's rate over
+    attention bandwidth (`verify_step.STATE_KERNEL_RATE`; 1: the kernel the fits price)."""
 
     num_speculative_tokens: int
     acceptance_rate: float
     num_draft_passes: int | None = None
     graphed_verify: bool = False
     serial_host: bool = False
+    state_kernel_rate: float = 1.0
 
     def __post_init__(self) -> None:
         if self.num_speculative_tokens < 1:
             raise ValueError("num_speculative_tokens must be >= 1")
         if not 0.0 <= self.acceptance_rate <= 1.0:
             raise ValueError(f"acceptance_rate must be in [0, 1], got {self.acceptance_rate}")
+        if not 0.0 < self.state_kernel_rate <= 1.0:
+            raise ValueError(f"state_kernel_rate must be in (0, 1], got {self.state_kernel_rate}")
 
     @property
     def expected_tokens_per_step(self) -> float:
@@ -182,14 +187,14 @@ def speculative_step(
     # the step model computes logits for one row per chunk; verification needs all k + 1
     extra_logits_s = target.lm_head_time_s((k + 1) * num_seqs) - target.lm_head_time_s(num_seqs)
     verify_time = target(verify_batch) + extra_logits_s
-    verify_time += verify_state_s(target.constants, num_seqs, k)
+    verify_time += verify_state_s(target.constants, num_seqs, k, spec.state_kernel_rate)
     host_s = verify_sequence_s(target.constants, num_seqs) if spec.serial_host else 0.0
     if spec.graphed_verify:  # the eager launches a graphed verify step does not pay
         c, graphs = target.constants, target.cuda_graphs
         terms = step_terms(c, aggregate(verify_batch, c.window), graphs)
         decoding = aggregate(decode_batch(num_seqs, context_tokens_per_seq), c.window)
         graphed = graphed_verify_terms(c, decoding, terms, graphs)
-        graphed = with_verify_state(c, graphed, num_seqs, k)
+        graphed = with_verify_state(c, graphed, num_seqs, k, spec.state_kernel_rate)
         verify_time = step_time_s(c, graphed) + extra_logits_s
     return SpeculativeStep(
         draft_time_s=draft_time,
@@ -299,7 +304,10 @@ class SpeculativeStepCost:
     def _verify_step(self, n: int) -> VerifyStep:
         t, spec = self.target, self.spec
         k = spec.num_speculative_tokens
-        v = verify_step(t.constants, n, k, t.cuda_graphs, spec.graphed_verify, spec.serial_host)
+        v = verify_step(
+            t.constants, n, k, t.cuda_graphs, spec.graphed_verify, spec.serial_host,
+            spec.state_kernel_rate,
+        )  # fmt: skip
         self._verify[n] = v
         return v
 
@@ -319,7 +327,7 @@ class SpeculativeStepCost:
         c, k = self.target.constants, self.spec.num_speculative_tokens
         a = aggregate(batch, c.window)
         terms = step_terms(c, verify_aggregates(a, k, c.window))
-        terms = with_verify_state(c, terms, batch.num_decode_seqs, k)
+        terms = with_verify_state(c, terms, batch.num_decode_seqs, k, self.spec.state_kernel_rate)
         if not self.spec.graphed_verify:
             return terms
         return graphed_verify_terms(c, a, terms, self.target.cuda_graphs)

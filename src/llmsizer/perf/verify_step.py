@@ -7,15 +7,43 @@ engine's most common step when it speculates (`SpeculativeStepCost.decode_step_s
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import numpy as np
 
 from llmsizer.perf.batch_shape import Aggregates, aggregate, busiest_rank, decode_batch
 from llmsizer.perf.constants import StepConstants
 from llmsizer.perf.cuda_graphs import CudaGraphs
+from llmsizer.perf.moe_kernels import check_priced
 from llmsizer.perf.step import prompt_attention, step_terms
 from llmsizer.perf.terms import DECODE_MEMORY, PREFILL_LAYERS, Terms
+
+# states the accepted one's copy back moves: gathered into a temporary, scattered (read and
+# write each; `verify_state_s`)
+COMMIT_STATES = 4
+# a linear-attention verify kernel (`SpeculativeSpec.linear_verify_kernel`) -> the rate of its
+# state traffic over the attention bandwidth the fits price (docs/aic_measurement.md section
+# 54): SGLang's FLA Triton recurrent kernels, one warp a (sequence, value head, value block),
+# 30 us a layer where FlashInfer's kernel took 16, Qwen3.5 FP8 decode at 256 clients on
+# 8 x B200 (sgl-project/sglang PR 19150's per-step profile, Triton `fused_sigmoid_gating_
+# delta_rule_update` before, FlashInfer `gated_delta_rule_decode_pretranspose` after; the
+# state traffic of both, ~134 MB a layer at bfloat16, is 4.5 and 8.4 TB/s). The verify
+# kernel (`fused_recurrent_gated_delta_rule_update`) is the same family with a 4x narrower
+# value block (8 against 32) and k + 1 stores a program: not faster; priced at the same.
+STATE_KERNEL_RATE: Mapping[str, float] = MappingProxyType({"triton": 16.0 / 30.0})
+
+
+def check_state_kernel(name: str | None) -> str | None:
+    """`name` if it is a verify kernel priced in `STATE_KERNEL_RATE` (or None: the engine's
+    default, at attention bandwidth), else an error naming the priced ones."""
+    return check_priced("linear_verify_kernel", name, STATE_KERNEL_RATE)
+
+
+def state_rate_of(name: str | None) -> float:
+    """The state traffic's rate under verify kernel `name`, over attention bandwidth."""
+    return 1.0 if name is None else STATE_KERNEL_RATE[check_state_kernel(name) or ""]
 
 
 def graphed_verify_terms(
@@ -33,26 +61,36 @@ def graphed_verify_terms(
     return (*terms[:i], 0.0, *terms[i + 1 :])
 
 
-def verify_state_s(c: StepConstants, num_decode_seqs: int, k: int) -> float:
+def verify_state_s(
+    c: StepConstants, num_decode_seqs: int, k: int, kernel_rate: float = 1.0
+) -> float:
     """Seconds a verify step of `num_decode_seqs` sequences verifying `k` drafted tokens each
     moves their linear-attention state (Qwen3.5's Gated DeltaNet; 0 for other models), at
-    attention bandwidth, as a decode step's decode attention moves it: the verify kernel
-    reads each sequence's state, keeps the main state unchanged and writes the state after
-    each of the k + 1 positions to an intermediate cache (SGLang `GDNAttnBackend` target
-    verify: `disable_state_update`, `intermediate_states_buffer`, `cache_steps` =
-    `draft_token_num`), then the accepted position's state is read back and scattered into
-    the main state (`HybridLinearAttnBackend.update_mamba_state_after_mtp_verify`): k + 4
-    states a sequence where a decode step moves 2 (`linear_state_bytes_per_seq`)."""
-    state_bytes = num_decode_seqs * 0.5 * (k + 4) * c.linear_state_bytes_per_seq
-    return state_bytes / c.attention_bytes_per_s
+    attention bandwidth, as a decode step's decode attention moves it (one state: half of
+    `linear_state_bytes_per_seq`, a read and a write). The verify kernel reads each
+    sequence's state, keeps the main state unchanged and writes the state after each of the
+    k + 1 positions to an intermediate cache (SGLang `GDNAttnBackend` target verify:
+    `disable_state_update`, `intermediate_states_buffer`, `cache_steps` =
+    `draft_token_num`): k + 2 states, at `kernel_rate` of attention bandwidth
+    (`STATE_KERNEL_RATE`: the engine's kernel where it is slower than the one the fits
+    price). Then the accepted position's state goes back into the main state through a
+    temporary (`HybridLinearAttnBackend.update_mamba_state_after_mtp_verify`:
+    `ssm_states[:, dst, :] = intermediate_state_cache[:, src, last_steps]`, an advanced-index
+    gather then a scatter): 4 states more, in PyTorch's copy kernels at attention bandwidth.
+    A decode step moves 2."""
+    state_bytes = num_decode_seqs * 0.5 * c.linear_state_bytes_per_seq
+    states = (k + 2) / kernel_rate + COMMIT_STATES
+    return state_bytes * states / c.attention_bytes_per_s
 
 
-def with_verify_state(c: StepConstants, terms: Terms, num_decode_seqs: int, k: int) -> Terms:
+def with_verify_state(
+    c: StepConstants, terms: Terms, num_decode_seqs: int, k: int, kernel_rate: float = 1.0
+) -> Terms:
     """`terms` of a verify step (`verify_aggregates`: no decoding sequences left, so no decode
     attention) with its sequences' state traffic as its decode attention's memory time."""
     if not c.linear_state_bytes_per_seq or not num_decode_seqs:
         return terms
-    state_s = verify_state_s(c, num_decode_seqs, k)
+    state_s = verify_state_s(c, num_decode_seqs, k, kernel_rate)
     return (*terms[:DECODE_MEMORY], state_s, *terms[DECODE_MEMORY + 1 :])
 
 
@@ -185,11 +223,13 @@ def verify_step(
     graphs: CudaGraphs | None = None,
     graphed: bool = False,
     serial_host: bool = False,
+    state_kernel_rate: float = 1.0,
 ) -> VerifyStep:
     """The `VerifyStep` of `num_seqs` > 0 sequences verifying `k` drafted tokens each, run
     as `graphs` say where `graphed` (`graphed_verify_terms`), else eagerly: the general
     formula's terms at context 0, of which only prompt attention changes with the context;
-    with `serial_host` its sequences' host work (`verify_sequence_s`) after them."""
+    with `serial_host` its sequences' host work (`verify_sequence_s`) after them; their
+    linear-attention state at `state_kernel_rate` (`verify_state_s`)."""
     decoding = aggregate(decode_batch(num_seqs, 0), c.window)
     a = verify_aggregates(decoding, k, c.window)
     terms = step_terms(c, a)
@@ -220,7 +260,7 @@ def verify_step(
         communication_s=c.num_allreduces * (ar_latency_s + ar_link_s)
         + c.num_pipeline_sends * (send_latency_s + send_link_s),
         overhead_s=((step_s + layers_s) + indexer_s) + seqs_s,
-        state_s=verify_state_s(c, num_seqs, k),  # its terms have no decode attention
+        state_s=verify_state_s(c, num_seqs, k, state_kernel_rate),  # no decode attention
         sequences_s=verify_sequence_s(c, num_seqs) if serial_host else 0.0,
     )
 
