@@ -413,7 +413,10 @@ BUDGET = {
     + 140
     # + 3: `aic_carry.shipped_factors`, one helper where `Recorded.shipped` and the
     # disaggregated report's `Folds.shipped` each wrote it (issue 10, session 17 review)
-    + 3,
+    + 3
+    # + 80: the expert parallelism and attention DP InferenceX's first TensorRT-LLM DeepSeek
+    # B200 scripts chose themselves, before 17d5e204f (aic_script_layout; issue 10, trtq18)
+    + 80,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run
