@@ -425,7 +425,10 @@ BUDGET = {
     + 6
     # + 9: the Qwen3.5 MTP sweeps' Gated DeltaNet verify on Triton, with the source, and the
     # featuriser's kernel rate (issue 10, sglverify18)
-    + 9,
+    + 9
+    # + 80: the expert parallelism and attention DP InferenceX's first TensorRT-LLM DeepSeek
+    # B200 scripts chose themselves, before 17d5e204f (aic_script_layout; issue 10, trtq18)
+    + 80,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run

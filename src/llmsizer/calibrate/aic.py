@@ -89,6 +89,11 @@ from llmsizer.calibrate.aic_clients import (
     server_prompt_ratio,
 )
 from llmsizer.calibrate.aic_launch import family_of, launch_settings
+from llmsizer.calibrate.aic_script_layout import (
+    early_trtllm_deepseek,
+    script_graph_settings,
+    script_layout,
+)
 from llmsizer.calibrate.aic_sweeps import measured_at
 from llmsizer.calibrate.aic_twins import is_gap, with_inferencex_twins
 from llmsizer.calibrate.engine_kernels import apply_version_launch, linear_kernel
@@ -194,6 +199,12 @@ def _map(row: Mapping[str, str], check_fit: bool) -> AicCase:
     concurrency = _concurrency(row)
     if concurrency < 1:
         raise _Skip("batch_size not given")
+    measured_time = measured_at(row) or ""
+    early = early_trtllm_deepseek(
+        row["backend"], family_of(model), gpu, measured_time, gap, precision.value
+    )
+    if early is not None:  # the script chose EP and attention DP (aic_script_layout)
+        tp, ep, dp = script_layout(early, tp * dp, int(row["isl"]), int(row["osl"]), concurrency)
     per_client = GAP_PROMPTS_PER_CLIENT if gap else PROMPTS_PER_CLIENT
     per_client = prompts_per_client(row, model, precision.value) or per_client  # B200 docker
     fields: dict[str, Any] = {
@@ -225,8 +236,10 @@ def _map(row: Mapping[str, str], check_fit: bool) -> AicCase:
         version=row["backend_version"].strip(),
         attention_dp=dp,
         ep=ep,
-        measured=measured_at(row) or "",
+        measured=measured_time,
     )
+    if early is not None:
+        fields |= script_graph_settings(early)
     if row["backend"] == "sglang" and not gap:  # an MTP sweep's row (aic_agg_sweeps)
         fields |= sglang_mtp_launch(row, model, (tp, ep, dp), concurrency)
     fields = apply_version_launch(fields, row["backend_version"])  # what the version ran
