@@ -33,9 +33,10 @@ def test_trtllm_takes_its_fraction_of_the_memory_left_free(llama):
     )
     assert free.kv_cache_bytes == pytest.approx(0.9 * left)
     assert free.budget_bytes == pytest.approx(0.9 * left)
-    # all of it: the two rules agree
-    assert plan_memory(llama, 1.0, rule=MemoryRule.FREE).kv_cache_bytes == pytest.approx(
-        plan_memory(llama, 1.0, rule=MemoryRule.TOTAL).kv_cache_bytes
+    # all of it: the two rules agree, given the same runtime and profiled sequences
+    same = {"runtime_overhead_bytes": 1 << 30, "max_num_seqs": 1}
+    assert plan_memory(llama, 1.0, rule=MemoryRule.FREE, **same).kv_cache_bytes == pytest.approx(
+        plan_memory(llama, 1.0, rule=MemoryRule.TOTAL, **same).kv_cache_bytes
     )
 
 

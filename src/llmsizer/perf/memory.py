@@ -40,6 +40,25 @@ Assumptions, stated once:
   `max_num_seqs` sequences (2 x 4 bytes x vocab/tp).
 - runtime: `runtime_overhead_bytes` per GPU, default 1 GiB (CUDA context ~0.5 GiB, NCCL and
   cuBLAS workspaces; vLLM logs 0.3-1 GiB of non-torch memory).
+
+TensorRT-LLM (`FREE`, PyTorch backend 1.0-1.3) sizes its pool from a profiling run
+(`KvCacheCreator.configure_kv_cache_capacity`, `tensorrt_llm/_torch/pyexecutor/_util.py`):
+one dummy context request of `max_num_tokens` prompt tokens (`_create_dummy_context_requests`,
+a copy per rank under attention DP; only its last token is sampled), then
+KV = f (total - peak + estimation KV), peak = torch's peak allocation (weights, activations)
+plus everything else in use (`extra_cost`: total used - torch allocated). That else is what
+`trtllm_runtime_bytes` counts, per GPU:
+- memory the CUDA driver keeps: `torch.cuda.mem_get_info` reports 79.22 GiB of an H100's
+  79.65 (81,559 MiB): 0.54 % (vLLM PR 10511's log, `total_gpu_memory 79.22GiB`);
+- the CUDA context, cuBLAS and TensorRT-LLM workspaces and the CUDA graphs captured before
+  the profiling run (the estimation executor warms up, and `create_py_executor` releases its
+  graphs only after it): 2.3 GiB;
+- communication buffers (NCCL, TensorRT-LLM's all-reduce IPC workspaces) over the GPUs a
+  layer talks to (tp x attention DP): 1.2 GiB with one peer, 0.4 GiB each further peer.
+The last two are read off AIConfigurator's measured TensorRT-LLM pools of Llama-3.1-8B (BF16,
+dense: H100 TP 1 2.85 GiB beyond the activations, GB300 3.72; one peer +1.17 / +1.29, three
++0.77 / +0.85 more; `tests/perf/test_trtllm_pool.py`), held out on Qwen3-32B-FP8. Peers past
+three (TP 8) are an extrapolation.
 """
 
 from __future__ import annotations
@@ -53,6 +72,11 @@ from llmsizer.specs.dtypes import Precision
 from llmsizer.units import GB, GiB
 
 DEFAULT_RUNTIME_OVERHEAD_BYTES = 1.0 * GiB
+# TensorRT-LLM's profiled non-torch memory (module docstring)
+TRTLLM_HIDDEN_MEMORY_FRACTION = 1 - 79.22 / 79.65  # H100: CUDA's total of nvidia-smi's
+TRTLLM_CONTEXT_BYTES = 2.3 * GiB  # AIC Llama-3.1-8B TP 1: H100 2.42, GB300 2.22
+TRTLLM_FIRST_PEER_BYTES = 1.2 * GiB  # AIC Llama-3.1-8B TP 1 -> 2: H100 1.17, GB300 1.29
+TRTLLM_PEER_BYTES = 0.4 * GiB  # AIC Llama-3.1-8B TP 2 -> 4: H100 0.77, GB300 0.85 for two
 _LOGIT_BYTES = 4.0
 _UNQUANTIZED_BYTES = Precision.BF16.bytes_per_element
 
@@ -144,6 +168,15 @@ def activation_bytes_per_gpu(
     return hidden + logits
 
 
+def trtllm_runtime_bytes(d: Deployment) -> float:
+    """What TensorRT-LLM's profiling run finds in use besides weights and activations, per
+    GPU (bytes; module docstring)."""
+    hidden = TRTLLM_HIDDEN_MEMORY_FRACTION * d.gpu.memory_bytes
+    peers = d.moe_world_size - 1
+    comm = 0.0 if peers == 0 else TRTLLM_FIRST_PEER_BYTES + (peers - 1) * TRTLLM_PEER_BYTES
+    return hidden + TRTLLM_CONTEXT_BYTES + comm
+
+
 def plan_memory(
     d: Deployment,
     gpu_memory_utilization: float = 0.9,
@@ -151,7 +184,7 @@ def plan_memory(
     max_num_batched_tokens: int = 8192,
     max_num_seqs: int = 256,
     max_model_len: int | None = None,
-    runtime_overhead_bytes: float = DEFAULT_RUNTIME_OVERHEAD_BYTES,
+    runtime_overhead_bytes: float | None = None,
     rule: MemoryRule = MemoryRule.TOTAL,
     num_state_slots: int = 0,
 ) -> MemoryPlan:
@@ -160,6 +193,8 @@ def plan_memory(
     With `max_model_len`, the KV cache must also hold one sequence of that length (vLLM
     refuses to start otherwise). `num_state_slots`: sequences whose linear-attention state
     the engine sets aside first (module docstring; 0 for a model without one).
+    `runtime_overhead_bytes` defaults to the engine's: `trtllm_runtime_bytes` under the
+    `FREE` rule, whose profiling run samples one sequence; else 1 GiB.
     """
     if not 0 < gpu_memory_utilization <= 1:
         raise ValueError(f"gpu_memory_utilization must be in (0, 1], got {gpu_memory_utilization}")
@@ -167,6 +202,11 @@ def plan_memory(
         raise ValueError(f"block_size must be >= 1, got {block_size}")
     memory = d.gpu.memory_bytes
     weights = weight_bytes_per_gpu(d)
+    if rule is MemoryRule.FREE:  # one dummy request profiled (module docstring)
+        max_num_seqs = 1
+    if runtime_overhead_bytes is None:
+        free = rule is MemoryRule.FREE
+        runtime_overhead_bytes = trtllm_runtime_bytes(d) if free else DEFAULT_RUNTIME_OVERHEAD_BYTES
     activations = activation_bytes_per_gpu(d, max_num_batched_tokens, max_num_seqs)
     kv_cache = memory * gpu_memory_utilization - weights - activations - runtime_overhead_bytes
     if rule is MemoryRule.STATIC:  # activations outside the static fraction
