@@ -205,8 +205,10 @@ def plan_memory(
     if rule is MemoryRule.FREE:  # one dummy request profiled (module docstring)
         max_num_seqs = 1
     if runtime_overhead_bytes is None:
-        free = rule is MemoryRule.FREE
-        runtime_overhead_bytes = trtllm_runtime_bytes(d) if free else DEFAULT_RUNTIME_OVERHEAD_BYTES
+        trtllm = rule is MemoryRule.FREE
+        runtime_overhead_bytes = (
+            trtllm_runtime_bytes(d) if trtllm else DEFAULT_RUNTIME_OVERHEAD_BYTES
+        )
     activations = activation_bytes_per_gpu(d, max_num_batched_tokens, max_num_seqs)
     kv_cache = memory * gpu_memory_utilization - weights - activations - runtime_overhead_bytes
     if rule is MemoryRule.STATIC:  # activations outside the static fraction
