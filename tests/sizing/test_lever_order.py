@@ -104,7 +104,8 @@ def test_a_probe_put_aside_finds_the_same_group_in_fewer_steps(
 ) -> None:
     """NeMo's INT4 TP2 probe looks like failing after a few slices and is put aside while TP4
     searches; once TP4 has passed, TP2's failing probe settles it and the probes a search
-    without pauses runs after it are not needed (factors of session 13: TP2 is probed at 35
+    without pauses runs after it are not needed (TensorRT-LLM's pool as its profiling run
+    sizes it, trtkv18: 35 alone against 35, 34 and 33; factors of session 13: at 35
     alone, against 35, 34 and 32 without pauses; session 11's: 35 against 35 and 33; session 10's
     factors: 39 alone against 36, 38 and 39, 15 % fewer steps). Every configuration's
     verdict is the one without pauses."""
@@ -130,7 +131,7 @@ def test_a_probe_put_aside_finds_the_same_group_in_fewer_steps(
     alone = {r.config.tensor_parallel_size: r for r in unpaused}[2]
     counts = Counts(space.load_rps)
     probed = [counts.of(p.offered_rate) for p in tp2.points]
-    assert probed == [35] and [counts.of(p.offered_rate) for p in alone.points] == [35, 34, 32]
+    assert probed == [35] and [counts.of(p.offered_rate) for p in alone.points] == [35, 34, 33]
     assert tp2.status is Status.BOUNDED and len(configs) == len(paused)
 
 
