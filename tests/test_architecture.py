@@ -164,9 +164,9 @@ BUDGET = {
     # + 42: a linear-attention verify kernel's measured state rate, and the accepted state's
     # commit through a temporary (`verify_step.STATE_KERNEL_RATE`; issue 10, sglverify18)
     + 42
-    # + 42: TensorRT-LLM's pool as its profiling run sizes it, checked against AIC's measured
+    # + 43: TensorRT-LLM's pool as its profiling run sizes it, checked against AIC's measured
     # capacities (`perf.memory.trtllm_runtime_bytes`; issue 10, trtkv18)
-    + 42,
+    + 43,
     "sim": 1760  # + 110: decode-only steps in a row and their compact step log (issue 13)
     # + 50: delay batching in the continuous scheduler (merged from main, unbudgeted there)
     # + 120: quiet decode runs priced at once, a refused first waiting request kept on the

@@ -42,7 +42,8 @@ Assumptions, stated once:
   cuBLAS workspaces; vLLM logs 0.3-1 GiB of non-torch memory).
 
 TensorRT-LLM (`FREE`, PyTorch backend 1.0-1.3) sizes its pool from a profiling run
-(`KvCacheCreator.configure_kv_cache_capacity`, `tensorrt_llm/_torch/pyexecutor/_util.py`):
+(`KvCacheCreator.configure_kv_cache_capacity`, NVIDIA/TensorRT-LLM `tensorrt_llm/_torch/
+pyexecutor/_util.py`, the 1.x file with `_cal_max_memory`; docs/aic_measurement.md 60):
 one dummy context request of `max_num_tokens` prompt tokens (`_create_dummy_context_requests`,
 a copy per rank under attention DP; only its last token is sampled), then
 KV = f (total - peak + estimation KV), peak = torch's peak allocation (weights, activations)
