@@ -119,8 +119,9 @@ DSR1 = {
         (("8", "1", "1", "8"), ("8", "1", "1", "8"), ((8, 1, 8), (8, 1, 8))),
         # TRT-LLM B300 (53 rows): pure TP, moe_tp = tp
         (("4", "1", "4", "1"), ("8", "1", "8", "1"), ((4, 1, 1), (8, 1, 1))),
-        # empty MoE cells (dense models' rows): EP 1
-        (("2", "1", "", ""), ("4", "", "", ""), ((2, 1, 1), (4, 1, 1))),
+        # empty MoE cells (dense models' rows): EP 1 (on DeepSeek-R1's weights TP 4: on 2
+        # B200 TensorRT-LLM's profiled runtime leaves no KV, perf.memory.trtllm_runtime_bytes)
+        (("4", "1", "", ""), ("4", "", "", ""), ((4, 1, 1), (4, 1, 1))),
         # TRT-LLM GB200 dump rows: prefill DEP4, decode DEP32 (attention DP, experts over all)
         (("1", "4", "1", "4"), ("1", "32", "1", "32"), ((1, 4, 4), (1, 32, 32))),
         # SGLang: attention DP 8 with the experts tensor-parallel over the 8 GPUs
