@@ -302,7 +302,7 @@ def main() -> None:
         if cache is None and args.cache is not None:
             cache = args.cache.with_name(args.cache.name + ".disagg")
         lines, disagg_runs = fit_aic_disagg.section(
-            args.csv, recorded, fits, shipping, skipped, len(mapped), (by_gpu, by_model),
+            args.csv, fits, skipped, len(mapped), (by_gpu, by_model),
             cache_path=cache, workers=args.workers, sample=args.disagg_sample,
             ids=_ids(args.disagg_ids),
         )  # fmt: skip

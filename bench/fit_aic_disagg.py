@@ -32,7 +32,6 @@ from validate_aic import METRICS, say, summary_line, table
 from llmsizer.calibrate.aic import AicSkipped
 from llmsizer.calibrate.aic_carry import shipped_factors
 from llmsizer.calibrate.aic_disagg import AicDisaggCase, load_aic_disagg, predict_disagg
-from llmsizer.calibrate.aic_fit import Memo, Recorded
 from llmsizer.calibrate.fit import FitResult
 from llmsizer.instance import DeploymentSpec
 from llmsizer.perf import EfficiencyFactors
@@ -61,22 +60,17 @@ def architecture(case: AicDisaggCase) -> str:
 
 
 class Folds:
-    """The factors that price a disaggregated row in each run (module docstring), each
-    fold fitted once."""
+    """The factors that price a disaggregated row in each run (module docstring)."""
 
     def __init__(
         self,
-        recorded: Recorded,
         fits: Mapping[tuple[str, str], FitResult],
-        shipping: Collection[str],
-        folds: tuple[FoldFactors, FoldFactors] = ({}, {}),
+        folds: tuple[FoldFactors, FoldFactors],
     ) -> None:
-        """`folds`: the factors `Recorded.leave_one_out` fitted, by GPU and by model (a fold
-        missing there is fitted here)."""
-        self.recorded, self.fits, self.shipping = recorded, fits, shipping
-        self.groups = recorded.groups()
-        self.fits_memo: Memo = {}
-        self.memo: dict[tuple[str, str, str, str], EfficiencyFactors] = {
+        """`folds`: the factors `Recorded.leave_one_out` fitted, by GPU and by model: one
+        for every group and every GPU (model) of its aggregated rows."""
+        self.fits = fits
+        self.folds: dict[tuple[str, str, str, str], EfficiencyFactors] = {
             (*key[:2], by, key[2]): factors
             for by, fitted in zip(("system", "model"), folds, strict=True)
             for key, factors in fitted.items()
@@ -88,21 +82,11 @@ class Folds:
         return shipped_factors(self.fits, (case.backend, architecture(case)))
 
     def held_out(self, case: AicDisaggCase, by: str) -> EfficiencyFactors:
-        """Fitted without the aggregated rows sharing the case's `by` (`system`, `model`),
-        as `Recorded.leave_one_out` fits each fold (`Recorded.fold_factors`)."""
-        group = (case.backend, architecture(case))
-        value = getattr(case, by)
-        key = (*group, by, value)
-        if key not in self.memo:
-            rows = self.groups.get(group, [])
-            if all(getattr(self.recorded.cases[i], by) != value for i in rows):
-                self.memo[key] = self.shipped(case)  # nothing of it held out: the group's fit
-            else:
-                say(f"fitting {group} without {by} {value}")
-                self.memo[key] = self.recorded.fold_factors(
-                    group, lambda c: str(getattr(c, by)), value, self.shipping, memo=self.fits_memo
-                )[0]
-        return self.memo[key]
+        """The fold without the aggregated rows sharing the case's `by` (`system`, `model`),
+        as `Recorded.leave_one_out` fitted it; a value none of the group's aggregated rows
+        has holds nothing out: the group's shipped factors."""
+        key = (case.backend, architecture(case), by, getattr(case, by))
+        return self.folds[key] if key in self.folds else self.shipped(case)
 
     def factors(self, case: AicDisaggCase) -> dict[str, EfficiencyFactors]:
         return {
@@ -176,9 +160,7 @@ def source(case: AicDisaggCase) -> str:
 
 def section(
     csv_path: Path,
-    recorded: Recorded,
     fits: Mapping[tuple[str, str], FitResult],
-    shipping: Collection[str],
     agg_skipped: Sequence[AicSkipped],
     num_agg_rows: int,
     folds: tuple[FoldFactors, FoldFactors],
@@ -194,7 +176,7 @@ def section(
     cases = [m for m in mapped if isinstance(m, AicDisaggCase)]
     cases = [c for c in cases if c.row_id in ids] if ids else cases[::sample]
     skipped = [m for m in mapped if isinstance(m, AicSkipped)]
-    folds_of = Folds(recorded, fits, shipping, folds)
+    folds_of = Folds(fits, folds)
     jobs: dict[tuple[str, str, str], tuple[AicDisaggCase, EfficiencyFactors]] = {}
     keys: dict[str, dict[str, tuple[str, str, str]]] = {}
     for c in cases:

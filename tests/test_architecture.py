@@ -423,8 +423,8 @@ BUDGET = {
     # + 3: `aic_carry.shipped_factors`, one helper where `Recorded.shipped` and the
     # disaggregated report's `Folds.shipped` each wrote it (issue 10, session 17 review)
     + 3
-    # + 6: `Recorded.fold_factors`, one fold's factors for `leave_one_out` and the
-    # disaggregated report's `Folds.held_out` (issue 10, session 18 lead)
+    # + 6: `Recorded.fold_factors`, one fold's factors with what the engine's other
+    # generations carry into it (issue 10, session 18 lead)
     + 6
     # + 9: the Qwen3.5 MTP sweeps' Gated DeltaNet verify on Triton, with the source, and the
     # featuriser's kernel rate (issue 10, sglverify18)
