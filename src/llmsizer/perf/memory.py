@@ -203,13 +203,12 @@ def plan_memory(
         raise ValueError(f"block_size must be >= 1, got {block_size}")
     memory = d.gpu.memory_bytes
     weights = weight_bytes_per_gpu(d)
-    if rule is MemoryRule.FREE:  # one dummy request profiled (module docstring)
+    if rule is MemoryRule.FREE:  # TensorRT-LLM's profiling run: one dummy request (docstring)
         max_num_seqs = 1
+        if runtime_overhead_bytes is None:
+            runtime_overhead_bytes = trtllm_runtime_bytes(d)
     if runtime_overhead_bytes is None:
-        trtllm = rule is MemoryRule.FREE
-        runtime_overhead_bytes = (
-            trtllm_runtime_bytes(d) if trtllm else DEFAULT_RUNTIME_OVERHEAD_BYTES
-        )
+        runtime_overhead_bytes = DEFAULT_RUNTIME_OVERHEAD_BYTES
     activations = activation_bytes_per_gpu(d, max_num_batched_tokens, max_num_seqs)
     kv_cache = memory * gpu_memory_utilization - weights - activations - runtime_overhead_bytes
     if rule is MemoryRule.STATIC:  # activations outside the static fraction
