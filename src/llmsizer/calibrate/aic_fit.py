@@ -344,7 +344,7 @@ class Recorded:
             prior = self.choose(train, g[0], candidates_for(g, candidates), memo)
             return (self.fitted(train, g[0], prior, memo), prior) if train else None
 
-        own = fold(group) if group in groups and ships(group, architectures) else None
+        own = fold(group) if ships(group, architectures) else None
         others = (o[0] for g in groups if g[0] == group[0] and g != group
                   if ships(g, architectures) and (o := fold(g)))  # fmt: skip
         general = calibrated_efficiency(group[0])
