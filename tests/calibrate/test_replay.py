@@ -91,3 +91,20 @@ def test_a_one_off_build_delays_the_first_wave_alone(llama8b, builds):
     assert got["mean_tpot_ms"] == pytest.approx(warm["mean_tpot_ms"])
     assert got["duration_s"] - warm["duration_s"] == pytest.approx(builds * 30.0)
     assert replay(cold, EFF) == replay(trace, EFF)  # no build time: nothing added
+
+
+@pytest.mark.parametrize("closed_loop", [False, True])
+def test_step_times_given_by_the_caller_replace_the_priced_ones(llama8b, closed_loop):
+    """`replay(trace, eff, row_s)` times the steps at `row_s` (a what-if of another step
+    formula, `bench/aic_host.py`): the priced rows give `replay(trace, eff)` exactly, and a
+    decode step held to a floor lengthens TPOT to it, TTFT unchanged."""
+    featurize = StepFeaturizer(llama8b.deployment)
+    run = two_requests(featurize, gap_s=10.0, closed_loop=closed_loop)
+    trace = ScheduleTrace.from_record(run, featurize, latencies=True)
+    priced = price(trace.features, EFF)
+    assert replay(trace, EFF, priced) == replay(trace, EFF)
+    prefill, decode = (float(price(featurize(b), EFF)) for b in run_batches())
+    floor_s = 3 * decode
+    got = replay(trace, EFF, np.maximum(priced, np.where(priced < prefill, floor_s, 0.0)))
+    assert got["mean_ttft_ms"] == pytest.approx(1e3 * prefill)
+    assert got["mean_tpot_ms"] == pytest.approx(1e3 * floor_s)

@@ -170,13 +170,17 @@ def _group_rows(
     return rows, np.repeat(unique[:, 0].astype(np.int64), parts)
 
 
-def replay(trace: ScheduleTrace, eff: EfficiencyFactors) -> dict[str, float]:
+def replay(
+    trace: ScheduleTrace, eff: EfficiencyFactors, row_s: np.ndarray | None = None
+) -> dict[str, float]:
     """The run's metrics under `eff`, with the vLLM summary's keys and units (ms, 1/s).
 
     Throughputs are per instance and `_per_gpu`; latencies are present only when the trace
-    `has_latencies` (TPOT and ITL only when some request has two tokens or more).
+    `has_latencies` (TPOT and ITL only when some request has two tokens or more). `row_s`,
+    each feature row's seconds, replaces `price(trace.features, eff)` where a caller prices
+    the steps another way (a what-if of another step formula: `bench/aic_host.py`).
     """
-    row_s = price(trace.features, eff)
+    row_s = price(trace.features, eff) if row_s is None else row_s
     dt = np.bincount(trace.row_segment, weights=row_s, minlength=trace.release_s.shape[0])
     if trace.first_use_builds and eff.first_use_build_s:  # the first wave waits (class doc)
         dt[0] += trace.first_use_builds * eff.first_use_build_s
