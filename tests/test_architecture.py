@@ -431,7 +431,10 @@ BUDGET = {
     + 9
     # + 80: the expert parallelism and attention DP InferenceX's first TensorRT-LLM DeepSeek
     # B200 scripts chose themselves, before 17d5e204f (aic_script_layout; issue 10, trtq18)
-    + 80,
+    + 80
+    # + 10: an InferenceX TP x EP product read back inside the node too, config 736's 2 GPUs
+    # (aic._layout; issue 10, sgl010moe19)
+    + 10,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run

@@ -126,7 +126,9 @@ DEEPSEEK = {"model_path": "deepseek-ai/DeepSeek-R1", "gemm_quant_mode": "fp8"}
         ("sglang", ("16", "1", "4", "4"), (4, 4)),  # id ..._tp4_ep4_...
         ("trtllm", ("64", "1", "8", "8"), (8, 8)),  # id ..._tp8_ep8_...
         ("vllm", ("4", "4", "1", "16"), (4, 4)),  # id ..._tp4_ep4_...
-        ("sglang", ("8", "1", "2", "4"), (8, 4)),  # fits the node: as written
+        ("sglang", ("8", "1", "2", "4"), (8, 4)),  # EP 4 over TP 2 is no launch: as written
+        ("sglang", ("4", "1", "2", "2"), (2, 2)),  # config 736's `{ tp: 2, ep: 2 }`
+        ("sglang", ("4", "1", "4", "1"), (4, 1)),  # config 737's `{ tp: 4, ep: 1 }`
     ],
 )
 def test_a_layout_written_as_a_product_is_read_as_launched(
@@ -140,6 +142,29 @@ def test_a_layout_written_as_a_product_is_read_as_launched(
     spec = case.spec
     assert (spec.tensor_parallel_size, spec.expert_parallel_size) == launched
     assert spec.concurrency == 8 * int(dp)  # the clients are the row's silicon_concurrency
+
+
+def test_a_product_inside_the_node_is_read_back_for_inferencex_rows_only() -> None:
+    """AIC's own gap rows write the layout they ran (`tp 4` with 2 x 2 stays on 4 GPUs);
+    the export of InferenceX runs writes TP x EP (aic docstring, config 736)."""
+    layout = {"tp_size": "4", "moe_tp_size": "2", "moe_ep_size": "2", "batch_size": "8"}
+    gap = mapped(
+        **DEEPSEEK, **layout, silicon_data_source="source_file=/x/aic-auto-gap-analysis/a.csv"
+    )
+    ix = mapped(**DEEPSEEK, **layout)
+    assert (gap.spec.tensor_parallel_size, gap.spec.expert_parallel_size) == (4, 2)
+    assert (ix.spec.tensor_parallel_size, ix.spec.expert_parallel_size) == (2, 2)
+
+
+def test_config_736_ran_on_two_gpus() -> None:
+    """Of the calibration file's InferenceX rows, only config 736's 12 (SGLang Qwen3.5 NVFP4
+    on B300) are a product inside the node: read as TP 2, EP 2 (aic docstring)."""
+    path = shared_path("calibration", "aic_silicon_calibration.csv")
+    cases = [c for c in load_aic(path) if isinstance(c, AicCase)]
+    two = [c for c in cases if c.spec.gpus_per_instance == 2 and c.spec.expert_parallel_size == 2]
+    sglang = [c for c in two if c.backend == "sglang"]
+    assert len(sglang) == 12 and all(c.row_id.endswith("_cfg736") for c in sglang)
+    assert all(c.spec.tensor_parallel_size == 2 for c in sglang)
 
 
 KIMI = {"model_path": "moonshotai/Kimi-K2.5", "gemm_quant_mode": "nvfp4", "precision": "fp4"}

@@ -57,7 +57,14 @@ TPOT) or an `AicSkipped` with a one-line reason. How the rows were measured is i
   (vLLM's `enable_expert_parallel`, where AIC wrote `moe_tp_size` 1); TensorRT-LLM rows with
   `tp_size` 1 ran attention data-parallel over the node: `..._tp8_ep8_...` with `tp_size` 1,
   `attention_dp_size` 64, `moe_tp_size` 8, `moe_ep_size` 8 is TP 1, D 8, EP 8 on 8 GPUs. The
-  clients stay `batch_size x attention_dp_size` (the rows' `silicon_concurrency`).
+  clients stay `batch_size x attention_dp_size` (the rows' `silicon_concurrency`). The export
+  writes every InferenceX SGLang / TensorRT-LLM launch with EP > 1 so (`moe_tp_size` the
+  script's TP, `moe_ep_size` its EP), inside the node too: config 736, SGLang Qwen3.5 NVFP4
+  on B300, `tp_size` 4 with 2 x 2, is `qwen3.5-fp4-b300-sglang`'s `{ tp: 2, ep: 2 }`
+  (`.github/configs/nvidia-master.yaml` @ e8924a6a; its other search space, `{ tp: 4, ep: 1 }`,
+  is config 737), launched `--tensor-parallel-size=2 --ep-size 2` on 2 GPUs
+  (`qwen3.5_fp4_b300.sh` @ 8acbd08b7). So an InferenceX row whose product is a valid launch
+  (EP dividing TP, as SGLang requires) is read back inside the node as well.
 - **GB200 rows from InferenceX are disaggregated runs.** InferenceX runs GB200 NVL72 only as
   multi-node disaggregated deployments (Dynamo with TensorRT-LLM or SGLang: `runner: gb200`,
   `multinode: true`, `disagg: true` in `.github/configs/nvidia-master.yaml`). The 55 agg rows
@@ -276,7 +283,8 @@ def _layout(row: Mapping[str, str], gpus_per_node: int) -> tuple[int, int, int]:
     vllm_product = row["backend"] == "vllm" and dp > 1 and moe_tp == 1 and ep == world
     if vllm_product and not is_gap(row):  # `tp: T, ep: T` written T, D, T x D (docstring)
         return tp, tp, 1
-    if ep == 1 or world != moe_tp * ep or world <= gpus_per_node:
+    inside = world <= gpus_per_node
+    if ep == 1 or world != moe_tp * ep or (inside and (is_gap(row) or moe_tp % ep != 0)):
         return tp, ep, dp
     if moe_tp > 1 and tp == 1:  # TensorRT-LLM attention DP over moe_tp GPUs, EP moe_ep
         return 1, ep, moe_tp
