@@ -118,7 +118,7 @@ faster than FP8 at 4 clients, where bytes say 0.4 ms.
 `LINEAR_ATTENTION` counts the input projections as SGLang runs them from 0.5.10 (and for
 Qwen3-Next before): two GEMMs, `in_proj_qkvz` and `in_proj_ba`, and one Triton kernel that
 splits them (`fused_qkvzba_split_reshape_cat_contiguous` for Qwen3.5, `qwen3_5.py`,
-0.5.10.post1 l.150-173, l.418-424; sgl-project/sglang PR 21019, merged 2026-03-20). Up to
+0.5.10.post1 l.150-173, l.427-450; sgl-project/sglang PR 21019, merged 2026-03-20). Up to
 0.5.9 (wheel built 2026-02-23) SGLang ran Qwen3.5's checkpoint as it stores it, four GEMMs
 (`in_proj_qkv`, `in_proj_z`, `in_proj_b`, `in_proj_a`, 0.5.9 l.130-165, l.268-305) and no
 split: one launch more a layer (`SEPARATE_PROJECTIONS` 1), and on an FP8 checkpoint one input
