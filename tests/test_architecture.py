@@ -166,7 +166,10 @@ BUDGET = {
     + 42
     # + 43: TensorRT-LLM's pool as its profiling run sizes it, checked against AIC's measured
     # capacities (`perf.memory.trtllm_runtime_bytes`; issue 10, trtkv18)
-    + 43,
+    + 43
+    # + 46: Gated DeltaNet's input projections as four GEMMs, SGLang up to 0.5.9
+    # (`perf.launches.gdn_projection_launches`; issue 10, sglqproj19)
+    + 46,
     "sim": 1760  # + 110: decode-only steps in a row and their compact step log (issue 13)
     # + 50: delay batching in the continuous scheduler (merged from main, unbudgeted there)
     # + 120: quiet decode runs priced at once, a refused first waiting request kept on the
@@ -247,7 +250,10 @@ BUDGET = {
     + 2
     # + 11: the linear-attention verify kernel a speculating launch names
     # (`SpeculativeSpec.linear_verify_kernel`; issue 10, sglverify18)
-    + 11,
+    + 11
+    # + 9: a deployment's Gated DeltaNet projections as its engine version ran them
+    # (`DeploymentSpec.separate_gdn_projections`; issue 10, sglqproj19)
+    + 9,
     "sizing": 3650  # the plan pipeline only; + levers, arrivals, price models (issue 11), ETA
     # + the probe cache and quick plans the studio needs (issue 15); fleet check (issue 12)
     # + 120: the search's parts on a sweep (`search_parts`, issue 13)
@@ -434,7 +440,10 @@ BUDGET = {
     + 80
     # + 10: an InferenceX TP x EP product read back inside the node too, config 736's 2 GPUs
     # (aic._layout; issue 10, sgl010moe19)
-    + 10,
+    + 10
+    # + 36: SGLang's Qwen3.5 Gated DeltaNet projections by image, the four GEMMs before
+    # 0.5.10 (`engine_kernels.separate_gdn_projections`; issue 10, sglqproj19)
+    + 36,
     "collect": 1300  # issue 16: kernel timing, roofline fit, device entry, decode check
     # + 650 (issue 16, session 2): the all-reduce over spawned processes and its fit, MoE
     # expert GEMMs and MLA attention shapes, the time budget, provenance split from run

@@ -9,7 +9,14 @@ import pytest
 
 from llmsizer.calibrate import aic, engine_kernels
 from llmsizer.calibrate.aic import AicCase, map_aic_row
-from llmsizer.calibrate.engine_kernels import VERSION_LAUNCHES, apply_version_launch, linear_kernel
+from llmsizer.calibrate.engine_kernels import (
+    VERSION_LAUNCHES,
+    apply_version_launch,
+    linear_kernel,
+    separate_gdn_projections,
+)
+from llmsizer.instance import make_instance
+from llmsizer.perf.launches import gdn_projection_launches
 from tests.calibrate.test_aic import make_row
 from tests.conftest import shared_path
 
@@ -119,3 +126,59 @@ def test_a_tensorrt_llm_deepseek_fp8_row_on_b200_names_the_kernel_and_vllm_does_
     assert isinstance(trt, AicCase) and trt.spec.linear_kernel == "fp8_swap_ab"
     vllm = map_aic_row(make_row(**row, gemm_quant_mode="fp8", backend="vllm"))
     assert isinstance(vllm, AicCase) and vllm.spec.linear_kernel is None
+
+
+QWEN35 = "qwen3.5-397b-a17b"
+
+
+@pytest.mark.parametrize(
+    ("version", "separate"),
+    [("0.5.9", True), ("0.5.10.post1", False), ("0.5.11", False),
+     ("nightly-dev-20260216-d3bae71e", True), ("nightly-dev-20260402-d7256eb6", False),
+     ("nightly-dev-cu13-20260319-00000000", True), ("nightly-dev-cu13-20260320-00000000", False),
+     ("nightly-dev", True), ("", False), ("main", False)],
+)  # fmt: skip
+def test_sglang_ran_qwen3_5_s_four_projections_before_0_5_10(version: str, separate: bool) -> None:
+    # 0.5.9 (wheel of 2026-02-23): four GEMMs; PR 21019 (2026-03-20) on: merged and split;
+    # AIC's bare `nightly-dev` Qwen3.5 rows ran d3bae71e; unread: the current release's
+    assert separate_gdn_projections("sglang", QWEN35, version) is separate
+
+
+def test_other_engines_and_models_keep_the_merged_count() -> None:
+    assert not separate_gdn_projections("vllm", QWEN35, "0.5.9")
+    assert not separate_gdn_projections("sglang", "deepseek-r1", "0.5.9")
+    assert not separate_gdn_projections("sglang", "glm-5", "nightly-dev")
+
+
+def _qwen_row(version: str, quant: str) -> AicCase:
+    row = make_row(
+        id="qwen3_5_b200_sglang_agg_1024x1024_c4", backend="sglang", backend_version=version,
+        model_path="Qwen/Qwen3.5-397B-A17B", tp_size="8", moe_tp_size="8", batch_size="4",
+        precision="fp8" if quant else "bf16", gemm_quant_mode=quant, moe_quant_mode=quant,
+    )  # fmt: skip
+    case = map_aic_row(row, check_fit=False)
+    assert isinstance(case, AicCase), case
+    return case
+
+
+@pytest.mark.parametrize(("version", "quant"), [("0.5.9", "fp8"), ("nightly-dev", "")])
+def test_a_qwen3_5_row_of_an_older_image_runs_the_four_gemms(version: str, quant: str) -> None:
+    old = make_instance(_qwen_row(version, quant).spec).deployment
+    new = make_instance(_qwen_row("0.5.10.post1", quant).spec).deployment
+    assert old.separate_gdn_projections and not new.separate_gdn_projections
+    extra = gdn_projection_launches(old.model, True, old.input_quant)
+    assert extra == (90 if quant else 45)  # FP8: z's input quantisation too
+
+
+@pytest.mark.shared
+def test_exactly_the_qwen3_5_rows_of_the_older_images_run_the_four_gemms() -> None:
+    path = shared_path("calibration", "aic_silicon_calibration.csv")
+    with path.open(newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r["mode"] == "agg"]
+    runs: dict[str, int] = {}
+    for row in rows:
+        case = map_aic_row(row, check_fit=False)
+        if isinstance(case, AicCase) and case.spec.separate_gdn_projections:
+            assert case.spec.model == QWEN35 and case.spec.preset == "sglang"
+            runs[row["backend_version"]] = runs.get(row["backend_version"], 0) + 1
+    assert runs == {"0.5.9": 176, "nightly-dev": 45, "nightly-dev-20260216-d3bae71e": 15}

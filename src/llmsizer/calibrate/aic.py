@@ -103,7 +103,11 @@ from llmsizer.calibrate.aic_script_layout import (
 )
 from llmsizer.calibrate.aic_sweeps import measured_at
 from llmsizer.calibrate.aic_twins import is_gap, with_inferencex_twins
-from llmsizer.calibrate.engine_kernels import apply_version_launch, linear_kernel
+from llmsizer.calibrate.engine_kernels import (
+    apply_version_launch,
+    linear_kernel,
+    separate_gdn_projections,
+)
 from llmsizer.instance import PredictSpec, make_instance
 from llmsizer.specs import get_gpu, get_model
 from llmsizer.specs.dtypes import Precision, quant_mode_precision
@@ -254,6 +258,7 @@ def _map(row: Mapping[str, str], check_fit: bool) -> AicCase:
     fields["isl"] = round(ratio * fields["isl"])
     version = row["backend_version"]
     fields["linear_kernel"] = linear_kernel(row["backend"], gpu, precision.value, version)
+    fields["separate_gdn_projections"] = separate_gdn_projections(row["backend"], model, version)
     try:
         spec = PredictSpec.model_validate(fields)
         if check_fit:

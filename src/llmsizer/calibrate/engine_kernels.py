@@ -38,6 +38,18 @@ sources of each and what is left unexplained.
   runtime image, 0.8.1.post*, which carries TensorRT-LLM 1.2.0rc6.post1-3 (Dynamo 0.9.0 the
   first with 1.3.0rc1: ai-dynamo/dynamo `fern/pages-v0.9.0/reference/release-artifacts.md` @
   79ec2ad8), so a version below 1.0 is read as Dynamo's (before 0.9: before 1.3).
+- **SGLang up to 0.5.9, Qwen3.5's Gated DeltaNet input projections** (`separate_gdn_projections`):
+  four GEMMs as the checkpoint stores them, where 0.5.10 merges them into two and splits
+  them with one Triton kernel (`llmsizer.perf.launches`, sources there). Merged for Qwen3.5
+  by sgl-project/sglang PR 21019 (2026-03-20; PR 19321, 2026-02-25, merged Qwen3-Next's
+  only and says Qwen3.5 is to follow), so a nightly image dated before 2026-03-20 runs the
+  four (`nightly-dev-20260216-d3bae71e`, the BF16 B200 rows), one from then on the merged
+  two (`nightly-dev-20260402-d7256eb6`, NVFP4 B200), as every release from 0.5.10. AIC's
+  own files name the BF16 B200 image `nightly-dev` alone; their rows say
+  `image=lmsysorg/sglang:nightly-dev-20260216-d3bae71e` (or repeat its numbers), the only
+  image InferenceX's `qwen3.5-bf16-b200-sglang` ran (`inferencex_agg_sweeps.csv`), so
+  `NIGHTLY_IMAGES` reads it as that. An unknown version (a user's plan) is the current
+  release's: merged.
 """
 
 from __future__ import annotations
@@ -122,3 +134,24 @@ def linear_kernel(engine: str, gpu: str, precision: str, version: str) -> str | 
     major_minor = (int(found[1]), int(found[2]))
     fixed_in = (0, 9) if major_minor[0] == 0 else (1, 3)  # Dynamo's runtime tag, else TRT-LLM
     return "fp8_swap_ab" if major_minor < fixed_in else None
+
+
+GDN_MERGED_NIGHTLY = "20260320"  # PR 21019's merge (module docstring)
+NIGHTLY_IMAGES = {  # an AIC version that names no image: the image its rows ran (docstring)
+    ("sglang", "qwen3.5-397b-a17b", "nightly-dev"): "nightly-dev-20260216-d3bae71e",
+}
+_RELEASE = re.compile(r"(\d+)\.(\d+)\.(\d+)")
+_NIGHTLY_DATE = re.compile(r"nightly-dev-(?:cu\d+-)?(\d{8})-")
+
+
+def separate_gdn_projections(engine: str, model: str, version: str) -> bool:
+    """Whether a row's SGLang version ran Qwen3.5's Gated DeltaNet input projections as four
+    GEMMs (module docstring): releases before 0.5.10, nightly images dated before PR 21019;
+    a version it cannot read runs the current release's merged two."""
+    if engine != "sglang" or not model.startswith("qwen3.5"):
+        return False
+    version = NIGHTLY_IMAGES.get((engine, model, version.strip()), version.strip())
+    if (nightly := _NIGHTLY_DATE.match(version)) is not None:
+        return nightly[1] < GDN_MERGED_NIGHTLY
+    release = _RELEASE.match(version)
+    return release is not None and tuple(map(int, release.groups())) < (0, 5, 10)

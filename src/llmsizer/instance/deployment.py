@@ -106,6 +106,13 @@ class HardwareSpec(BaseModel):
         "1.3); unset: the engine's default kernel.",
     )
 
+    separate_gdn_projections: bool = Field(
+        False,
+        description="Gated DeltaNet (Qwen3.5) input projections run as the checkpoint's four "
+        "GEMMs, in_proj_qkv, in_proj_z, in_proj_b, in_proj_a (SGLang up to 0.5.9); unset: "
+        "merged into in_proj_qkvz and in_proj_ba and split by one kernel (SGLang 0.5.10 on).",
+    )
+
     mamba_ssm_cache_dtype: str | None = Field(
         None,
         validation_alias=AliasChoices("mamba_ssm_cache_dtype", "mamba_ssm_dtype"),

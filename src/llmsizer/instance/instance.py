@@ -113,6 +113,8 @@ def make_instance(
         deployment = _with_engine_a2a(spec.preset, deployment)
     if quantised := ENGINE_INPUT_QUANT.get(spec.preset):  # its linears' input quantisation
         deployment = replace(deployment, separate_input_quant=quantised)
+    if spec.separate_gdn_projections:  # Gated DeltaNet's four GEMMs (`perf.launches`)
+        deployment = replace(deployment, separate_gdn_projections=True)
     memory = plan_memory(
         deployment,
         gpu_memory_utilization=spec.gpu_memory_utilization,

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from llmsizer.perf.cuda_graphs import CudaGraphs
 from llmsizer.perf.deployment import Deployment
 from llmsizer.perf.efficiency import EfficiencyFactors
-from llmsizer.perf.launches import eager_layer_units, layer_units
+from llmsizer.perf.launches import SHARED_EXPERT, eager_layer_units, layer_units
 from llmsizer.perf.linear_kernels import linear_rate_scale
 from llmsizer.perf.moe_comm import all_to_all, dispatch_bytes_per_element
 from llmsizer.perf.moe_kernels import experts_rate_scale
@@ -129,7 +129,7 @@ def build_constants(
     moe_tp = world // ep  # each expert's shards (TensorRT-LLM moe_tp_size)
     send_link = d.link_bytes_per_s(d.num_gpus) * eff.interconnect_efficiency
     num_allreduces, allreduce_hops, allreduce_s_per_token = _collectives(d, eff)
-    graphed_units, stream_max_tokens = _graphed_layer_units(d, graphs)
+    units, graphed_units, stream_max_tokens = _graphed_layer_units(d, graphs)
     return StepConstants(
         # a DSA model has no sliding window: its window is the indexer's top-k, which caps
         # the keys a query of its sparse prefill reads (`_sparse_prefill_flops_per_pair`)
@@ -200,12 +200,12 @@ def build_constants(
         send_s_per_token=h * act / send_link,
         step_overhead_s=eff.step_overhead_s,
         # every kernel's fixed time, in dense layers' kernels (`perf.launches.layer_units`)
-        layers_overhead_s=layer_units(m, input_quant=d.input_quant) * eff.layer_overhead_s,
+        layers_overhead_s=units * eff.layer_overhead_s,
         graphed_layers_overhead_s=graphed_units * eff.layer_overhead_s,
         shared_stream_max_tokens=stream_max_tokens,
         # the eager launch, in dense layers' launches; a compiled model's, its attention's
         # (one op a layer, every kind alike: `perf.launches`)
-        prefill_layers_overhead_s=eager_layer_units(m, d.input_quant)
+        prefill_layers_overhead_s=eager_layer_units(m, d.input_quant, d.separate_gdn_projections)
         * eff.prefill_layer_overhead_s,
         compiled_layers_overhead_s=m.num_layers * eff.prefill_layer_overhead_s,
         indexer_overhead_s=_indexer_layers(d) * eff.indexer_overhead_s,
@@ -216,18 +216,19 @@ def build_constants(
     )
 
 
-def _graphed_layer_units(d: Deployment, graphs: CudaGraphs | None) -> tuple[float, int]:
-    """(`layer_units` of a graph-replayed step whose shared experts run on a second stream,
-    the most experts' tokens such a step has): the engine's kernels left on the first stream
-    (`cuda_graphs.SharedExpertsStream`); every step's units, and no such step, where the
-    engine runs no second stream for this model."""
-    m = d.model
+def _graphed_layer_units(d: Deployment, graphs: CudaGraphs | None) -> tuple[float, float, int]:
+    """(every step's `layer_units` as `d` runs its model, those of a graph-replayed step whose
+    shared experts run on a second stream, the most experts' tokens such a step has): the
+    kernels left on the first stream (`cuda_graphs.SharedExpertsStream`); every step's, and
+    no such step, where the engine runs no second stream for this model."""
+    m, quant, gdn = d.model, d.input_quant, d.separate_gdn_projections
+    units = layer_units(m, SHARED_EXPERT, quant, gdn)
     stream = None if graphs is None else graphs.shared_experts
     if graphs is None or stream is None or (stream.mla_only and m.mla is None):
-        return layer_units(m, input_quant=d.input_quant), 0
+        return units, units, 0
     every_graph = graphs.max_capture_size * d.attention_dp_size
     top = every_graph if stream.max_tokens is None else stream.max_tokens
-    return layer_units(m, stream.kernels_left, d.input_quant), top
+    return units, layer_units(m, stream.kernels_left, quant, gdn), top
 
 
 def _collectives(d: Deployment, eff: EfficiencyFactors) -> tuple[int, float, float]:

@@ -39,7 +39,9 @@ linear-attention layers' recurrent state dtype where the launch overrode the con
 the all-gather (`llmsizer.perf.moe_comm`). `separate_input_quant`: the checkpoint formats
 whose linear layers' inputs the engine quantises in kernels of its own
 (`perf.launches.ENGINE_INPUT_QUANT`: vLLM's NVFP4, SGLang's FP8), which a deployment of such
-a format then counts in its step (`input_quant`).
+a format then counts in its step (`input_quant`). `separate_gdn_projections`: the engine
+runs a Gated DeltaNet layer's input projections as the four GEMMs of Qwen3.5's checkpoint
+(SGLang up to 0.5.9), not the merged two and their split (`perf.launches`).
 """
 
 from __future__ import annotations
@@ -77,6 +79,7 @@ class Deployment:
     moe_a2a_backend: str | None = None  # None: the all-gather (module docstring)
     linear_kernel: str | None = None  # None: the engine's default kernel (module docstring)
     separate_input_quant: frozenset[Precision] = frozenset()  # module docstring
+    separate_gdn_projections: bool = False  # module docstring
 
     def __post_init__(self) -> None:
         check_moe_backend(self.moe_backend)

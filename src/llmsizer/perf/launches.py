@@ -114,6 +114,20 @@ kernels. A BF16 checkpoint launches none of them, nor an NVFP4 one (experts only
 The AIC rows agree (`docs/aic_measurement.md` section 53): SGLang's Qwen3.5 BF16 decodes
 faster than FP8 at 4-8 clients on B300 and its NVFP4 experts-only checkpoint 2.5 ms a step
 faster than FP8 at 4 clients, where bytes say 0.4 ms.
+
+`LINEAR_ATTENTION` counts the input projections as SGLang runs them from 0.5.10 (and for
+Qwen3-Next before): two GEMMs, `in_proj_qkvz` and `in_proj_ba`, and one Triton kernel that
+splits them (`fused_qkvzba_split_reshape_cat_contiguous` for Qwen3.5, `qwen3_5.py`,
+0.5.10.post1 l.150-173, l.427-450; sgl-project/sglang PR 21019, merged 2026-03-20). Up to
+0.5.9 (wheel built 2026-02-23) SGLang ran Qwen3.5's checkpoint as it stores it, four GEMMs
+(`in_proj_qkv`, `in_proj_z`, `in_proj_b`, `in_proj_a`, 0.5.9 l.130-165, l.268-305) and no
+split: one launch more a layer (`SEPARATE_PROJECTIONS` 1), and on an FP8 checkpoint one input
+quantisation more, as `in_proj_z` quantises the same input again (`SEPARATE_FP8_GEMMS` 1;
+`in_proj_b` / `in_proj_a` stay BF16 in Qwen's FP8 checkpoints, `modules_to_not_convert`, and
+could not be block-FP8 at 64 heads over TP: SGLang's `Fp8LinearMethod` wants each rank's rows
+a multiple of 128). NVFP4 and BF16 checkpoints run the linear attention unquantised (both
+versions: `linear_attn_quant_config` None for `modelopt_fp4`). Qwen3.5-397B: 45 launches a
+step more, 90 on FP8 (`gdn_projection_launches`; docs/aic_measurement.md section 66).
 """
 
 from __future__ import annotations
@@ -143,6 +157,8 @@ ENGINE_INPUT_QUANT: dict[str, frozenset[Precision]] = {
 }
 MLA_FP8_GEMMS = 4  # fused q-a / kv-a, q-b, kv-b, output (module docstring)
 LINEAR_ATTENTION_FP8_GEMMS = 2  # qkvz input, output; in_proj_ba stays BF16 (docstring)
+SEPARATE_PROJECTIONS = 1  # qkv, z, b, a GEMMs for qkvz, ba and their split (docstring)
+SEPARATE_FP8_GEMMS = 1  # in_proj_z quantises the input in_proj_qkv did (docstring)
 
 
 def input_quant_launches(model: ModelSpec) -> int:
@@ -180,14 +196,31 @@ def quant_launches(model: ModelSpec, input_quant: Precision | None) -> int:
     return fp8_input_quant_launches(model) if input_quant in FP8 else 0
 
 
+def gdn_projection_launches(
+    model: ModelSpec, separate: bool, input_quant: Precision | None = None
+) -> int:
+    """Launches one forward pass of `model` adds where its engine runs the Gated DeltaNet
+    input projections as separate GEMMs (module docstring, `separate`), over the merged
+    projections and split that `LINEAR_ATTENTION` counts; with an FP8 `input_quant`, one
+    input quantisation more a layer; 0 without `separate` or linear-attention layers."""
+    if not separate:
+        return 0
+    per_layer = SEPARATE_PROJECTIONS + (SEPARATE_FP8_GEMMS if input_quant in FP8 else 0)
+    return model.num_linear_attention_layers * per_layer
+
+
 def eager_launches(
-    model: ModelSpec, shared_expert: int = SHARED_EXPERT, input_quant: Precision | None = None
+    model: ModelSpec,
+    shared_expert: int = SHARED_EXPERT,
+    input_quant: Precision | None = None,
+    separate_gdn_projections: bool = False,
 ) -> int:
     """Kernels one eager forward pass of `model`'s decoder layers launches (module
     docstring): every layer's norms, attention (softmax, MLA, linear; an indexer where
     the model has one) and MLP (dense, or routed experts plus shared ones, of whose kernels
     `shared_expert` are counted: all of them unless a second stream runs the rest); with
-    `input_quant`, the input quantisations of that checkpoint format (`quant_launches`)."""
+    `input_quant`, the input quantisations of that checkpoint format (`quant_launches`);
+    with `separate_gdn_projections`, Gated DeltaNet's four GEMMs (`gdn_projection_launches`)."""
     if not 0 <= shared_expert <= SHARED_EXPERT:
         raise ValueError(f"shared_expert {shared_expert} must be 0-{SHARED_EXPERT} kernels")
     softmax = model.num_kv_cache_layers
@@ -207,22 +240,32 @@ def eager_launches(
         + model.num_moe_layers * moe_layer
         + model.num_dense_layers * DENSE_MLP
         + quant_launches(model, input_quant)
+        + gdn_projection_launches(model, separate_gdn_projections, input_quant)
     )
 
 
-def eager_layer_units(model: ModelSpec, input_quant: Precision | None = None) -> float:
+def eager_layer_units(
+    model: ModelSpec, input_quant: Precision | None = None, separate_gdn_projections: bool = False
+) -> float:
     """`model`'s eager launches in dense GQA layers (`DENSE_LAYER`), the count that
     `prefill_layer_overhead_s` multiplies: its number of layers for a dense GQA model."""
-    return eager_launches(model, input_quant=input_quant) / DENSE_LAYER
+    separate = separate_gdn_projections
+    launches = eager_launches(model, input_quant=input_quant, separate_gdn_projections=separate)
+    return launches / DENSE_LAYER
 
 
 def layer_units(
-    model: ModelSpec, shared_expert: int = SHARED_EXPERT, input_quant: Precision | None = None
+    model: ModelSpec,
+    shared_expert: int = SHARED_EXPERT,
+    input_quant: Precision | None = None,
+    separate_gdn_projections: bool = False,
 ) -> float:
     """`model`'s kernels of one forward pass in dense GQA layers' kernels (`DENSE_LAYER`),
     less the sparse-attention indexer's: the count that `layer_overhead_s` multiplies in
     every step (module docstring), its number of layers for a dense GQA model; with
     `shared_expert` of a shared expert's kernels on the step's path and, with
-    `input_quant`, that format's input quantisations (`eager_launches`)."""
+    `input_quant`, that format's input quantisations (`eager_launches`), and
+    `separate_gdn_projections` as there."""
     indexer = 0 if model.sparse_attention is None else INDEXER * model.num_kv_cache_layers
-    return (eager_launches(model, shared_expert, input_quant) - indexer) / DENSE_LAYER
+    launches = eager_launches(model, shared_expert, input_quant, separate_gdn_projections)
+    return (launches - indexer) / DENSE_LAYER
